@@ -1,0 +1,88 @@
+"""The Hydra task behind ``treebench run``: resolve the job, skip stored folds, run, store, summarise."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+CONF_DIR = os.environ.get("TREEBENCH_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
+
+
+def _abspath(p: str) -> Path:
+    path = Path(p).expanduser()
+    if not path.is_absolute():
+        try:
+            path = Path(HydraConfig.get().runtime.cwd) / path
+        except ValueError:  # outside a Hydra run
+            path = Path.cwd() / path
+    return path
+
+
+def _launcher_parallelism() -> int:
+    try:
+        hc = HydraConfig.get()
+    except ValueError:
+        return 1
+    if hc.mode is None or str(hc.mode) != "RunMode.MULTIRUN":
+        return 1
+    n = hc.launcher.get("n_jobs")
+    if n is None:
+        return 1
+    return os.cpu_count() or 1 if int(n) < 0 else int(n)
+
+
+def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
+    """Run one Hydra job; return the records written (empty when every fold was already done)."""
+    from treebench.data import DataContext
+    from treebench.report.console import print_records
+    from treebench.results.store import Store
+    from treebench.runner import Job, run_job
+
+    store = Store(_abspath(cfg.paths.store))
+    ctx = DataContext(
+        data_dir=_abspath(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=bool(cfg.data.fetch)
+    )
+    records = run_job(cfg, store, ctx, parallel=_launcher_parallelism())
+    job = Job.from_config(cfg)
+    keys = [job.key(f) for f in job.folds()]
+    try:  # the sweep summary reads the keys of every job from its output dir
+        out = Path(HydraConfig.get().runtime.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "keys.json").write_text(json.dumps(keys))
+        single = str(HydraConfig.get().mode) != "RunMode.MULTIRUN"
+    except ValueError:
+        single = True
+    if single and records:
+        print_records(records)
+    return records
+
+
+class SweepSummary(Callback):
+    """At the end of a multirun: a table of every job's records, printed and written to the sweep dir."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from treebench.report.console import summarize_sweep
+
+        sweep_dir = _abspath(config.hydra.sweep.dir)
+        store_dir = _abspath(config.paths.store)
+        summarize_sweep(sweep_dir, store_dir)
+
+
+@hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    """Hydra entry point (``treebench run`` hands its arguments here)."""
+    records = run_task(cfg)
+    if any(r["status"] == "failed" for r in records) and str(HydraConfig.get().mode) != "RunMode.MULTIRUN":
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

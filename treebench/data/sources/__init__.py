@@ -1,0 +1,1 @@
+"""Dataset sources, one module each; a dataset config names its loader with ``_target_``."""

@@ -1,0 +1,239 @@
+"""The method contract: capabilities, size report, registry and shared helpers for every method."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+CLASSIFICATION = "classification"
+REGRESSION = "regression"
+TASKS = (CLASSIFICATION, REGRESSION)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a method supports, so the runner can skip with a reason instead of crashing.
+
+    Parameters
+    ----------
+    needs_validation : bool
+        The method holds out its own validation split from the training data it is given.
+    image_input : bool
+        The method can use image shape metadata (``image_shape`` fit parameter).
+    requires_torch : bool
+        The method imports torch (lazily, inside ``fit``).
+    sample_weight : bool
+        ``fit`` accepts ``sample_weight`` (needed by AdaBoost).
+    """
+
+    needs_validation: bool = False
+    image_input: bool = False
+    requires_torch: bool = False
+    sample_weight: bool = False
+
+
+SIZE_KEYS = ("n_trees", "n_splits", "n_leaves", "depth", "mean_depth", "split_evals")
+
+
+class SizeMixin:
+    """Mixin for treebench estimators: capability flags and a model-size report.
+
+    Subclasses set ``capabilities`` and implement :meth:`size_report`.
+    """
+
+    capabilities = Capabilities()
+
+    def size_report(self, X) -> dict[str, float]:
+        """Size of the fitted model, measured with the samples ``X``.
+
+        Returns
+        -------
+        dict
+            ``n_trees`` (members), ``n_splits`` (internal nodes, summed over members),
+            ``n_leaves``, ``depth`` (max over members), ``mean_depth`` (mean number of
+            internal nodes a sample of ``X`` visits in one member) and ``split_evals``
+            (mean split evaluations per sample, summed over members).
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement size_report")
+
+
+# ----------------------------------------------------------------------------- registry
+
+
+@dataclass
+class MethodEntry:
+    """One registered method name and its estimator class per task."""
+
+    name: str
+    description: str
+    classes: dict[str, type] = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(t for t in TASKS if t in self.classes)
+
+
+_REGISTRY: dict[str, MethodEntry] = {}
+_DISCOVERED = False
+
+
+class UnknownMethodError(KeyError):
+    """Raised for a method name that is not registered; the message lists the choices."""
+
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return str(self.args[0])
+
+
+class UnsupportedTaskError(ValueError):
+    """Raised when a method has no estimator for the dataset's task (recorded as a skip)."""
+
+
+def register(name: str, task: str, description: str = ""):
+    """Class decorator: register an estimator under a short method name for one task."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+
+    def deco(cls):
+        entry = _REGISTRY.setdefault(name, MethodEntry(name, description))
+        if description and not entry.description:
+            entry.description = description
+        entry.classes[task] = cls
+        cls._tb_name = name
+        return cls
+
+    return deco
+
+
+def discover() -> dict[str, MethodEntry]:
+    """Import every module of :mod:`treebench.methods` once so all methods register."""
+    global _DISCOVERED
+    if not _DISCOVERED:
+        pkg = importlib.import_module("treebench.methods")
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            if not mod.name.startswith("_") and mod.name != "base":
+                importlib.import_module(f"treebench.methods.{mod.name}")
+        _DISCOVERED = True
+    return _REGISTRY
+
+
+def available_methods() -> list[str]:
+    """Sorted names of all registered methods."""
+    return sorted(discover())
+
+
+def suggest(name: str, choices: list[str]) -> str:
+    """A 'did you mean' hint for ``name`` among ``choices`` (empty when nothing is close)."""
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def get_entry(name: str) -> MethodEntry:
+    """The registry entry of ``name``; an unknown name raises with the list of choices."""
+    reg = discover()
+    if name not in reg:
+        choices = sorted(reg)
+        raise UnknownMethodError(
+            f"Unknown method {name!r}.{suggest(name, choices)} Choices: {', '.join(choices)}"
+        )
+    return reg[name]
+
+
+def get_method(name: str, task: str) -> type:
+    """The estimator class registered as ``name`` for ``task``."""
+    entry = get_entry(name)
+    if task not in entry.classes:
+        raise UnsupportedTaskError(
+            f"method {name!r} does not support {task} (it supports: {', '.join(entry.tasks)})"
+        )
+    return entry.classes[task]
+
+
+# ----------------------------------------------------------------------------- size helpers
+
+
+def node_depths(children_left: np.ndarray, children_right: np.ndarray, root: int = 0) -> np.ndarray:
+    """Depth of every node of a binary tree given as child arrays (-1 = no child), level by level."""
+    n = len(children_left)
+    depth = np.full(n, -1, dtype=np.int64)
+    frontier = np.array([root])
+    d = 0
+    while frontier.size:
+        depth[frontier] = d
+        kids = np.concatenate([children_left[frontier], children_right[frontier]])
+        frontier = np.unique(kids[kids >= 0])
+        d += 1
+    return depth
+
+
+def sklearn_tree_size(estimator, X) -> dict[str, float]:
+    """Size report of one fitted scikit-learn decision tree (``estimator.tree_``) on samples ``X``."""
+    t = estimator.tree_
+    is_leaf = t.children_left < 0
+    n_leaves = int(is_leaf.sum())
+    depth = node_depths(t.children_left, t.children_right)
+    X = np.asarray(X, dtype=np.float32)
+    mean_depth = float(depth[estimator.apply(X)].mean()) if len(X) else 0.0
+    return {
+        "n_trees": 1,
+        "n_splits": int(t.node_count - n_leaves),
+        "n_leaves": n_leaves,
+        "depth": int(depth.max()),
+        "mean_depth": mean_depth,
+        "split_evals": mean_depth,
+    }
+
+
+def combine_sizes(reports: list[dict[str, float]]) -> dict[str, float]:
+    """Size report of an ensemble from its members' reports (sums, max depth, mean depth)."""
+    if not reports:
+        return dict.fromkeys(SIZE_KEYS, 0)
+    return {
+        "n_trees": int(sum(r["n_trees"] for r in reports)),
+        "n_splits": int(sum(r["n_splits"] for r in reports)),
+        "n_leaves": int(sum(r["n_leaves"] for r in reports)),
+        "depth": int(max(r["depth"] for r in reports)),
+        "mean_depth": float(np.mean([r["mean_depth"] for r in reports])),
+        "split_evals": float(sum(r["split_evals"] for r in reports)),
+    }
+
+
+def member_size(member, X) -> dict[str, float]:
+    """Size report of an ensemble member: a treebench estimator or a scikit-learn tree."""
+    if hasattr(member, "size_report"):
+        return member.size_report(X)
+    if hasattr(member, "tree_"):
+        return sklearn_tree_size(member, X)
+    raise TypeError(f"cannot measure the size of {type(member).__name__}")
+
+
+# ----------------------------------------------------------------------------- torch helpers
+
+
+def import_torch(n_threads: int | None = None):
+    """Import torch lazily and set its intra-op threads (``None`` or <= 0 leaves the default)."""
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "this method needs PyTorch; install the CPU wheel with `pip install torch==2.13.0` "
+            "or `pip install -e .[torch]`"
+        ) from exc
+    if n_threads is not None and n_threads > 0:
+        torch.set_num_threads(int(n_threads))
+    return torch
+
+
+def torch_generator(random_state: Any):
+    """A seeded ``torch.Generator`` derived from a numpy ``RandomState``/int/None (never global)."""
+    from sklearn.utils import check_random_state
+
+    torch = import_torch()
+    rs = check_random_state(random_state)
+    g = torch.Generator()
+    g.manual_seed(int(rs.randint(0, 2**31 - 1)))
+    return g

@@ -1,0 +1,118 @@
+"""Baselines from scikit-learn: CART, random forest, bagged CART, gradient boosting and AdaBoost."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.ensemble import (
+    AdaBoostClassifier,
+    AdaBoostRegressor,
+    BaggingClassifier,
+    BaggingRegressor,
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+from treebench.methods.base import (
+    CLASSIFICATION,
+    REGRESSION,
+    Capabilities,
+    SizeMixin,
+    combine_sizes,
+    member_size,
+    register,
+    sklearn_tree_size,
+)
+
+
+class _TreeSize(SizeMixin):
+    """Size report of a single scikit-learn tree."""
+
+    capabilities = Capabilities(sample_weight=True)
+
+    def size_report(self, X):
+        return sklearn_tree_size(self, X)
+
+
+class _EnsembleSize(SizeMixin):
+    """Size report of a scikit-learn ensemble: members' sizes combined."""
+
+    capabilities = Capabilities(sample_weight=True)
+
+    def size_report(self, X):
+        members = np.asarray(self.estimators_, dtype=object).ravel()
+        if hasattr(self, "estimators_features_"):  # bagging may subsample features
+            reports = [
+                member_size(m, np.asarray(X)[:, f])
+                for m, f in zip(members, self.estimators_features_, strict=True)
+            ]
+        else:
+            reports = [member_size(m, X) for m in members]
+        return combine_sizes(reports)
+
+
+_CART = "CART (scikit-learn): depth-first, best-first with max_leaf_nodes, cost-complexity ccp_alpha"
+
+
+@register("cart", CLASSIFICATION, _CART)
+class CARTClassifier(_TreeSize, DecisionTreeClassifier):
+    """CART classifier (scikit-learn ``DecisionTreeClassifier``) with a size report."""
+
+
+@register("cart", REGRESSION)
+class CARTRegressor(_TreeSize, DecisionTreeRegressor):
+    """CART regressor (scikit-learn ``DecisionTreeRegressor``) with a size report."""
+
+
+_RF = "Random forest (scikit-learn), bootstrap + random feature subsets"
+
+
+@register("rf", CLASSIFICATION, _RF)
+class RandomForest(_EnsembleSize, RandomForestClassifier):
+    """Random forest classifier with a size report."""
+
+
+@register("rf", REGRESSION)
+class RandomForestReg(_EnsembleSize, RandomForestRegressor):
+    """Random forest regressor with a size report."""
+
+
+_BAG = "Bagged full CART without feature subsampling (TnT paper's 'Random Forest')"
+
+
+@register("bagged_cart", CLASSIFICATION, _BAG)
+class BaggedCART(_EnsembleSize, BaggingClassifier):
+    """Bagging of CART classifiers (``estimator=None`` means a full-depth CART)."""
+
+
+@register("bagged_cart", REGRESSION)
+class BaggedCARTReg(_EnsembleSize, BaggingRegressor):
+    """Bagging of CART regressors."""
+
+
+_GBDT = "Gradient-boosted trees (scikit-learn GradientBoosting, 100 trees of depth 3)"
+
+
+@register("gbdt", CLASSIFICATION, _GBDT)
+class GBDT(_EnsembleSize, GradientBoostingClassifier):
+    """Gradient boosting classifier with a size report (K trees per stage for K > 2 classes)."""
+
+
+@register("gbdt", REGRESSION)
+class GBDTReg(_EnsembleSize, GradientBoostingRegressor):
+    """Gradient boosting regressor with a size report."""
+
+
+_ADA = "AdaBoost (SAMME) over CART; estimator=null means decision stumps"
+
+
+@register("adaboost", CLASSIFICATION, _ADA)
+class AdaBoost(_EnsembleSize, AdaBoostClassifier):
+    """AdaBoost (SAMME) classifier with a size report."""
+
+
+@register("adaboost", REGRESSION)
+class AdaBoostReg(_EnsembleSize, AdaBoostRegressor):
+    """AdaBoost.R2 regressor with a size report."""

@@ -1,0 +1,75 @@
+"""Terminal output with rich: one run's records, and the summary table at the end of a sweep."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from treebench.report.tables import summary_table
+from treebench.results.store import Store
+from treebench.results.table import to_frame
+
+console = Console()
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return "-" if math.isnan(v) else f"{v:.4g}"
+    return str(v)
+
+
+def print_records(records: list[dict]) -> None:
+    """Print each record's identity, metrics, size and timing as a two-column table."""
+    for rec in records:
+        t = Table(title=f"{rec['method']} on {rec['dataset']} (seed {rec['seed']}, fold {rec['fold']})",
+                  show_header=False)
+        t.add_column("field", style="bold")
+        t.add_column("value")
+        t.add_row("status", rec["status"] + (f": {rec.get('reason') or rec.get('error')}"
+                                              if rec["status"] != "ok" else ""))
+        for k, v in (rec.get("metrics") or {}).items():
+            t.add_row(k, _fmt(v))
+        for k, v in (rec.get("size") or {}).items():
+            t.add_row(k, _fmt(v))
+        for k in ("fit_seconds", "predict_seconds", "n_train", "n_test", "n_features", "split_id"):
+            if k in rec:
+                t.add_row(k, _fmt(rec[k]))
+        t.add_row("params", json.dumps(rec.get("params"), default=str))
+        t.add_row("key", rec["key"])
+        console.print(t)
+
+
+def print_summary(df, title: str) -> None:
+    """Print a :func:`summary_table` with rich."""
+    if df.empty:
+        console.print(f"[yellow]{title}: no results[/]")
+        return
+    t = Table(title=f"{title} — {df.attrs.get('metric', '')} mean ± sd")
+    for c in df.columns:
+        t.add_column(c, justify="left" if c in ("dataset", "method") else "right")
+    for _, row in df.iterrows():
+        t.add_row(*[_fmt(v) for v in row.tolist()])
+    console.print(t)
+
+
+def summarize_sweep(sweep_dir: os.PathLike, store_dir: os.PathLike) -> None:
+    """Collect the records of every job of a sweep (by its ``keys.json`` files) and summarise them."""
+    sweep = Path(sweep_dir)
+    keys = []
+    for p in sorted(sweep.glob("*/keys.json")):
+        keys.extend(json.loads(p.read_text()))
+    store = Store(store_dir)
+    recs = [r for r in (store.get(k) for k in keys) if r is not None]
+    df = to_frame(recs)
+    table = summary_table(df)
+    print_summary(table, f"sweep {sweep.name}: {len(recs)} records")
+    if not df.empty:
+        df.to_csv(sweep / "results.csv", index=False)
+        table.to_csv(sweep / "summary.csv", index=False)
+        (sweep / "summary.md").write_text(table.to_markdown(index=False))
+        console.print(f"written: {sweep / 'summary.csv'}, {sweep / 'results.csv'}")

@@ -1,0 +1,97 @@
+"""Result store: one JSON record per run key, written atomically, with a per-key lock."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+DONE_STATUSES = ("ok", "skipped")
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def run_key(spec: dict) -> str:
+    """Stable hash of a job's identity (method, params, dataset, split, seed, fold, version)."""
+    return hashlib.sha256(_canonical(spec).encode()).hexdigest()[:24]
+
+
+class JobBusyError(RuntimeError):
+    """Another process holds the lock of this run key."""
+
+
+class Store:
+    """A directory of records ``<root>/<key[:2]>/<key>.json``.
+
+    A record whose ``status`` is ``ok`` or ``skipped`` marks its job done; a ``failed`` record
+    does not, and is replaced when the job runs again.
+    """
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        p = self.path(key)
+        try:
+            return json.loads(p.read_text())
+        except FileNotFoundError:
+            return None
+        except json.JSONDecodeError:  # cannot happen with atomic writes; treat as absent
+            return None
+
+    def is_done(self, key: str) -> bool:
+        rec = self.get(key)
+        return rec is not None and rec.get("status") in DONE_STATUSES
+
+    def write(self, record: dict) -> Path:
+        """Write ``record`` (which holds its ``key``) atomically: temp file, fsync, ``os.replace``."""
+        p = self.path(record["key"])
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(record, f, indent=1, sort_keys=True, default=str)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return p
+
+    @contextmanager
+    def lock(self, key: str):
+        """Hold the key's lock while a job runs; raise :class:`JobBusyError` if another holds it."""
+        p = self.path(key).with_suffix(".lock")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        lk = FileLock(str(p), timeout=0)
+        try:
+            lk.acquire()
+        except Timeout as exc:
+            raise JobBusyError(f"job {key} is running in another process") from exc
+        try:
+            yield
+        finally:
+            lk.release()
+
+    def records(self) -> Iterator[dict]:
+        """Every stored record (ok, skipped and failed)."""
+        if not self.root.exists():
+            return
+        for p in sorted(self.root.glob("*/*.json")):
+            try:
+                yield json.loads(p.read_text())
+            except (json.JSONDecodeError, OSError):
+                continue

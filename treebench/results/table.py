@@ -1,0 +1,48 @@
+"""The tidy results table: one row per stored record, params flattened to ``param.<name>`` columns."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from treebench.results.store import Store
+
+_NESTED = ("params", "size", "metrics", "info", "provenance")
+
+
+def _flatten(rec: dict) -> dict:
+    row = {k: v for k, v in rec.items() if k not in _NESTED and not isinstance(v, dict)}
+    for group in _NESTED:
+        for k, v in (rec.get(group) or {}).items():
+            name = k if group in ("size", "metrics") else f"{group[:-1] if group.endswith('s') else group}.{k}"
+            row[name] = v if not isinstance(v, (dict, list)) else str(v)
+    return row
+
+
+def to_frame(records) -> pd.DataFrame:
+    """Records as a DataFrame (params → ``param.*``, provenance → ``provenance.*``)."""
+    rows = [_flatten(r) for r in records]
+    return pd.DataFrame(rows)
+
+
+def collect(store_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
+            experiment: str | None = None, status: str | None = None) -> pd.DataFrame:
+    """Merge stored records into one table, optionally written as Parquet and CSV to ``out_dir``."""
+    df = to_frame(Store(store_dir).records())
+    if not df.empty:
+        if experiment is not None:
+            df = df[df["experiment"] == experiment]
+        if status is not None:
+            df = df[df["status"] == status]
+        df = df.sort_values(["experiment", "dataset", "method", "seed", "fold"]).reset_index(drop=True)
+    if out_dir is not None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = f"results-{experiment}" if experiment else "results"
+        for suffix, write in ((".parquet", df.to_parquet), (".csv", df.to_csv)):
+            tmp = out / f".{stem}{suffix}.tmp"
+            write(tmp, index=False)
+            os.replace(tmp, out / f"{stem}{suffix}")
+    return df

@@ -1,0 +1,295 @@
+"""One job: data → split → preprocess → fit → predict → metrics, timing, size → one record per fold."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import platform
+import socket
+import subprocess
+import time
+import traceback
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from sklearn import metrics as skm
+from threadpoolctl import threadpool_limits
+
+import treebench
+from treebench.data import DataContext, load_dataset
+from treebench.methods.base import UnsupportedTaskError, get_entry, get_method
+from treebench.results.store import JobBusyError, Store, run_key
+
+_RECORDED_PACKAGES = ("numpy", "scipy", "scikit-learn", "pandas", "torch", "hydra-core", "numba")
+
+METRICS = {
+    "accuracy": lambda y, p: float(skm.accuracy_score(y, p)),
+    "balanced_accuracy": lambda y, p: float(skm.balanced_accuracy_score(y, p)),
+    "error": lambda y, p: float(1.0 - skm.accuracy_score(y, p)),
+    "r2": lambda y, p: float(skm.r2_score(y, p)),
+    "rmse": lambda y, p: float(np.sqrt(skm.mean_squared_error(y, p))),
+    "mae": lambda y, p: float(skm.mean_absolute_error(y, p)),
+}
+
+
+def stable_int(text: str) -> int:
+    """A platform-independent 32-bit integer from a string (Python's hash() is salted)."""
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+def derive_seed(seed: int, *names: str | int) -> int:
+    """Seed for a component, derived from the run seed and names (dataset, fold, method)."""
+    keys = tuple(n if isinstance(n, int) else stable_int(str(n)) for n in names)
+    return int(np.random.SeedSequence(int(seed), spawn_key=keys).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+@cache
+def git_sha() -> str | None:
+    """The git commit of the treebench source tree, if it is a checkout."""
+    root = Path(treebench.__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+@cache
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in _RECORDED_PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def _plain(node) -> Any:
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+
+@dataclass
+class Job:
+    """A resolved job: everything that identifies its records, and the config it came from."""
+
+    cfg: DictConfig
+    method: str
+    params: dict
+    dataset: str
+    split: dict
+    seed: int
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> Job:
+        get_entry(cfg.method.name)  # unknown method → error listing the choices
+        split = cfg.get("split") or cfg.dataset.split
+        return cls(
+            cfg=cfg,
+            method=cfg.method.name,
+            params=_plain(cfg.method.params) or {},
+            dataset=cfg.dataset.name,
+            split=_plain(split),
+            seed=int(cfg.seed),
+        )
+
+    @property
+    def n_folds(self) -> int:
+        return instantiate(self.split).n_folds
+
+    def folds(self) -> list[int]:
+        only = self.cfg.get("fold")
+        return [int(only)] if only is not None else list(range(self.n_folds))
+
+    def key(self, fold: int) -> str:
+        ds = _plain(self.cfg.dataset)
+        spec = {
+            "method": self.method,
+            "params": self.params,
+            "dataset": {k: ds.get(k) for k in ("name", "loader", "preprocess", "task")},
+            "split": self.split,
+            "seed": self.seed,
+            "fold": fold,
+            "metrics": _plain(self.cfg.metrics),
+            "version": treebench.__version__,
+        }
+        return run_key(spec)
+
+
+def resolve_threads(cfg: DictConfig, parallel: int = 1) -> int:
+    """Threads for one job: the config value, else all cores shared among ``parallel`` local jobs."""
+    if cfg.get("threads"):
+        return int(cfg.threads)
+    return max(1, (os.cpu_count() or 1) // max(1, parallel))
+
+
+def _set_context_params(est, threads: int, random_state: int, image_shape) -> None:
+    """Fill runner-owned parameters the config left unset: random_state, n_jobs, image_shape."""
+    names = est.get_params(deep=False)
+    upd = {}
+    if "random_state" in names and names["random_state"] is None:
+        upd["random_state"] = random_state
+    if "n_jobs" in names and names["n_jobs"] is None:
+        upd["n_jobs"] = threads
+    if "image_shape" in names and names["image_shape"] is None and image_shape is not None:
+        upd["image_shape"] = tuple(image_shape)
+    est.set_params(**upd)
+
+
+def _metrics(names, y_true, y_pred, prefix) -> dict[str, float]:
+    return {f"{prefix}_{n}": METRICS[n](y_true, y_pred) for n in names}
+
+
+def base_record(job: Job, fold: int, key: str) -> dict:
+    """Identity and provenance fields shared by ok, skipped and failed records."""
+    return {
+        "key": key,
+        "experiment": job.cfg.get("experiment_name") or "adhoc",
+        "profile": job.cfg.get("profile") or "full",
+        "method": job.method,
+        "dataset": job.dataset,
+        "task": job.cfg.dataset.task,
+        "seed": job.seed,
+        "fold": fold,
+        "params": job.params,
+        "split": str(job.split),
+        "provenance": {
+            "treebench_version": treebench.__version__,
+            "git_sha": git_sha(),
+            "host": socket.gethostname(),
+            "python": platform.python_version(),
+            "packages": package_versions(),
+            "started_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        },
+    }
+
+
+class Skip(Exception):
+    """A job that cannot run for a recorded reason (wrong task type, unusable data)."""
+
+
+def run_fold(job: Job, fold, ds, threads: int) -> dict:
+    """Fit and evaluate one fold; return the measured fields of the record."""
+    cfg = job.cfg
+    task = cfg.dataset.task
+    try:
+        cls = get_method(job.method, task)
+    except UnsupportedTaskError as exc:
+        raise Skip(str(exc)) from exc
+    if task == "classification" and np.unique(fold.train.y).size < 2:
+        raise Skip("training data has a single class")
+
+    pre = instantiate(cfg.dataset.preprocess)
+    pre.fit(fold.train.X, fold.train.y, categorical=ds.categorical)
+    X_tr, X_te = pre.transform(fold.train.X), pre.transform(fold.test.X)
+    y_tr, y_te = fold.train.y, fold.test.y
+
+    params = instantiate(job.params, _convert_="all") if job.params else {}
+    est = cls(**params)
+    method_seed = derive_seed(job.seed, job.dataset, fold.index, job.method)
+    _set_context_params(est, threads, method_seed, ds.image_shape)
+    names = list(cfg.metrics[task])
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metrics {unknown}; choices: {', '.join(METRICS)}")
+
+    with threadpool_limits(limits=threads):
+        t0 = time.perf_counter()
+        est.fit(X_tr, y_tr)
+        fit_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        p_te = est.predict(X_te)
+        predict_s = time.perf_counter() - t0
+        p_tr = est.predict(X_tr)
+        size = est.size_report(X_te) if hasattr(est, "size_report") else {}
+
+    out = {
+        "split_id": fold.split_id,
+        "n_train": int(len(y_tr)),
+        "n_test": int(len(y_te)),
+        "n_features": int(X_tr.shape[1]),
+        "n_classes": int(np.unique(y_tr).size) if task == "classification" else None,
+        "fit_seconds": fit_s,
+        "predict_seconds": predict_s,
+        "threads": threads,
+        "method_seed": method_seed,
+        "metrics": {**_metrics(names, y_tr, p_tr, "train"), **_metrics(names, y_te, p_te, "test")},
+        "size": size,
+        "info": dict(getattr(est, "fit_info_", {}) or {}),
+        "resolved_params": {k: repr(v) for k, v in est.get_params(deep=False).items()},
+    }
+    return out
+
+
+def run_job(cfg: DictConfig, store: Store, data_ctx: DataContext, log=print,
+            parallel: int = 1) -> list[dict]:
+    """Run every fold of one job that is not stored yet; return the records written.
+
+    Folds whose record is done are skipped (printed as "skipped, done"); a fold locked by another
+    process is left to it. A failure writes a ``failed`` record with the traceback and returns.
+    """
+    job = Job.from_config(cfg)
+    threads = resolve_threads(cfg, parallel)
+    todo = [(f, job.key(f)) for f in job.folds()]
+    pending = [(f, k) for f, k in todo if not store.is_done(k)]
+    for f, k in todo:
+        if (f, k) not in pending:
+            log(f"[{job.method} | {job.dataset} | seed {job.seed} | fold {f}] skipped, done ({k})")
+    if not pending:
+        return []
+
+    written = []
+    ds = None
+    split_obj = instantiate(job.split)
+    split_seed = derive_seed(job.seed, job.dataset)
+    for f, k in pending:
+        tag = f"[{job.method} | {job.dataset} | seed {job.seed} | fold {f}]"
+        try:
+            with store.lock(k):
+                if store.is_done(k):  # finished by another process meanwhile
+                    log(f"{tag} skipped, done ({k})")
+                    continue
+                rec = base_record(job, f, k)
+                t0 = time.perf_counter()
+                try:
+                    if ds is None:
+                        ds = load_dataset(cfg.dataset, data_ctx)
+                    (fold,) = list(split_obj.folds(ds, split_seed, only=f))
+                    rec.update(run_fold(job, fold, ds, threads))
+                    rec["status"] = "ok"
+                except Skip as exc:
+                    rec.update(status="skipped", reason=str(exc))
+                except Exception as exc:  # recorded, the sweep goes on
+                    rec.update(status="failed", error=f"{type(exc).__name__}: {exc}",
+                               traceback=traceback.format_exc())
+                rec["wall_seconds"] = time.perf_counter() - t0
+                rec["provenance"]["finished_at"] = _dt.datetime.now(_dt.UTC).isoformat(
+                    timespec="seconds")
+                store.write(rec)
+                written.append(rec)
+                log(f"{tag} {summary_line(rec)}")
+        except JobBusyError:
+            log(f"{tag} skipped, running in another process ({k})")
+    return written
+
+
+def summary_line(rec: dict) -> str:
+    """One human line for a record: status and the headline test metric."""
+    if rec["status"] == "skipped":
+        return f"skipped: {rec['reason']}"
+    if rec["status"] == "failed":
+        return f"FAILED: {rec['error']}"
+    m = rec["metrics"]
+    head = ", ".join(f"{k}={v:.4f}" for k, v in m.items() if k.startswith("test_"))
+    size = rec.get("size") or {}
+    return (f"{head}  splits={size.get('n_splits', '-')}  fit={rec['fit_seconds']:.2f}s  "
+            f"key={rec['key']}")
