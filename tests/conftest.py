@@ -1,0 +1,42 @@
+"""Shared test fixtures: isolated outputs directory, config composition, CLI subprocess runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+from treebench.app import CONF_DIR
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def outputs(tmp_path, monkeypatch):
+    """A fresh outputs directory, exported as TREEBENCH_OUTPUTS."""
+    out = tmp_path / "outputs"
+    monkeypatch.setenv("TREEBENCH_OUTPUTS", str(out))
+    return out
+
+
+def compose_config(overrides=(), hydra_cfg=False):
+    """Compose ``conf/config.yaml`` with overrides through Hydra's compose API."""
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose("config", overrides=list(overrides), return_hydra_config=hydra_cfg)
+
+
+def run_cli(args, cwd, env=None, timeout=300):
+    """Run ``python -m treebench.cli ARGS`` in a subprocess; return the CompletedProcess."""
+    e = dict(os.environ)
+    e.update(env or {})
+    e["PYTHONPATH"] = str(REPO) + os.pathsep + e.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-m", "treebench.cli", *args],
+        cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout,
+    )

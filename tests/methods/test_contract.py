@@ -1,0 +1,102 @@
+"""The method contract, checked for every registered method and task."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from sklearn.base import clone
+from sklearn.datasets import load_diabetes, load_iris
+
+from treebench.app import CONF_DIR
+from treebench.methods.base import SIZE_KEYS, discover
+
+CASES = sorted((name, task) for name, e in discover().items() for task in e.classes)
+
+
+def method_yaml(name: str) -> dict:
+    return yaml.safe_load((Path(CONF_DIR) / "method" / f"{name}.yaml").read_text())
+
+
+def smoke_estimator(name, task, **extra):
+    """The estimator with its YAML's ``smoke_params`` (a fast setting) and a fixed seed."""
+    cls = discover()[name].classes[task]
+    params = dict(method_yaml(name).get("smoke_params") or {})
+    params.update(extra)
+    est = cls(**params)
+    if "random_state" in est.get_params():
+        est.set_params(random_state=0)
+    if "n_jobs" in est.get_params():
+        est.set_params(n_jobs=1)
+    return est
+
+
+@pytest.fixture(scope="module")
+def data():
+    Xc, yc = load_iris(return_X_y=True)
+    rs = np.random.RandomState(0)
+    idx = rs.permutation(len(yc))
+    Xr, yr = load_diabetes(return_X_y=True)
+    return {"classification": (Xc[idx], yc[idx]), "regression": (Xr[:200], yr[:200])}
+
+
+@pytest.mark.parametrize(("name", "task"), CASES)
+def test_yaml_params_are_constructor_defaults(name, task):
+    cls = discover()[name].classes[task]
+    sig = inspect.signature(cls.__init__)
+    cfg = method_yaml(name)
+    assert cfg["name"] == name and cfg.get("description")
+    for key, value in (cfg.get("params") or {}).items():
+        assert key in sig.parameters, f"{name}.yaml param {key!r} is not a constructor argument"
+        default = sig.parameters[key].default
+        if not isinstance(value, dict):
+            want = tuple(value) if isinstance(value, list) else value
+            got = tuple(default) if isinstance(default, list) else default
+            assert want == got, f"{name}.yaml {key}={value!r} but constructor default is {default!r}"
+    assert "random_state" not in (cfg.get("params") or {}), "random_state is owned by the runner"
+
+
+@pytest.mark.parametrize(("name", "task"), CASES)
+def test_sklearn_contract(name, task, data):
+    est = smoke_estimator(name, task)
+    params = est.get_params()
+    twin = clone(est)
+    assert twin.get_params().keys() == params.keys()
+    est.set_params(**{k: v for k, v in params.items() if "__" not in k})
+    X, y = data[task]
+    assert est.fit(X, y) is est
+    fitted = [k for k in vars(est) if k.endswith("_") and not k.startswith("_")]
+    assert fitted, "fit must set learned attributes ending in '_'"
+    assert not any(k.endswith("_") for k in vars(twin) if not k.startswith("_")), \
+        "the constructor must not set learned attributes"
+    pred = est.predict(X)
+    assert pred.shape == (len(y),)
+    if task == "classification":
+        assert set(np.unique(pred)) <= set(est.classes_)
+        proba = est.predict_proba(X)
+        assert proba.shape == (len(y), len(est.classes_))
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
+        assert np.mean(pred == y) > 0.6, "fits iris far worse than chance allows"
+    size = est.size_report(X)
+    assert set(SIZE_KEYS) <= set(size)
+    assert size["n_splits"] >= 0 and size["split_evals"] >= 0
+
+
+@pytest.mark.parametrize(("name", "task"), CASES)
+def test_same_seed_same_model(name, task, data):
+    X, y = data[task]
+    p1 = smoke_estimator(name, task).fit(X, y).predict(X)
+    p2 = smoke_estimator(name, task).fit(X, y).predict(X)
+    np.testing.assert_array_equal(p1, p2)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, t in CASES if t == "classification"))
+def test_string_labels(name, data):
+    X, y = data["classification"]
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    est = smoke_estimator(name, "classification").fit(X, labels)
+    assert set(est.predict(X)) <= set(labels)
+    assert list(est.classes_) == sorted(set(labels))

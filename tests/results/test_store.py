@@ -1,0 +1,50 @@
+"""The result store: atomic writes, locks, done/failed semantics, collect."""
+
+from __future__ import annotations
+
+import pytest
+
+from treebench.results import JobBusyError, Store, collect, run_key
+
+
+def _rec(key, status="ok", **kw):
+    return {"key": key, "status": status, "experiment": "e", "dataset": "d", "method": "m",
+            "seed": 0, "fold": 0, "params": {"a": 1}, "metrics": {"test_accuracy": 0.5},
+            "size": {"n_splits": 3}, **kw}
+
+
+def test_write_is_atomic_and_readable(tmp_path):
+    s = Store(tmp_path)
+    p = s.write(_rec("abc123"))
+    assert p.name == "abc123.json" and s.get("abc123")["status"] == "ok"
+    assert not list(p.parent.glob(".tmp-*")), "no temporary file left behind"
+
+
+def test_failed_is_not_done(tmp_path):
+    s = Store(tmp_path)
+    s.write(_rec("k1", "failed"))
+    s.write(_rec("k2", "skipped"))
+    assert not s.is_done("k1") and s.is_done("k2") and not s.is_done("k3")
+
+
+def test_lock_excludes_second_holder(tmp_path):
+    s = Store(tmp_path)
+    with s.lock("k"), pytest.raises(JobBusyError), s.lock("k"):
+        pass
+    with s.lock("k"):  # released
+        pass
+
+
+def test_run_key_is_canonical():
+    assert run_key({"a": 1, "b": [1, 2]}) == run_key({"b": [1, 2], "a": 1})
+    assert run_key({"a": 1}) != run_key({"a": 2})
+
+
+def test_collect_flattens(tmp_path):
+    s = Store(tmp_path / "store")
+    s.write(_rec("k1"))
+    s.write(_rec("k2", seed=1))
+    df = collect(tmp_path / "store", tmp_path / "results")
+    assert len(df) == 2 and {"param.a", "test_accuracy", "n_splits"} <= set(df.columns)
+    assert (tmp_path / "results" / "results.parquet").exists()
+    assert (tmp_path / "results" / "results.csv").exists()

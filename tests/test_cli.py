@@ -1,0 +1,78 @@
+"""The command line: listing, single runs, sweeps through the joblib launcher, collect, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import run_cli
+from treebench.cli import app
+
+runner = CliRunner()
+
+
+def test_help_on_every_command():
+    for cmd in ([], ["run"], ["list"], ["collect"], ["report"], ["fetch"]):
+        res = runner.invoke(app, [*cmd, "--help"])
+        assert res.exit_code == 0, res.output
+        assert "Usage" in res.output
+
+
+def test_list_shows_methods_and_datasets():
+    res = runner.invoke(app, ["list"])
+    assert res.exit_code == 0
+    for word in ("cart", "gbdt", "digits", "diabetes", "demo", "regression"):
+        assert word in res.output
+
+
+def test_unknown_method_lists_choices_and_suggests():
+    res = runner.invoke(app, ["run", "method=cartt", "dataset=iris"])
+    assert res.exit_code == 2
+    assert "Unknown method 'cartt'" in res.output and "Did you mean 'cart'" in res.output
+    assert "rf" in res.output
+
+
+def test_unknown_dataset_lists_choices():
+    res = runner.invoke(app, ["run", "-m", "method=cart", "dataset=iris,irsi"])
+    assert res.exit_code == 2 and "Unknown dataset 'irsi'" in res.output
+
+
+def test_single_run_prints_record_then_skips(tmp_path):
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    res = run_cli(["run", "method=cart", "dataset=iris"], tmp_path, env)
+    assert res.returncode == 0, res.stderr
+    assert "test_accuracy" in res.stdout and "status" in res.stdout
+    again = run_cli(["run", "method=cart", "dataset=iris"], tmp_path, env)
+    assert again.returncode == 0 and "skipped, done" in again.stdout
+
+
+def test_cfg_job_passthrough(tmp_path):
+    res = run_cli(["run", "method=rf", "method.params.n_estimators=7", "--cfg", "job"], tmp_path,
+                  {"TREEBENCH_OUTPUTS": str(tmp_path / "out")})
+    assert res.returncode == 0, res.stderr
+    assert "n_estimators: 7" in res.stdout
+
+
+def test_failed_single_run_exits_nonzero(tmp_path):
+    res = run_cli(["run", "method=cart", "dataset=iris", "method.params.max_depth=-2"], tmp_path,
+                  {"TREEBENCH_OUTPUTS": str(tmp_path / "out")})
+    assert res.returncode == 1 and "FAILED" in res.stdout
+
+
+@pytest.mark.slow
+def test_joblib_sweep_collect_and_resume(tmp_path):
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    args = ["run", "-m", "method=cart,gbdt", "dataset=iris,wine", "seed=0,1",
+            "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+    res = run_cli(args, tmp_path, env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "8 records" in res.stdout
+    col = run_cli(["collect"], tmp_path, env)
+    assert col.returncode == 0 and "8 rows collected" in col.stdout
+    again = run_cli(args, tmp_path, env)
+    assert again.returncode == 0 and again.stdout.count("skipped, done") == 8
+    sweeps = sorted((tmp_path / "out" / "multirun").iterdir())
+    keys = [json.loads(p.read_text()) for p in sweeps[0].glob("*/keys.json")]
+    assert len(keys) == 8
