@@ -57,10 +57,19 @@ def test_every_registered_method_has_a_config():
     assert set(available_methods()) <= names
 
 
-@pytest.mark.parametrize("override", ["seeed=1", "method.paramz.x=1", "method.params.max_dept=3"])
+@pytest.mark.parametrize(
+    "override",
+    ["seeed=1", "method.paramz.x=1", "method.params.max_dept=3", "seed=abc", "profile=fast"],
+)
 def test_typos_fail_at_compose_time(override):
     with pytest.raises(ConfigCompositionException):
         compose_config([override])
+
+
+@pytest.mark.parametrize("launcher", ["joblib", "slurm", "submitit_local"])
+def test_launchers_compose(launcher):
+    cfg = compose_config([f"hydra/launcher={launcher}"], hydra_cfg=True)
+    assert "_target_" in cfg.hydra.launcher
 
 
 def test_unknown_group_option_lists_choices():

@@ -13,6 +13,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from treebench.schema import register_schema
+
+register_schema()
+
 CONF_DIR = os.environ.get("TREEBENCH_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
 
 
@@ -65,15 +69,35 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     return records
 
 
+_PROGRESS: list = []
+
+
 class SweepSummary(Callback):
-    """At the end of a multirun: a table of every job's records, printed and written to the sweep dir."""
+    """Live progress of a multirun, then a table of every job's records (printed and written)."""
+
+    def __init__(self, progress: bool = True):
+        self.progress = progress
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if not self.progress:
+            return
+        from treebench.progress import SweepProgress, count_jobs
+        from treebench.results.store import Store
+
+        try:
+            total = count_jobs(config)
+        except Exception:  # progress is a convenience; never block a sweep on it
+            return
+        bar = SweepProgress(_abspath(config.hydra.sweep.dir), Store(_abspath(config.paths.store)), total)
+        _PROGRESS.append(bar)  # kept off the callback: launchers pickle it
+        bar.start()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from treebench.report.console import summarize_sweep
 
-        sweep_dir = _abspath(config.hydra.sweep.dir)
-        store_dir = _abspath(config.paths.store)
-        summarize_sweep(sweep_dir, store_dir)
+        while _PROGRESS:
+            _PROGRESS.pop().stop()
+        summarize_sweep(_abspath(config.hydra.sweep.dir), _abspath(config.paths.store))
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")

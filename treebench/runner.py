@@ -154,7 +154,7 @@ def base_record(job: Job, fold: int, key: str) -> dict:
     return {
         "key": key,
         "experiment": job.cfg.get("experiment_name") or "adhoc",
-        "profile": job.cfg.get("profile") or "full",
+        "profile": getattr(job.cfg.get("profile"), "value", job.cfg.get("profile")) or "full",
         "method": job.method,
         "dataset": job.dataset,
         "task": job.cfg.dataset.task,

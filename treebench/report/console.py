@@ -44,16 +44,37 @@ def print_records(records: list[dict]) -> None:
         console.print(t)
 
 
+def _num(v) -> str:
+    if isinstance(v, (int, float)) and not (isinstance(v, float) and math.isnan(v)):
+        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+    return _fmt(v)
+
+
 def print_summary(df, title: str) -> None:
-    """Print a :func:`summary_table` with rich."""
+    """Print a :func:`summary_table` with rich: mean ± sd in one column, sizes rounded."""
     if df.empty:
         console.print(f"[yellow]{title}: no results[/]")
         return
-    t = Table(title=f"{title} — {df.attrs.get('metric', '')} mean ± sd")
-    for c in df.columns:
-        t.add_column(c, justify="left" if c in ("dataset", "method") else "right")
+    metric = df.attrs.get("metric", "metric")
+    t = Table(title=title)
+    cols = [c for c in ("dataset", "method", "n") if c in df.columns]
+    for c in cols:
+        t.add_column(c, justify="left" if c != "n" else "right", no_wrap=True)
+    extra = [c for c in ("n_splits", "split_evals", "fit_s") if c in df.columns]
+    extra += [c for c in ("failed", "skipped") if c in df.columns and df[c].sum() > 0]
+    if "mean" in df.columns:
+        t.add_column(metric, justify="right", no_wrap=True)
+    for c in extra:
+        t.add_column(c, justify="right", no_wrap=True)
     for _, row in df.iterrows():
-        t.add_row(*[_fmt(v) for v in row.tolist()])
+        cells = [_fmt(row[c]) for c in cols]
+        if "mean" in df.columns:
+            sd = row["sd"]
+            cells.append(f"{row['mean']:.4f} ± {0.0 if math.isnan(sd) else sd:.4f}")
+        for c in extra:
+            v = row[c]
+            cells.append(_num(v))
+        t.add_row(*cells)
     console.print(t)
 
 

@@ -1,0 +1,81 @@
+"""Live progress of a local sweep: jobs done / running / failed / skipped, read from the sweep dir."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from treebench.results.store import Store
+
+
+def count_jobs(config: DictConfig) -> int:
+    """Number of jobs a multirun will launch: the product of its sweep overrides' lengths."""
+    items = {str(k): f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()}
+    for ov in config.hydra.overrides.task:
+        items[ov.split("=", 1)[0].lstrip("+~")] = ov
+    n = 1
+    for ov in OverridesParser.create().parse_overrides(list(items.values())):
+        if ov.is_sweep_override():
+            n *= len(list(ov.sweep_string_iterator()))
+    return n
+
+
+def sweep_state(sweep_dir: Path, store: Store) -> dict[str, int]:
+    """Counts of started and finished jobs and of their records' statuses."""
+    state = {"started": 0, "finished": 0, "ok": 0, "failed": 0, "skipped": 0}
+    if not sweep_dir.exists():
+        return state
+    for job_dir in sweep_dir.iterdir():
+        if not job_dir.is_dir() or not (job_dir / ".hydra").exists():
+            continue
+        state["started"] += 1
+        keys_file = job_dir / "keys.json"
+        if keys_file.exists():
+            state["finished"] += 1
+            for key in json.loads(keys_file.read_text()):
+                rec = store.get(key)
+                if rec is not None:
+                    state[rec["status"]] = state.get(rec["status"], 0) + 1
+    return state
+
+
+class SweepProgress:
+    """A background thread that renders a rich progress bar for a running sweep."""
+
+    def __init__(self, sweep_dir: Path, store: Store, total: int, interval: float = 0.5):
+        self.sweep_dir, self.store, self.total, self.interval = sweep_dir, store, total, interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        console = Console(stderr=True)
+        with Progress(
+            TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"), TimeElapsedColumn(),
+            console=console, transient=False,
+        ) as bar:
+            task = bar.add_task("sweep", total=self.total, detail="")
+            while True:
+                stopping = self._stop.wait(self.interval)
+                s = sweep_state(self.sweep_dir, self.store)
+                running = s["started"] - s["finished"]
+                detail = (f"running {running}  records ok {s['ok']}  failed {s['failed']}  "
+                          f"skipped {s['skipped']}")
+                bar.update(task, completed=s["finished"], detail=detail)
+                if stopping:
+                    break

@@ -1,0 +1,57 @@
+"""Structured-config schema of ``conf/config.yaml``: typos and wrong types fail at compose time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+class Profile(Enum):
+    """full = the paper's protocol; reduced = fewer seeds/iterations for laptops and CI."""
+
+    full = "full"
+    reduced = "reduced"
+
+
+@dataclass
+class MetricsConf:
+    classification: list[str] = field(default_factory=lambda: ["accuracy"])
+    regression: list[str] = field(default_factory=lambda: ["r2", "rmse"])
+
+
+@dataclass
+class PathsConf:
+    outputs: str = MISSING
+    store: str = MISSING
+    results: str = MISSING
+    data: str = MISSING
+
+
+@dataclass
+class DataConf:
+    mirror: str | None = None
+    fetch: bool = True
+
+
+@dataclass
+class TreebenchConf:
+    method: Any = MISSING
+    dataset: Any = MISSING
+    split: Any = None
+    seed: int = 0
+    fold: int | None = None
+    threads: int | None = None
+    experiment_name: str = "adhoc"
+    profile: Profile = Profile.full
+    metrics: MetricsConf = field(default_factory=MetricsConf)
+    paths: PathsConf = field(default_factory=PathsConf)
+    data: DataConf = field(default_factory=DataConf)
+
+
+def register_schema() -> None:
+    """Store the schema as ``treebench_schema`` (first entry of the config's defaults list)."""
+    ConfigStore.instance().store(name="treebench_schema", node=TreebenchConf)
