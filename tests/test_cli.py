@@ -71,8 +71,28 @@ def test_joblib_sweep_collect_and_resume(tmp_path):
     assert "8 records" in res.stdout
     col = run_cli(["collect"], tmp_path, env)
     assert col.returncode == 0 and "8 rows collected" in col.stdout
-    again = run_cli(args, tmp_path, env)
-    assert again.returncode == 0 and again.stdout.count("skipped, done") == 8
     sweeps = sorted((tmp_path / "out" / "multirun").iterdir())
     keys = [json.loads(p.read_text()) for p in sweeps[0].glob("*/keys.json")]
     assert len(keys) == 8
+    plan = run_cli([*args, "--dry-run"], tmp_path, env)
+    assert plan.returncode == 0 and "8 done, 0 to run" in plan.stdout
+    again = run_cli(args, tmp_path, env)  # nothing is launched again
+    assert again.returncode == 0 and "8 done already, 0 to launch" in again.stdout
+    assert "8 records" in again.stdout
+
+
+def test_dry_run_lists_jobs_and_launches_nothing(tmp_path):
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    res = run_cli(["run", "method=cart,rf", "dataset=iris", "--dry-run"], tmp_path, env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "sweep plan: 2 jobs" in res.stdout and "0 done, 2 to run" in res.stdout
+    assert not (tmp_path / "out" / "store").exists()
+
+
+def test_seeds_list_runs_inside_one_job(tmp_path):
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    res = run_cli(["run", "method=cart", "dataset=iris", "seeds=[0,1,2]"], tmp_path, env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.count("test_accuracy=") == 3
+    col = run_cli(["collect"], tmp_path, env)
+    assert "3 rows collected" in col.stdout

@@ -48,15 +48,14 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     from treebench.data import DataContext
     from treebench.report.console import print_records
     from treebench.results.store import Store
-    from treebench.runner import Job, run_job
+    from treebench.runner import job_keys, run_job
 
     store = Store(_abspath(cfg.paths.store))
     ctx = DataContext(
         data_dir=_abspath(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=bool(cfg.data.fetch)
     )
     records = run_job(cfg, store, ctx, parallel=_launcher_parallelism())
-    job = Job.from_config(cfg)
-    keys = [job.key(f) for f in job.folds()]
+    keys = job_keys(cfg)
     try:  # the sweep summary reads the keys of every job from its output dir
         out = Path(HydraConfig.get().runtime.output_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -69,34 +68,14 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     return records
 
 
-_PROGRESS: list = []
-
-
 class SweepSummary(Callback):
-    """Live progress of a multirun, then a table of every job's records (printed and written)."""
-
-    def __init__(self, progress: bool = True):
-        self.progress = progress
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if not self.progress:
-            return
-        from treebench.progress import SweepProgress, count_jobs
-        from treebench.results.store import Store
-
-        try:
-            total = count_jobs(config)
-        except Exception:  # progress is a convenience; never block a sweep on it
-            return
-        bar = SweepProgress(_abspath(config.hydra.sweep.dir), Store(_abspath(config.paths.store)), total)
-        _PROGRESS.append(bar)  # kept off the callback: launchers pickle it
-        bar.start()
+    """At the end of a multirun: a table of every job's records, printed and written to the sweep dir."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from treebench.report.console import summarize_sweep
 
-        while _PROGRESS:
-            _PROGRESS.pop().stop()
+        if config.hydra.sweeper.get("dry_run"):
+            return
         summarize_sweep(_abspath(config.hydra.sweep.dir), _abspath(config.paths.store))
 
 

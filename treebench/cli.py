@@ -73,12 +73,17 @@ def check_choices(args: list[str]) -> None:
         "  treebench run method=tnt dataset=letter\n\n"
         "  treebench run -m method=cart,rf dataset=iris,digits seed=0,1,2 hydra/launcher=joblib\n\n"
         "  treebench run experiment=demo      treebench run method=cart --cfg job\n\n"
-        "Hyperparameters: method.params.<name>=value. Finished jobs are skipped."
+        "Hyperparameters: method.params.<name>=value. Finished jobs are skipped (before launch in\n"
+        "sweeps). --dry-run lists a sweep's jobs and which are done, launching nothing."
     ),
 )
 def run(ctx: typer.Context) -> None:
     args = list(ctx.args)
     check_choices(args)
+    if "--dry-run" in args:
+        args = [a for a in args if a != "--dry-run"] + ["hydra.sweeper.dry_run=true"]
+        if "-m" not in args and "--multirun" not in args:
+            args.insert(0, "-m")
     os.environ.setdefault("TREEBENCH_OUTPUTS", str(Path("outputs").resolve()))
     from treebench import app as task
 

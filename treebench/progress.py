@@ -6,24 +6,10 @@ import json
 import threading
 from pathlib import Path
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import DictConfig
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from treebench.results.store import Store
-
-
-def count_jobs(config: DictConfig) -> int:
-    """Number of jobs a multirun will launch: the product of its sweep overrides' lengths."""
-    items = {str(k): f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()}
-    for ov in config.hydra.overrides.task:
-        items[ov.split("=", 1)[0].lstrip("+~")] = ov
-    n = 1
-    for ov in OverridesParser.create().parse_overrides(list(items.values())):
-        if ov.is_sweep_override():
-            n *= len(list(ov.sweep_string_iterator()))
-    return n
 
 
 def sweep_state(sweep_dir: Path, store: Store) -> dict[str, int]:

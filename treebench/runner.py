@@ -90,7 +90,7 @@ class Job:
     seed: int
 
     @classmethod
-    def from_config(cls, cfg: DictConfig) -> Job:
+    def from_config(cls, cfg: DictConfig, seed: int | None = None) -> Job:
         get_entry(cfg.method.name)  # unknown method → error listing the choices
         split = cfg.get("split") or cfg.dataset.split
         return cls(
@@ -99,8 +99,14 @@ class Job:
             params=_plain(cfg.method.params) or {},
             dataset=cfg.dataset.name,
             split=_plain(split),
-            seed=int(cfg.seed),
+            seed=int(cfg.seed if seed is None else seed),
         )
+
+    @classmethod
+    def all_from_config(cls, cfg: DictConfig) -> list[Job]:
+        """One job per seed: ``seeds`` (a list, looped inside one process) or else ``seed``."""
+        seeds = cfg.get("seeds")
+        return [cls.from_config(cfg, s) for s in (seeds if seeds else [cfg.seed])]
 
     @property
     def n_folds(self) -> int:
@@ -230,15 +236,27 @@ def run_fold(job: Job, fold, ds, threads: int) -> dict:
     return out
 
 
+def job_keys(cfg: DictConfig) -> list[str]:
+    """Run keys of every (seed, fold) a config's job covers."""
+    return [job.key(f) for job in Job.all_from_config(cfg) for f in job.folds()]
+
+
 def run_job(cfg: DictConfig, store: Store, data_ctx: DataContext, log=print,
             parallel: int = 1) -> list[dict]:
-    """Run every fold of one job that is not stored yet; return the records written.
+    """Run every (seed, fold) of one config that is not stored yet; return the records written.
 
     Folds whose record is done are skipped (printed as "skipped, done"); a fold locked by another
-    process is left to it. A failure writes a ``failed`` record with the traceback and returns.
+    process is left to it. A failure writes a ``failed`` record with the traceback and goes on.
     """
-    job = Job.from_config(cfg)
     threads = resolve_threads(cfg, parallel)
+    written: list[dict] = []
+    for job in Job.all_from_config(cfg):
+        written += _run_seed(job, store, data_ctx, log, threads)
+    return written
+
+
+def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) -> list[dict]:
+    cfg = job.cfg
     todo = [(f, job.key(f)) for f in job.folds()]
     pending = [(f, k) for f, k in todo if not store.is_done(k)]
     for f, k in todo:

@@ -43,6 +43,7 @@ class TreebenchConf:
     dataset: Any = MISSING
     split: Any = None
     seed: int = 0
+    seeds: list[int] | None = None
     fold: int | None = None
     threads: int | None = None
     experiment_name: str = "adhoc"

@@ -78,6 +78,21 @@ def print_summary(df, title: str) -> None:
     console.print(t)
 
 
+def print_plan(plan) -> None:
+    """Print a sweep's jobs (their overrides) with how many of their records are done."""
+    t = Table(title=f"sweep plan: {len(plan)} jobs")
+    t.add_column("#", justify="right")
+    t.add_column("job")
+    t.add_column("records done", justify="right")
+    t.add_column("state")
+    for i, (overrides, n, done) in enumerate(plan):
+        state = "done" if done == n else ("partial" if done else "to run")
+        t.add_row(str(i), " ".join(overrides), f"{done}/{n}", state)
+    console.print(t)
+    todo = sum(1 for _, n, d in plan if d < n)
+    console.print(f"{len(plan) - todo} done, {todo} to run (dry run: nothing launched)")
+
+
 def summarize_sweep(sweep_dir: os.PathLike, store_dir: os.PathLike) -> None:
     """Collect the records of every job of a sweep (by its ``keys.json`` files) and summarise them."""
     sweep = Path(sweep_dir)

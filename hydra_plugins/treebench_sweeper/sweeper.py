@@ -1,0 +1,94 @@
+"""A basic sweeper that skips finished jobs before launching them, and can list a sweep's plan."""
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional  # noqa: UP035 - plugin modules are loaded without __future__
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import OmegaConf
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TreebenchSweeperConf:
+    _target_: str = "hydra_plugins.treebench_sweeper.sweeper.TreebenchSweeper"
+    max_batch_size: Optional[int] = None  # noqa: UP045
+    params: Optional[Dict[str, str]] = None  # noqa: UP006, UP045
+    dry_run: bool = False  # list the jobs and whether each is done; launch nothing
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="treebench", node=TreebenchSweeperConf,
+                             provider="treebench")
+
+
+class TreebenchSweeper(BasicSweeper):
+    """Cartesian-product sweeper (like Hydra's basic one) that never launches a finished job.
+
+    Each job's config is composed before launch (so a typo fails before anything is submitted),
+    its run keys are looked up in the store, and only jobs with unfinished keys are launched. The
+    keys of skipped jobs are written to ``<sweep dir>/_done/keys.json`` for the sweep summary.
+    """
+
+    def __init__(self, max_batch_size: int | None = None, params: dict | None = None,
+                 dry_run: bool = False) -> None:
+        super().__init__(max_batch_size=max_batch_size, params=params)
+        self.dry_run = dry_run
+
+    def sweep(self, arguments: list[str]) -> Any:
+        from treebench.app import _abspath
+        from treebench.progress import SweepProgress
+        from treebench.report.console import print_plan
+        from treebench.results.store import Store
+        from treebench.runner import job_keys
+
+        params_conf = self._parse_config() + list(arguments)
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        batches = self.split_arguments(parser.parse_overrides(params_conf), None)
+        jobs = batches[0] if batches else []
+        store = Store(_abspath(self.config.paths.store))
+        todo, done_keys, plan = [], [], []
+        for overrides in jobs:
+            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            keys = job_keys(cfg)
+            n_done = sum(store.is_done(k) for k in keys)
+            plan.append((overrides, len(keys), n_done))
+            if n_done == len(keys):
+                done_keys += keys
+            else:
+                todo.append(list(overrides))
+        sweep_dir = Path(_abspath(self.config.hydra.sweep.dir))
+        if self.dry_run:
+            print_plan(plan)
+            return []
+        log.info(f"{len(jobs) - len(todo)} of {len(jobs)} jobs already done, {len(todo)} to launch")
+        print(f"sweep: {len(jobs)} jobs, {len(jobs) - len(todo)} done already, {len(todo)} to launch")
+        if done_keys:
+            (sweep_dir / "_done").mkdir(parents=True, exist_ok=True)
+            (sweep_dir / "_done" / "keys.json").write_text(json.dumps(done_keys))
+        self.overrides = self.split_overrides_to_chunks(todo, self.max_batch_size) if todo else []
+        self.overrides = list(self.overrides)
+        self.batch_index = 0
+        returns = []
+        initial_job_idx = 0
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        bar = SweepProgress(sweep_dir, store, len(todo)) if todo else None
+        if bar is not None:
+            bar.start()
+        try:
+            while not self.is_done():
+                batch = self.get_job_batch()
+                results = self.launcher.launch(batch, initial_job_idx=initial_job_idx)
+                for r in results:
+                    _ = r.return_value
+                initial_job_idx += len(batch)
+                returns.append(results)
+        finally:
+            if bar is not None:
+                bar.stop()
+        return returns
