@@ -142,6 +142,37 @@ def collect(
 
 
 @app.command()
+def status(
+    outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
+    experiment: str = typer.Option(None, help="only records of this experiment"),
+) -> None:
+    """Summarise the store: records per experiment, method and status, and each failure's reason."""
+    from treebench.results import Store
+
+    recs = [r for r in Store(_outputs(outputs) / "store").records()
+            if experiment is None or r.get("experiment") == experiment]
+    if not recs:
+        console.print("no records")
+        return
+    counts: dict[tuple, dict[str, int]] = {}
+    for r in recs:
+        c = counts.setdefault((r.get("experiment"), r["method"], r["dataset"]), {})
+        c[r["status"]] = c.get(r["status"], 0) + 1
+    t = Table(title=f"store: {len(recs)} records")
+    for col in ("experiment", "method", "dataset", "ok", "skipped", "failed"):
+        t.add_column(col, justify="right" if col in ("ok", "skipped", "failed") else "left")
+    for (exp, m, d), c in sorted(counts.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        t.add_row(str(exp), m, d, *(str(c.get(s, 0)) for s in ("ok", "skipped", "failed")))
+    console.print(t)
+    for r in recs:
+        if r["status"] == "failed":
+            console.print(f"[red]failed[/] {r['method']} | {r['dataset']} | seed {r['seed']} | "
+                          f"fold {r['fold']}: {r.get('error')}  ({r['key']})")
+        elif r["status"] == "skipped":
+            console.print(f"[yellow]skipped[/] {r['method']} | {r['dataset']}: {r.get('reason')}")
+
+
+@app.command()
 def report(
     experiment: str = typer.Option(None, help="only rows of this experiment"),
     outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),

@@ -1,0 +1,101 @@
+"""Crash safety and bad input: SIGKILL mid-sweep, concurrent runs of one job, unusable data."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO, compose_config
+from treebench import runner
+from treebench.data import DataContext
+from treebench.data.base import Dataset, Part
+from treebench.results.store import Store
+
+
+def _cli(args, cwd, out):
+    env = dict(os.environ, TREEBENCH_OUTPUTS=str(out), PYTHONPATH=str(REPO))
+    return [sys.executable, "-m", "treebench.cli", *args], env
+
+
+def _records(out):
+    return [json.loads(p.read_text()) for p in (out / "store").glob("*/*.json")]
+
+
+@pytest.mark.slow
+def test_sigkill_mid_sweep_then_resume(tmp_path):
+    out = tmp_path / "out"
+    args = ["run", "-m", "method=rf", "dataset=digits", "seed=0,1,2,3,4,5",
+            "method.params.n_estimators=60", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+    cmd, env = _cli(args, tmp_path, out)
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and len(_records(out)) < 2:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the launcher and its workers, mid-sweep
+    proc.wait()
+    n_before = len(_records(out))
+    assert 1 <= n_before < 6, "kill the sweep halfway"
+    res = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    recs = _records(out)
+    assert len(recs) == 6 and len({r["key"] for r in recs}) == 6
+    assert sorted(r["seed"] for r in recs) == [0, 1, 2, 3, 4, 5]
+    assert all(r["status"] == "ok" for r in recs)
+    assert not list((out / "store").glob("*/.tmp-*")), "no partial files"
+
+
+def test_two_processes_same_job_one_record(tmp_path):
+    out = tmp_path / "out"
+    cmd, env = _cli(["run", "method=rf", "dataset=digits", "method.params.n_estimators=50"],
+                    tmp_path, out)
+    procs = [subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    recs = _records(out)
+    assert len(recs) == 1 and recs[0]["status"] == "ok"
+    assert sum("test_accuracy=" in o for o in outs) == 1  # the other skipped it
+    assert any("skipped" in o for o in outs)
+
+
+def _run_with(dataset, tmp_path, overrides=("method=cart",)):
+    cfg = compose_config([*overrides, "dataset=iris"])
+    store = Store(tmp_path / "store")
+    orig = runner.load_dataset
+    runner.load_dataset = lambda *_a, **_k: dataset
+    try:
+        (rec,) = runner.run_job(cfg, store, DataContext(tmp_path, None, False), log=lambda *_: None)
+    finally:
+        runner.load_dataset = orig
+    return rec
+
+
+def test_nan_features_give_a_clear_failure(tmp_path):
+    X = np.random.RandomState(0).rand(60, 3)
+    X[5, 1] = np.nan
+    y = np.arange(60) % 2
+    rec = _run_with(Dataset("iris", "classification", {"all": Part(X, y)}), tmp_path)
+    assert rec["status"] == "failed" and "NaN" in rec["error"] and "impute" in rec["error"]
+
+
+def test_single_class_training_is_a_recorded_reason(tmp_path):
+    X = np.random.RandomState(0).rand(60, 3)
+    y = np.zeros(60, dtype=int)
+    rec = _run_with(Dataset("iris", "classification", {"all": Part(X, y)}), tmp_path)
+    assert rec["status"] == "failed" and "single class" in rec["error"]
+
+
+def test_invalid_hyperparameter_names_the_parameter(tmp_path):
+    cfg = compose_config(["method=rf", "dataset=iris", "method.params.n_estimators=-3"])
+    (rec,) = runner.run_job(cfg, Store(tmp_path / "s"), DataContext(tmp_path, None, False),
+                            log=lambda *_: None)
+    assert rec["status"] == "failed" and "InvalidParameterError" in rec["error"]
+    assert "n_estimators" in rec["error"]
