@@ -67,7 +67,7 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     rows = select(df, t.select, t.experiment)
     if rows.empty:
         return _row(t, note=_join(avail.reason(t.select, t.experiment), t.note))
-    agg = aggregate(rows, t.metric, t.best_over, t.best)
+    agg = aggregate(rows, t.metric, t.best_over, t.best, t.best_metric)
     if agg["n"] == 0:
         statuses = rows["status"].value_counts().to_dict()
         if statuses.get("failed"):

@@ -79,7 +79,10 @@ def comparison_table(res: pd.DataFrame) -> pd.DataFrame:
 
 def layout_table(res: pd.DataFrame, spec: dict) -> pd.DataFrame:
     """The paper's own layout: rows = method labels, columns = dataset × metric, cells 'ours (paper)'."""
-    sub = res[(res["table"] == spec["table"]) & (res["kind"] == "value")]
+    tables = spec["table"] if isinstance(spec["table"], list) else [spec["table"]]
+    sub = res[res["table"].isin(tables) & (res["kind"] == "value")]
+    if spec.get("metrics"):
+        sub = sub[sub["metric"].isin(spec["metrics"])]
     if sub.empty:
         return pd.DataFrame()
     metrics = spec.get("metrics") or list(dict.fromkeys(sub["metric"]))
@@ -209,11 +212,11 @@ def report_experiment(df: pd.DataFrame, papers: list[PaperSpec], experiment: str
         lay = layout_table(res, tab)
         if lay.empty:
             continue
-        cap = tab.get("caption", tab["table"]) + " — cells: ours (paper); ✗ = outside tolerance."
+        cap = tab.get("caption", str(tab["table"])) + " — cells: ours (paper); ✗ = outside tolerance."
         (out / f"{tab['name']}.md").write_text(f"{cap}\n\n" + to_markdown(lay))
         (out / f"{tab['name']}.tex").write_text(to_latex(lay, caption=cap, label=f"tab:{tab['name']}"))
         written += [out / f"{tab['name']}.md", out / f"{tab['name']}.tex"]
-        md.append(f"## {tab['table']} (paper layout)\n\n{cap}\n\n" + to_markdown(lay))
+        md.append(f"## {tab['name']} (paper layout)\n\n{cap}\n\n" + to_markdown(lay))
     if not exp_df.empty:
         summ = summary_table(exp_df, spec.get("metric"))
         if not summ.empty:
@@ -305,7 +308,12 @@ def reproduction_markdown(df: pd.DataFrame, papers: list[PaperSpec], avail: Avai
                             f"pass, {counts.get(FAIL, 0)} fail, {counts.get(SKIP, 0)} skipped, "
                             f"{counts.get(INFO, 0)} info.{close}\n")
             comp = comparison_table(res)
-            sections.append(to_markdown(comp.drop(columns=["source"])))
+            if len(rows):
+                sections.append(to_markdown(comp.drop(columns=["source"])))
+            else:
+                shown = comp[["target", "source", "dataset", "method", "metric", "paper"]]
+                sections.append("<details><summary>Paper numbers waiting for runs "
+                                f"({len(shown)})</summary>\n\n{to_markdown(shown)}\n</details>\n")
             skipped = res[res["status"] == SKIP]
             if len(skipped):
                 why = skipped["note"].str.split(";").str[0].value_counts()

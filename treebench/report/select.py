@@ -100,7 +100,8 @@ def series_label(row: pd.Series, keys: list[str]) -> str:
     return f"{parts[0]}[{', '.join(parts[1:])}]" if keys[0] in ("method", "dataset") else ", ".join(parts)
 
 
-def aggregate(rows: pd.DataFrame, metric: str, best_over: tuple = (), best: str = "max") -> dict:
+def aggregate(rows: pd.DataFrame, metric: str, best_over: tuple = (), best: str = "max",
+              best_metric: str | None = None) -> dict:
     """Mean, SD (ddof 1), n over the ``ok`` rows; with ``best_over``, the best config's numbers.
 
     Returns ``{mean, sd, n, profile, n_failed, note}``; ``mean`` is NaN when nothing usable exists.
@@ -119,11 +120,13 @@ def aggregate(rows: pd.DataFrame, metric: str, best_over: tuple = (), best: str 
     out["profile"] = profile_of(ok)
     if best_over:
         missing = [c for c in best_over if c not in ok.columns]
+        best_over = tuple(c for c in best_over if c in ok.columns)
         if missing:
-            out["note"] = f"best_over columns not recorded: {missing}"
-            return out
+            out["note"] = f"best_over columns not recorded (ignored): {missing}"
+    if best_over:
         keys = ok[list(best_over)].map(norm) if hasattr(ok, "map") else ok[list(best_over)].applymap(norm)
-        grouped = ok[metric].groupby([keys[c] for c in best_over])
+        by = best_metric if best_metric and best_metric in ok.columns else metric
+        grouped = ok[by].groupby([keys[c] for c in best_over])
         means = grouped.mean()
         pick = means.idxmax() if best == "max" else means.idxmin()
         pick = pick if isinstance(pick, tuple) else (pick,)
@@ -132,7 +135,7 @@ def aggregate(rows: pd.DataFrame, metric: str, best_over: tuple = (), best: str 
             m &= (keys[c] == v).to_numpy()
         ok = ok[m]
         cfg = ", ".join(f"{c.split('.', 1)[-1]}={v}" for c, v in zip(best_over, pick, strict=True))
-        out["note"] = f"best of {len(means)} configs: {cfg}"
+        out["note"] = f"best of {len(means)} configs (selected on test, as the paper): {cfg}"
     vals = ok[metric].astype(float)
     out.update(mean=float(vals.mean()), sd=float(vals.std(ddof=1)) if len(vals) > 1 else float("nan"),
                n=int(len(vals)))

@@ -82,6 +82,7 @@ class Target:
     rtol: float = 0.0
     best_over: tuple = ()               # params the paper picked the best of (per dataset)
     best: str = "max"
+    best_metric: str | None = None      # metric the best config is picked by (default: ``metric``)
     check: bool = True                  # False: shown in reports, never fails ``check``
     table: str | None = None            # paper table/figure layout this number belongs to
     note: str = ""
@@ -235,7 +236,7 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
         out.append(replace(
             base, id=f"{base.id}/{k}", metric=k, value=v, sd=None, paper_value=v, paper_sd=None,
             units="count", op="~", tolerance=0.0, tolerance_reduced=None,
-            rtol=float(d.get("size_rtol", 0.5)),
+            rtol=float(d.get("size_rtol", 0.5)), best_metric=base.metric,
             check=bool(d.get("size_check", True)) and base.check, note=base.note))
     return out
 
