@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.report.conftest import frame, make_record
+from tests.report.records import frame, make_record
 from treebench.report.checks import (
     FAIL,
     INFO,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from tests.report.conftest import frame, make_record
+from tests.report.records import frame, make_record
 from treebench.cli import app
 from treebench.report.checks import Availability
 from treebench.report.figures import figure_points
