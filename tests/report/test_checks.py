@@ -151,3 +151,11 @@ def test_info_targets_never_fail(paper):
     ref = [t for t in paper.targets if t.id == "ref"]
     r = run_checks(ref, frame([make_record("adf", "digits", acc=0.1, experiment="exp")])).iloc[0]
     assert r["status"] == INFO
+
+
+def test_where_mismatch_is_explained(paper):
+    recs = [make_record("redt", "digits", acc=0.8, params={"teacher_model": "rf"}, experiment="exp")]
+    t = [t for t in paper.targets if t.id == "variant"]
+    r = run_checks(t, frame(recs)).iloc[0]
+    assert r["status"] == SKIP and "1 runs of redt but none match" in r["note"]
+    assert "param.teacher" in r["note"] and "not recorded" in r["note"]

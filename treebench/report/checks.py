@@ -13,7 +13,7 @@ import operator
 import numpy as np
 import pandas as pd
 
-from treebench.report.select import add_derived, aggregate, per_block_means, select
+from treebench.report.select import add_derived, aggregate, norm, per_block_means, select
 from treebench.report.targets import Selector, Target
 
 PASS, FAIL, SKIP, INFO = "pass", "FAIL", "skipped", "info"
@@ -51,6 +51,8 @@ def _row(t: Target, **kw) -> dict:
             "paper_value": t.value, "paper_sd": t.sd, "ours": float("nan"), "ours_sd": float("nan"),
             "n": 0, "profile": "", "delta": float("nan"), "tol": float("nan"), "status": SKIP,
             "note": t.note}
+    if t.kind == "relation":
+        base.update(units="share", paper_value=t.require)
     base.update(kw)
     return base
 
@@ -66,7 +68,7 @@ def _within(t: Target, ours: float, tol: float) -> bool:
 def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     rows = select(df, t.select, t.experiment)
     if rows.empty:
-        return _row(t, note=_join(avail.reason(t.select, t.experiment), t.note))
+        return _row(t, note=_join(_why_empty(t.select, df, t.experiment, avail), t.note))
     agg = aggregate(rows, t.metric, t.best_over, t.best, t.best_metric)
     if agg["n"] == 0:
         statuses = rows["status"].value_counts().to_dict()
@@ -141,6 +143,18 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     return _row(t, method=label, units="p", paper_value=t.paper_p, ours=res["p"], n=res["n"],
                 tol=t.alpha, op=f"expect {t.expect} at α={t.alpha}", status=status,
                 note=_join(f"{paper}ours: stat {res['statistic']:.4g}, N={res['n']}", t.claim))
+
+
+def _why_empty(sel: Selector, df: pd.DataFrame, experiment: str, avail: Availability) -> str:
+    """Why a selector matches nothing; names a ``where`` mismatch (e.g. a renamed parameter)."""
+    if sel.where:
+        loose = select(df, Selector(sel.method, sel.dataset, {}, sel.experiment), experiment)
+        if len(loose):
+            missing = [c for c in sel.where if c not in loose.columns]
+            detail = (f"columns {missing} not recorded" if missing else
+                      "; ".join(f"{c} has {sorted(set(loose[c].map(norm)))}" for c in sel.where))
+            return f"{len(loose)} runs of {sel.method} but none match where {sel.where}: {detail}"
+    return avail.reason(sel, experiment)
 
 
 def _join(*parts: str) -> str:
