@@ -3,7 +3,7 @@
 # against conf/papers/ci.yaml, and write the report. Exits non-zero on any regression (a FAIL row),
 # on a run failure, or when the time budget is exceeded.
 #
-#   scripts/ci_regression.sh [--budget SECONDS] [--outputs DIR] [--python PY] [--keep]
+#   scripts/ci_regression.sh [--budget SECONDS] [--outputs DIR] [--python PY] [--keep] [--problems-only]
 #
 # Defaults: budget 900 s, outputs = a fresh temporary directory (so stored results from earlier runs
 # cannot hide a regression; --keep keeps it), python = $TREEBENCH_PYTHON or python.
@@ -14,12 +14,14 @@ budget=900
 outputs=""
 py="${TREEBENCH_PYTHON:-python}"
 keep=0
+check_args=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --budget) budget="$2"; shift 2 ;;
     --outputs) outputs="$2"; shift 2 ;;
     --python) py="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
+    --problems-only) check_args+=(--problems-only); shift ;;
     -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -46,7 +48,7 @@ if [[ $rc != 0 ]]; then echo "ci regression: run failed (exit $rc)" >&2; exit "$
 t=$(remaining); (( t > 0 )) || { echo "ci regression: budget exceeded after the run" >&2; exit 124; }
 "$py" -m treebench.cli collect --experiment ci > /dev/null
 set +e
-timeout "$(remaining)" "$py" -m treebench.cli check --experiment ci
+timeout "$(remaining)" "$py" -m treebench.cli check --experiment ci "${check_args[@]}"
 check_rc=$?
 set -e
 timeout "$(remaining)" "$py" -m treebench.cli report --experiment ci > /dev/null || true

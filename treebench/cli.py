@@ -211,6 +211,7 @@ def check(
     experiment: str = typer.Option(..., help="experiment whose targets to check (e.g. ci, tnt_table1)"),
     outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
     strict: bool = typer.Option(False, help="also fail when a checked target has no data (skipped)"),
+    problems_only: bool = typer.Option(False, "--problems-only", help="print only FAIL and skipped rows"),
 ) -> None:
     """Compare collected results with the paper/CI targets; exit 1 on any regression (FAIL)."""
     from treebench.report.checks import FAIL, SKIP, run_checks
@@ -231,7 +232,8 @@ def check(
     avail.unavailable.update(unavailable)
     df = do_collect(_outputs(outputs) / "store", experiment=experiment)
     res = run_checks(targets, df, avail)
-    print_checks(res, f"check {experiment}: {len(df)} records, {len(targets)} targets")
+    shown = res[~res["status"].isin(["pass", "info"])] if problems_only else res
+    print_checks(shown, f"check {experiment}: {len(df)} records, {len(targets)} targets")
     counts = res["status"].value_counts().to_dict()
     summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("pass", FAIL, SKIP, "info"))
     bad = counts.get(FAIL, 0) + (counts.get(SKIP, 0) if strict else 0)

@@ -45,7 +45,7 @@ def _tex_escape(s) -> str:
 def to_latex(df: pd.DataFrame, caption: str = "", label: str = "") -> str:
     """A booktabs table (escaped), with a caption."""
     cols = list(df.columns)
-    align = "".join("l" if df[c].dtype == object else "r" for c in cols)
+    align = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in cols)
     lines = [r"\begin{table}[ht]", r"\centering", r"\small", rf"\begin{{tabular}}{{{align}}}", r"\toprule",
              " & ".join(_tex_escape(c) for c in cols) + r" \\", r"\midrule"]
     for _, row in df.iterrows():
@@ -106,7 +106,9 @@ def layout_table(res: pd.DataFrame, spec: dict) -> pd.DataFrame:
                 mark = {PASS: "", FAIL: " ✗", SKIP: "", INFO: ""}[h["status"]]
                 row[name] = f"{ours} ({fmt_num(h['paper_value'], h['units'])}){mark}"
         out.append(row)
-    return pd.DataFrame(out)
+    lay = pd.DataFrame(out)
+    empty = [c for c in lay.columns if (lay[c] == "").all()]
+    return lay.drop(columns=empty)
 
 
 def _groups_from_spec(df: pd.DataFrame, spec: dict, experiment: str) -> list[Selector]:
