@@ -159,3 +159,16 @@ def test_where_mismatch_is_explained(paper):
     r = run_checks(t, frame(recs)).iloc[0]
     assert r["status"] == SKIP and "1 runs of redt but none match" in r["note"]
     assert "param.teacher" in r["note"] and "not recorded" in r["note"]
+
+
+def test_nearest_picks_the_config_closest_to_a_size(tmp_path):
+    p = tmp_path / "n.yaml"
+    p.write_text("units: percent\ntargets:\n  - {id: n, experiment: exp, dataset: digits, method: cart, "
+                 "nearest: {n_splits: 100}, metric: test_accuracy, value: 85.0, tolerance: 1.0}\n")
+    t = load_paper(p).targets
+    recs = []
+    for leaves, acc in ((11, 0.60), (101, 0.85), (1001, 0.95)):
+        recs += [make_record("cart", "digits", seed=s, acc=acc, n_splits=leaves - 1 + s,
+                             params={"max_leaf_nodes": leaves}, experiment="exp") for s in range(2)]
+    r = run_checks(t, frame(recs)).iloc[0]
+    assert r["status"] == PASS and r["ours"] == pytest.approx(0.85) and "max_leaf_nodes=101" in r["note"]

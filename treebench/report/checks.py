@@ -69,7 +69,7 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     rows = select(df, t.select, t.experiment)
     if rows.empty:
         return _row(t, note=_join(_why_empty(t.select, df, t.experiment, avail), t.note))
-    agg = aggregate(rows, t.metric, t.best_over, t.best, t.best_metric)
+    agg = aggregate(rows, t.metric, t.best_over, t.best, t.best_metric, t.nearest)
     if agg["n"] == 0:
         statuses = rows["status"].value_counts().to_dict()
         if statuses.get("failed"):

@@ -101,7 +101,7 @@ def series_label(row: pd.Series, keys: list[str]) -> str:
 
 
 def aggregate(rows: pd.DataFrame, metric: str, best_over: tuple = (), best: str = "max",
-              best_metric: str | None = None) -> dict:
+              best_metric: str | None = None, nearest: dict | None = None) -> dict:
     """Mean, SD (ddof 1), n over the ``ok`` rows; with ``best_over``, the best config's numbers.
 
     Returns ``{mean, sd, n, profile, n_failed, note}``; ``mean`` is NaN when nothing usable exists.
@@ -118,6 +118,11 @@ def aggregate(rows: pd.DataFrame, metric: str, best_over: tuple = (), best: str 
         return out
     ok = prefer_full(ok)
     out["profile"] = profile_of(ok)
+    if nearest:
+        ok, note = _nearest_config(ok, nearest)
+        out["note"] = note
+        if ok.empty:
+            return out
     if best_over:
         missing = [c for c in best_over if c not in ok.columns]
         best_over = tuple(c for c in best_over if c in ok.columns)
@@ -140,6 +145,27 @@ def aggregate(rows: pd.DataFrame, metric: str, best_over: tuple = (), best: str 
     out.update(mean=float(vals.mean()), sd=float(vals.std(ddof=1)) if len(vals) > 1 else float("nan"),
                n=int(len(vals)))
     return out
+
+
+def _nearest_config(ok: pd.DataFrame, nearest: dict) -> tuple[pd.DataFrame, str]:
+    """The rows of the config (varying ``param.*`` values) whose mean ``col`` is closest to the value."""
+    ((col, want),) = nearest.items()
+    if col not in ok.columns or ok[col].isna().all():
+        return ok.iloc[0:0], f"nearest: column {col} not recorded"
+    params = [c for c in ok.columns if c.startswith("param.") and ok[c].map(norm).nunique() > 1]
+    if not params:
+        got = float(ok[col].mean())
+        return ok, f"single config: {col} {got:.4g} (paper {want:g})"
+    keys = pd.DataFrame({c: ok[c].map(norm) for c in params}, index=ok.index)
+    means = ok[col].groupby([keys[c] for c in params]).mean()
+    dist = (means - want).abs() / max(abs(want), 1e-12)
+    pick = dist.idxmin()
+    pick = pick if isinstance(pick, tuple) else (pick,)
+    m = np.ones(len(ok), dtype=bool)
+    for c, v in zip(params, pick, strict=True):
+        m &= (keys[c] == v).to_numpy()
+    cfg = ", ".join(f"{c.split('.', 1)[-1]}={v}" for c, v in zip(params, pick, strict=True))
+    return ok[m], f"nearest config to {col} = {want:g}: {cfg} ({col} {means[pick if len(pick) > 1 else pick[0]]:.4g})"
 
 
 def per_block_means(df: pd.DataFrame, sel: Selector, metric: str, per: tuple,

@@ -83,6 +83,7 @@ class Target:
     best_over: tuple = ()               # params the paper picked the best of (per dataset)
     best: str = "max"
     best_metric: str | None = None      # metric the best config is picked by (default: ``metric``)
+    nearest: dict = field(default_factory=dict)  # {column: value}: the config whose mean is closest
     check: bool = True                  # False: shown in reports, never fails ``check``
     table: str | None = None            # paper table/figure layout this number belongs to
     note: str = ""
@@ -134,7 +135,7 @@ class PaperSpec:
 _TOP = {"paper", "title", "units", "defaults", "unavailable", "experiments", "targets", "notes", "source"}
 _VALUE_KEYS = {"id", "kind", "experiment", "source", "table", "dataset", "method", "where", "metric",
                "value", "sd", "units", "op", "tolerance", "tolerance_reduced", "rtol", "best_over",
-               "best", "check", "note", "size", *SIZE_FIELDS}
+               "best", "check", "note", "size", "nearest", *SIZE_FIELDS}
 _REL_KEYS = {"id", "kind", "experiment", "source", "lhs", "rhs", "metric", "op", "per", "require",
              "margin", "claim", "check", "note", "dataset", "where", "table"}
 _STAT_KEYS = {"id", "kind", "experiment", "source", "test", "groups", "lhs", "rhs", "metric", "alpha",
@@ -206,6 +207,11 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
     best_over = tuple(b if "." in b else f"param.{b}" for b in best_over)
     sel = _selector(path, where, {k: e[k] for k in ("method", "dataset", "where") if k in e}, d,
                     e["experiment"])
+    nearest = e.get("nearest") or {}
+    if not isinstance(nearest, dict) or len(nearest) > 1:
+        raise _err(path, where, f"nearest must map one column to a value (e.g. n_splits: 1000), got {nearest!r}")
+    for k, v in nearest.items():
+        _number(path, where, f"nearest.{k}", v, allow_none=False)
     value = _number(path, where, "value", e.get("value"), allow_none=False) if "value" in e else None
     sd = _number(path, where, "sd", e.get("sd"))
     tol = _number(path, where, "tolerance", e.get("tolerance", d.get("tolerance", 0.0)))
@@ -221,7 +227,8 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
         paper_value=value, paper_sd=sd, units=units, op=op,
         tolerance=_to_record_units(units, tol) or 0.0,
         tolerance_reduced=_to_record_units(units, tol_r), rtol=rtol or 0.0,
-        best_over=best_over, best=best, check=bool(e.get("check", d.get("check", True))),
+        best_over=best_over, best=best, nearest=dict(nearest),
+        check=bool(e.get("check", d.get("check", True))),
         table=e.get("table"), note=str(e.get("note", "")),
     )
     if value is None and not any(k in e for k in SIZE_FIELDS) and "size" not in e:
