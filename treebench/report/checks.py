@@ -53,6 +53,8 @@ def _row(t: Target, **kw) -> dict:
             "note": t.note}
     if t.kind == "relation":
         base.update(units="share", paper_value=t.require)
+    elif t.kind == "stat":
+        base.update(units="p", paper_value=t.paper_p, op=f"expect {t.expect} at α={t.alpha}")
     base.update(kw)
     return base
 
@@ -120,7 +122,9 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         missing = [g for g in t.groups if cols[g.label()].empty]
         label = "friedman(" + ", ".join(cols) + ")"
         if missing:
-            return _row(t, method=label, note=avail.reason(missing[0], t.experiment))
+            reasons = [avail.reason(g, t.experiment) for g in missing]
+            informative = [r for r in reasons if not r.startswith("not run")]
+            return _row(t, method=label, note=(informative or reasons)[0])
         table = pd.concat(cols, axis=1).dropna()
         if len(table) < 2:
             return _row(t, method=label, note=f"needs >= 2 complete {'/'.join(t.per)}, got {len(table)}")
