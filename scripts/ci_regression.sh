@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # CI regression guard: run the `ci` experiment (baselines on the bundled datasets), collect, check
 # against conf/papers/ci.yaml, and write the report. Exits non-zero on any regression (a FAIL row),
-# on a run failure, or when the time budget is exceeded.
+# on a run failure, or when the time budget is exceeded. --fail-on-errors also fails when any job of
+# the sweep recorded status "failed" (today cart on diabetes fails: conf/method/cart.yaml sets
+# criterion gini, which the regressor rejects; enable the flag once that is fixed).
 #
-#   scripts/ci_regression.sh [--budget SECONDS] [--outputs DIR] [--python PY] [--keep] [--problems-only]
+#   scripts/ci_regression.sh [--budget SECONDS] [--outputs DIR] [--python PY] [--keep] [--problems-only] [--fail-on-errors]
 #
 # Defaults: budget 900 s, outputs = a fresh temporary directory (so stored results from earlier runs
 # cannot hide a regression; --keep keeps it), python = $TREEBENCH_PYTHON or python.
@@ -22,6 +24,7 @@ while [[ $# -gt 0 ]]; do
     --python) py="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     --problems-only) check_args+=(--problems-only); shift ;;
+    --fail-on-errors) check_args+=(--fail-on-errors); shift ;;
     -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac

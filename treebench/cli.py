@@ -212,6 +212,8 @@ def check(
     outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
     strict: bool = typer.Option(False, help="also fail when a checked target has no data (skipped)"),
     problems_only: bool = typer.Option(False, "--problems-only", help="print only FAIL and skipped rows"),
+    fail_on_errors: bool = typer.Option(False, "--fail-on-errors",
+                                        help="also fail when any run of the experiment failed"),
 ) -> None:
     """Compare collected results with the paper/CI targets; exit 1 on any regression (FAIL)."""
     from treebench.report.checks import FAIL, SKIP, run_checks
@@ -237,6 +239,13 @@ def check(
     counts = res["status"].value_counts().to_dict()
     summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("pass", FAIL, SKIP, "info"))
     bad = counts.get(FAIL, 0) + (counts.get(SKIP, 0) if strict else 0)
+    failed = df[df["status"] == "failed"] if not df.empty else df
+    if len(failed):
+        err.print(f"[yellow]{len(failed)} failed runs in {experiment}:[/]")
+        for (m, d), g in failed.groupby(["method", "dataset"]):
+            err.print(f"  {m} on {d}: {len(g)} × {str(g['error'].iloc[0])[:160]}")
+        bad += len(failed) if fail_on_errors else 0
+        summary += f"; {len(failed)} failed runs"
     (err if bad else console).print(("[red]REGRESSION[/]: " if bad else "[green]OK[/]: ") + summary)
     if bad:
         raise typer.Exit(1)

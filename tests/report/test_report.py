@@ -142,3 +142,13 @@ def test_report_cli_writes_experiment_dir_and_reproduction(store_with, tmp_path)
     assert r.exit_code == 0, r.output
     text = dest.read_text()
     assert "## Overview" in text and "tnt_table1" in text and "not in mirror" in text
+
+
+def test_check_cli_reports_failed_runs(store_with):
+    recs = [make_record("cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci") for s in range(3)]
+    recs.append(make_record("cart", "diabetes", status="failed", error="ValueError: criterion", experiment="ci"))
+    out = store_with(recs)
+    r = CliRunner().invoke(app, ["check", "--experiment", "ci", "--outputs", str(out)])
+    assert r.exit_code == 0 and "1 failed runs" in r.output
+    r = CliRunner().invoke(app, ["check", "--experiment", "ci", "--outputs", str(out), "--fail-on-errors"])
+    assert r.exit_code == 1 and "cart on diabetes" in r.output
