@@ -1,4 +1,4 @@
-"""The ``treebench`` command line (Typer): run, list, collect, report, fetch."""
+"""The ``treebench`` command line (Typer): run, list, collect, report, check, fetch."""
 
 from __future__ import annotations
 
@@ -141,6 +141,31 @@ def collect(
         print_summary(summary_table(df), experiment or "all experiments")
 
 
+def _availability():
+    """Local dataset configs and registered methods, to say why a target has no data."""
+    from treebench.methods import available_methods
+    from treebench.report.checks import Availability
+
+    datasets = [p.stem for p in (Path(CONF_DIR) / "dataset").glob("*.yaml")]
+    methods = set(available_methods())
+    for p in (Path(CONF_DIR) / "method").glob("*.yaml"):
+        try:
+            methods.add(yaml.safe_load(p.read_text())["name"])
+        except (KeyError, TypeError, yaml.YAMLError):
+            continue
+    return Availability(datasets=datasets, methods=methods)
+
+
+def _load_papers():
+    from treebench.report.targets import TargetError, load_all
+
+    try:
+        return load_all(CONF_DIR)
+    except TargetError as exc:
+        err.print(f"[red]Bad paper target file:[/] {exc}")
+        raise typer.Exit(2) from exc
+
+
 @app.command()
 def status(
     outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
@@ -176,25 +201,90 @@ def status(
 def report(
     experiment: str = typer.Option(None, help="only rows of this experiment"),
     outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
+    reproduction: bool = typer.Option(False, "--reproduction",
+                                      help="write REPRODUCTION.md: every paper table, ours vs the paper"),
+    out: str = typer.Option(None, help="REPRODUCTION.md path (default: the repository root)"),
 ) -> None:
-    """Write Markdown and LaTeX tables (mean ± sd per dataset × method) under outputs/reports/."""
+    """Markdown/LaTeX tables (ours next to the paper), figures and statistical tests under outputs/reports/."""
     from treebench.report.console import print_summary
+    from treebench.report.paper import report_experiment, reproduction_markdown
     from treebench.report.tables import summary_table
+    from treebench.report.targets import experiment_names
     from treebench.results import collect as do_collect
 
-    out = _outputs(outputs)
-    df = do_collect(out / "store", experiment=experiment)
+    outp = _outputs(outputs)
+    papers = _load_papers()
+    if reproduction:
+        df = do_collect(outp / "store")
+        text = reproduction_markdown(df, papers, _availability(), CONF_DIR)
+        dest = Path(out) if out else Path(CONF_DIR).resolve().parent / "REPRODUCTION.md"
+        dest.write_text(text)
+        console.print(f"written: {dest} ({len(df)} records, {len(papers)} paper files)")
+        return
+    df = do_collect(outp / "store", experiment=experiment)
+    rep = outp / "reports"
+    rep.mkdir(parents=True, exist_ok=True)
+    if experiment and experiment in experiment_names(papers):
+        res = report_experiment(df, papers, experiment, rep, _availability())
+        from treebench.report.console import print_checks
+
+        print_checks(res["verdicts"], f"{experiment}: ours vs the paper")
+        console.print(f"written: {len(res['files'])} files under {res['dir']} (see README.md there)")
+        return
     if df.empty:
         err.print("[yellow]no results; run jobs first (treebench run ...)[/]")
         raise typer.Exit(1)
     table = summary_table(df)
-    rep = out / "reports"
-    rep.mkdir(parents=True, exist_ok=True)
     stem = experiment or "all"
     (rep / f"{stem}.md").write_text(table.to_markdown(index=False) + "\n")
     (rep / f"{stem}.tex").write_text(table.to_latex(index=False, float_format="%.4f"))
     print_summary(table, stem)
     console.print(f"written: {rep / (stem + '.md')}, {rep / (stem + '.tex')}")
+
+
+@app.command()
+def check(
+    experiment: str = typer.Option(..., help="experiment whose targets to check (e.g. ci, tnt_table1)"),
+    outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
+    strict: bool = typer.Option(False, help="also fail when a checked target has no data (skipped)"),
+    problems_only: bool = typer.Option(False, "--problems-only", help="print only FAIL and skipped rows"),
+    fail_on_errors: bool = typer.Option(False, "--fail-on-errors",
+                                        help="also fail when any run of the experiment failed"),
+) -> None:
+    """Compare collected results with the paper/CI targets; exit 1 on any regression (FAIL)."""
+    from treebench.report.checks import FAIL, SKIP, run_checks
+    from treebench.report.console import print_checks
+    from treebench.report.targets import experiment_names, for_experiment
+    from treebench.results import collect as do_collect
+
+    papers = _load_papers()
+    if experiment not in experiment_names(papers):
+        from treebench.methods.base import suggest
+
+        names = experiment_names(papers)
+        err.print(f"[red]No targets for experiment {experiment!r}.[/]{suggest(experiment, names)}\n"
+                  f"Experiments with targets: {', '.join(names)}")
+        raise typer.Exit(2)
+    targets, _, unavailable = for_experiment(papers, experiment)
+    avail = _availability()
+    avail.unavailable.update(unavailable)
+    df = do_collect(_outputs(outputs) / "store", experiment=experiment)
+    res = run_checks(targets, df, avail)
+    shown = res[~res["status"].isin(["pass", "info"])] if problems_only else res
+    print_checks(shown, f"check {experiment}: {len(df)} records, {len(targets)} targets")
+    counts = res["status"].value_counts().to_dict()
+    summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("pass", FAIL, SKIP, "info"))
+    bad = counts.get(FAIL, 0) + (counts.get(SKIP, 0) if strict else 0)
+    failed = df[df["status"] == "failed"] if not df.empty else df
+    if len(failed):
+        err.print(f"[yellow]{len(failed)} failed runs in {experiment}:[/]")
+        for (m, d), g in failed.groupby(["method", "dataset"]):
+            err.print(f"  {m} on {d}: {len(g)} × {str(g['error'].iloc[0])[:160]}")
+        bad += len(failed) if fail_on_errors else 0
+        summary += f"; {len(failed)} failed runs"
+    (err if bad else console).print(("[red]REGRESSION[/]: " if bad else "[green]OK[/]: ") + summary)
+    if bad:
+        raise typer.Exit(1)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

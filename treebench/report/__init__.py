@@ -1,4 +1,4 @@
-"""Reports: aggregated tables (and, as they land, paper comparisons, figures and checks)."""
+"""Reports: aggregated tables, paper targets and checks, side-by-side tables, figures and statistics."""
 
 from treebench.report.tables import summary_table
 

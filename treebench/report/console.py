@@ -109,3 +109,29 @@ def summarize_sweep(sweep_dir: os.PathLike, store_dir: os.PathLike) -> None:
         table.to_csv(sweep / "summary.csv", index=False)
         (sweep / "summary.md").write_text(table.to_markdown(index=False))
         console.print(f"written: {sweep / 'summary.csv'}, {sweep / 'results.csv'}")
+
+
+_STATUS_STYLE = {"pass": "green", "FAIL": "bold red", "skipped": "yellow", "info": "dim"}
+
+
+def print_checks(res, title: str) -> None:
+    """Print target verdicts (target, ours, paper, Δ, tolerance, status) with rich."""
+    from treebench.report.checks import display_frame
+
+    if res.empty:
+        console.print(f"[yellow]{title}: no targets[/]")
+        return
+    disp = display_frame(res)
+    out = console if console.is_terminal else Console(width=max(console.width, 200))
+    t = Table(title=title, title_justify="left", show_lines=False)
+    for c in ("target", "method", "metric", "expected", "ours", "Δ", "tolerance", "n", "profile", "status",
+              "note"):
+        t.add_column(c, justify="right" if c in ("expected", "ours", "Δ", "n") else "left",
+                     overflow="fold", max_width=60 if c == "note" else None)
+    for _, r in disp.iterrows():
+        style = _STATUS_STYLE.get(r["status"], "")
+        method = f"{r['method']} on {r['dataset']}" if r["dataset"] else r["method"]
+        t.add_row(str(r["target"]), method, *[str(r[c]) for c in ("metric", "paper", "ours", "Δ",
+                                                                  "tolerance", "n", "profile")],
+                  f"[{style}]{r['status']}[/]", str(r["note"]))
+    out.print(t)

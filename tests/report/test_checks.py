@@ -1,0 +1,174 @@
+"""check: pass / FAIL / skipped / info on synthetic records with the runner's schema."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.report.records import frame, make_record
+from treebench.report.checks import (
+    FAIL,
+    INFO,
+    PASS,
+    SKIP,
+    Availability,
+    display_frame,
+    n_failed,
+    run_checks,
+)
+from treebench.report.targets import load_paper
+
+
+@pytest.fixture
+def paper(tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text("""
+paper: toy
+units: percent
+defaults: {metric: test_accuracy, tolerance: 2.0, tolerance_reduced: 5.0, size_rtol: 0.5}
+unavailable: {protein: "not in the mirror"}
+targets:
+  - {id: acc, experiment: exp, source: T1, dataset: digits, method: cart, value: 90.0, sd: 1.0, n_splits: 100}
+  - {id: ge, experiment: exp, source: T1, dataset: digits, method: rf, value: 95.0, op: ">="}
+  - {id: variant, experiment: exp, source: T1, dataset: digits, method: redt, where: {teacher: rf}, value: 80.0}
+  - {id: best, experiment: exp, source: T2, dataset: iris, method: hinge_forest, best_over: [n_estimators], best: min, metric: test_error, value: 5.0}
+  - {id: mirror, experiment: exp, source: T1, dataset: protein, method: cart, value: 50.0}
+  - {id: nomethod, experiment: exp, source: T1, dataset: digits, method: tnt, value: 50.0}
+  - {id: noconf, experiment: exp, source: T1, dataset: letter, method: cart, value: 50.0}
+  - {id: ref, experiment: exp, source: T1, dataset: digits, method: adf, value: 50.0, check: false}
+  - {id: rel, kind: relation, experiment: exp, lhs: rf, rhs: cart, op: ">=", require: all}
+  - {id: fr, kind: stat, experiment: exp, test: friedman, groups: [cart, rf, gbdt], expect: significant}
+""")
+    return load_paper(p)
+
+
+AVAIL = dict(datasets={"digits", "iris", "wine", "protein"}, methods={"cart", "rf", "redt", "hinge_forest", "gbdt"})
+
+
+def _by_id(res):
+    return {r["id"]: r for _, r in res.iterrows()}
+
+
+def _cart(acc, n=3, **kw):
+    return [make_record("cart", "digits", seed=s, acc=acc, n_splits=100, experiment="exp", **kw) for s in range(n)]
+
+
+def test_pass_fail_and_skip_reasons(paper):
+    recs = _cart(0.895) + [make_record("rf", "digits", seed=s, acc=0.92, experiment="exp") for s in range(3)]
+    res = run_checks(paper.targets, frame(recs), Availability(**AVAIL, unavailable=paper.unavailable))
+    r = _by_id(res)
+    assert r["acc"]["status"] == PASS and r["acc"]["n"] == 3
+    assert r["acc"]["delta"] == pytest.approx(-0.005)
+    assert r["acc/n_splits"]["status"] == PASS
+    # rf 92 < 95 - 2 → FAIL (one-sided target)
+    assert r["ge"]["status"] == FAIL
+    assert "not in mirror" in r["mirror"]["note"] and r["mirror"]["status"] == SKIP
+    assert "method 'tnt' not implemented" in r["nomethod"]["note"]
+    assert "no dataset config 'letter'" in r["noconf"]["note"]
+    assert r["variant"]["status"] == SKIP and "not run" in r["variant"]["note"]
+    assert r["ref"]["status"] == SKIP
+    assert r["rel"]["status"] == PASS
+    assert "not run" in r["fr"]["note"]  # gbdt missing
+    assert n_failed(res) == 1
+
+
+def test_worsened_result_fails_readably(paper):
+    res = run_checks(paper.targets[:1], frame(_cart(0.19)), Availability(**AVAIL))
+    r = res.iloc[0]
+    assert r["status"] == FAIL and r["delta"] == pytest.approx(-0.71)
+    row = display_frame(res).iloc[0]
+    assert row["paper"] == "90.00 ± 1.00" and row["ours"].startswith("19.00")
+    assert row["Δ"] == "-71.00" and row["tolerance"] == "± 2.00" and row["status"] == FAIL
+
+
+def test_reduced_profile_gets_looser_tolerance_and_full_is_preferred(paper):
+    t = paper.targets[:1]
+    reduced = _cart(0.86, profile="reduced")
+    res = run_checks(t, frame(reduced))
+    assert res.iloc[0]["status"] == PASS and res.iloc[0]["profile"] == "reduced"
+    assert res.iloc[0]["tol"] == pytest.approx(0.05)
+    res = run_checks(t, frame(reduced + _cart(0.80, profile="full")))
+    assert res.iloc[0]["profile"] == "full" and res.iloc[0]["status"] == FAIL
+
+
+def test_where_selects_param_variant(paper):
+    recs = [make_record("redt", "digits", seed=s, acc=0.81, params={"teacher": "rf", "alpha": 0.2},
+                        experiment="exp") for s in range(2)]
+    recs += [make_record("redt", "digits", seed=s, acc=0.30, params={"teacher": "gbdt", "alpha": 0.2},
+                         experiment="exp") for s in range(2)]
+    t = [t for t in paper.targets if t.id == "variant"]
+    r = run_checks(t, frame(recs)).iloc[0]
+    assert r["status"] == PASS and r["ours"] == pytest.approx(0.81) and r["method"] == "redt[teacher=rf]"
+
+
+def test_best_over_picks_best_config(paper):
+    recs = []
+    for n_est, acc in ((1, 0.80), (10, 0.96), (50, 0.93)):
+        recs += [make_record("hinge_forest", "iris", seed=s, acc=acc, params={"n_estimators": n_est},
+                             experiment="exp") for s in range(2)]
+    t = [t for t in paper.targets if t.id == "best"]
+    r = run_checks(t, frame(recs)).iloc[0]
+    assert r["ours"] == pytest.approx(0.04)  # test_error derived from test_accuracy
+    assert r["status"] == PASS and "n_estimators=10" in r["note"]
+
+
+def test_failed_runs_fail_and_skipped_runs_skip(paper):
+    t = paper.targets[:1]
+    r = run_checks(t, frame([make_record("cart", "digits", status="failed", experiment="exp")])).iloc[0]
+    assert r["status"] == FAIL and "RuntimeError: boom" in r["note"]
+    r = run_checks(t, frame([make_record("cart", "digits", status="skipped", reason="task",
+                                         experiment="exp")])).iloc[0]
+    assert r["status"] == SKIP and "runs skipped: task" in r["note"]
+
+
+def test_other_experiments_are_ignored(paper):
+    r = run_checks(paper.targets[:1], frame(_cart(0.2)[:0] + [make_record("cart", "digits", acc=0.2,
+                                                                          experiment="other")])).iloc[0]
+    assert r["status"] == SKIP
+
+
+def test_relation_fails_with_the_offending_blocks(paper):
+    recs = []
+    for ds, (a_rf, a_cart) in {"digits": (0.97, 0.83), "iris": (0.90, 0.94), "wine": (0.97, 0.90)}.items():
+        recs += [make_record("rf", ds, seed=s, acc=a_rf, experiment="exp") for s in range(2)]
+        recs += [make_record("cart", ds, seed=s, acc=a_cart, experiment="exp") for s in range(2)]
+    rel = [t for t in paper.targets if t.id == "rel"]
+    r = run_checks(rel, frame(recs)).iloc[0]
+    assert r["status"] == FAIL and r["ours"] == pytest.approx(2 / 3) and "fails on: iris" in r["note"]
+
+
+def test_stat_target_friedman(paper):
+    recs = []
+    for i, ds in enumerate(["a", "b", "c", "d", "e", "f"]):
+        for m, base in (("cart", 0.7), ("rf", 0.8), ("gbdt", 0.9)):
+            recs.append(make_record(m, ds, acc=base + 0.01 * i, experiment="exp"))
+    fr = [t for t in paper.targets if t.id == "fr"]
+    r = run_checks(fr, frame(recs)).iloc[0]
+    # perfectly consistent ranking over 6 datasets: chi2 = 12, p = exp(-6)
+    assert r["status"] == PASS and r["ours"] == pytest.approx(0.00247875, rel=1e-4) and r["n"] == 6
+
+
+def test_info_targets_never_fail(paper):
+    ref = [t for t in paper.targets if t.id == "ref"]
+    r = run_checks(ref, frame([make_record("adf", "digits", acc=0.1, experiment="exp")])).iloc[0]
+    assert r["status"] == INFO
+
+
+def test_where_mismatch_is_explained(paper):
+    recs = [make_record("redt", "digits", acc=0.8, params={"teacher_model": "rf"}, experiment="exp")]
+    t = [t for t in paper.targets if t.id == "variant"]
+    r = run_checks(t, frame(recs)).iloc[0]
+    assert r["status"] == SKIP and "1 runs of redt but none match" in r["note"]
+    assert "param.teacher" in r["note"] and "not recorded" in r["note"]
+
+
+def test_nearest_picks_the_config_closest_to_a_size(tmp_path):
+    p = tmp_path / "n.yaml"
+    p.write_text("units: percent\ntargets:\n  - {id: n, experiment: exp, dataset: digits, method: cart, "
+                 "nearest: {n_splits: 100}, metric: test_accuracy, value: 85.0, tolerance: 1.0}\n")
+    t = load_paper(p).targets
+    recs = []
+    for leaves, acc in ((11, 0.60), (101, 0.85), (1001, 0.95)):
+        recs += [make_record("cart", "digits", seed=s, acc=acc, n_splits=leaves - 1 + s,
+                             params={"max_leaf_nodes": leaves}, experiment="exp") for s in range(2)]
+    r = run_checks(t, frame(recs)).iloc[0]
+    assert r["status"] == PASS and r["ours"] == pytest.approx(0.85) and "max_leaf_nodes=101" in r["note"]

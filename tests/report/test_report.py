@@ -1,0 +1,154 @@
+"""Reports (tables, layouts, figures, stats), REPRODUCTION.md, and the `check`/`report` CLI."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.report.records import frame, make_record
+from treebench.cli import app
+from treebench.report.checks import Availability
+from treebench.report.figures import figure_points
+from treebench.report.paper import report_experiment, reproduction_markdown, to_latex
+from treebench.report.targets import load_paper
+
+PAPER = """
+paper: toy
+title: Toy paper
+units: percent
+defaults: {metric: test_accuracy, tolerance: 2.0, size_rtol: 0.5}
+unavailable: {protein: "not in the mirror"}
+experiments:
+  exp:
+    title: Toy Table 1
+    tables:
+      - {name: table1, table: "Table 1", cols: dataset, metrics: [test_accuracy, n_splits]}
+    figures:
+      - {name: acc_vs_depth, x: param.max_depth, y: test_accuracy, series: [method], facet: dataset}
+      - {name: acc_vs_splits, x: n_splits, y: test_accuracy, series: [method], xscale: log}
+    stats:
+      - {name: fr, test: friedman, metric: test_accuracy}
+      - {name: wx, test: wilcoxon, metric: test_accuracy, lhs: rf, rhs: cart}
+targets:
+  - {id: c/d1, experiment: exp, table: "Table 1", source: T1, dataset: d1, method: cart, where: {max_depth: 4}, value: 80.0, sd: 1.0, n_splits: 15}
+  - {id: r/d1, experiment: exp, table: "Table 1", source: T1, dataset: d1, method: rf, value: 90.0, n_splits: 1000}
+  - {id: c/protein, experiment: exp, table: "Table 1", source: T1, dataset: protein, method: cart, value: 55.0}
+"""
+
+
+@pytest.fixture
+def toy(tmp_path):
+    p = tmp_path / "toy.yaml"
+    p.write_text(PAPER)
+    return load_paper(p)
+
+
+def _records():
+    recs = []
+    for i, ds in enumerate(["d1", "d2", "d3", "d4", "d5"]):
+        for s in range(2):
+            for depth in (1, 2, 4):
+                recs.append(make_record("cart", ds, seed=s, acc=0.5 + 0.07 * depth + 0.01 * i,
+                                        n_splits=2 ** depth - 1, params={"max_depth": depth}, experiment="exp"))
+            recs.append(make_record("rf", ds, seed=s, acc=0.9 + 0.01 * i, n_splits=1000, n_trees=100,
+                                    params={"n_estimators": 100}, experiment="exp"))
+            recs.append(make_record("gbdt", ds, seed=s, acc=0.85 + 0.005 * i, n_splits=700, n_trees=100,
+                                    experiment="exp", profile="reduced"))
+    return recs
+
+
+def test_report_experiment_writes_tables_figures_and_stats(toy, tmp_path):
+    res = report_experiment(frame(_records()), [toy], "exp", tmp_path / "reports", Availability())
+    out = tmp_path / "reports" / "exp"
+    for name in ("README.md", "comparison.md", "comparison.tex", "table1.md", "table1.tex", "summary.md",
+                 "figures/acc_vs_depth.png", "figures/acc_vs_depth.pdf", "figures/acc_vs_splits.png",
+                 "figures/acc_vs_splits.pdf", "fr_cd.png", "fr_cd.pdf"):
+        assert (out / name).exists(), name
+    comp = (out / "comparison.md").read_text()
+    assert "80.00 ± 1.00" in comp and "c/d1" in comp and "not in mirror: not in the mirror" in comp
+    table1 = (out / "table1.md").read_text()
+    assert "cart[max_depth=4]" in table1 and "(80.00)" in table1 and "(1,000)" in table1
+    readme = (out / "README.md").read_text()
+    assert "Friedman test on test_accuracy over N = 5 datasets" in readme and "α = 0.05" in readme
+    assert "Wilcoxon signed-rank test on test_accuracy over N = 5" in readme
+    assert "![acc_vs_depth](figures/acc_vs_depth.png)" in readme
+    assert r"\pm" in (out / "comparison.tex").read_text()
+    v = res["verdicts"].set_index("id")
+    assert v.loc["c/d1", "status"] == "pass" and v.loc["r/d1", "status"] == "pass"
+
+
+def test_figure_points_group_by_param_or_measured_x():
+    df = frame(_records())
+    pts = figure_points(df, {"name": "f", "x": "param.max_depth", "y": "test_accuracy", "series": ["method"],
+                             "facet": "dataset"})
+    d1 = pts[(pts["facet"] == "d1") & (pts["series"] == "cart")]
+    assert d1["x"].tolist() == [1.0, 2.0, 4.0] and d1["n"].tolist() == [2, 2, 2]
+    assert d1["y"].tolist() == pytest.approx([0.57, 0.64, 0.78])
+    pts = figure_points(df, {"name": "f", "x": "n_splits", "y": "test_accuracy", "facet": None})
+    cart = pts[pts["series"] == "cart"]
+    assert sorted(cart["x"]) == [1.0, 3.0, 15.0]  # one point per max_depth, averaged over datasets/seeds
+
+
+def test_reproduction_markdown(toy):
+    text = reproduction_markdown(frame(_records()), [toy], Availability(datasets={"d1"}, methods={"cart", "rf"}))
+    assert "# Reproduction status" in text and "Toy paper" in text and "| toy" in text
+    assert "**Missing and why:**" in text and "not in mirror: not in the mirror" in text
+    assert "**How close:**" in text and "profiles" in text
+
+
+def test_latex_escapes():
+    import pandas as pd
+
+    tex = to_latex(pd.DataFrame({"a_b": ["90 ± 1 %"], "n": [3]}), caption="x & y")
+    assert r"a\_b" in tex and r"$\pm$" in tex and r"\%" in tex and r"x \& y" in tex
+
+
+# ----------------------------------------------------------------------------------- CLI (real conf)
+
+
+def test_check_cli_fails_on_worsened_cart(store_with):
+    out = store_with([make_record("cart", "digits", seed=s, acc=0.19, n_splits=1, experiment="ci",
+                                  profile="reduced", params={"max_depth": 1}) for s in range(3)])
+    r = CliRunner().invoke(app, ["check", "--experiment", "ci", "--outputs", str(out)])
+    assert r.exit_code == 1, r.output
+    line = next(ln for ln in r.output.splitlines() if "ci/cart/digits " in ln or "ci/cart/digits │" in ln)
+    assert "FAIL" in line and "0.1900" in line and "0.8280" in line
+    assert "REGRESSION" in r.output and "skipped" in r.output
+
+
+def test_check_cli_passes_and_strict_fails_on_missing(store_with):
+    out = store_with([make_record("cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci",
+                                  profile="reduced") for s in range(3)])
+    r = CliRunner().invoke(app, ["check", "--experiment", "ci", "--outputs", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "not run (experiment ci)" in r.output
+    r = CliRunner().invoke(app, ["check", "--experiment", "ci", "--outputs", str(out), "--strict"])
+    assert r.exit_code == 1
+
+
+def test_check_cli_unknown_experiment(tmp_path):
+    r = CliRunner().invoke(app, ["check", "--experiment", "cii", "--outputs", str(tmp_path)])
+    assert r.exit_code == 2
+
+
+def test_report_cli_writes_experiment_dir_and_reproduction(store_with, tmp_path):
+    out = store_with([make_record("cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci",
+                                  profile="reduced") for s in range(3)])
+    r = CliRunner().invoke(app, ["report", "--experiment", "ci", "--outputs", str(out)])
+    assert r.exit_code == 0, r.output
+    assert (out / "reports" / "ci" / "README.md").exists()
+    dest = tmp_path / "REPRODUCTION.md"
+    r = CliRunner().invoke(app, ["report", "--reproduction", "--outputs", str(out), "--out", str(dest)])
+    assert r.exit_code == 0, r.output
+    text = dest.read_text()
+    assert "## Overview" in text and "tnt_table1" in text and "not in mirror" in text
+
+
+def test_check_cli_reports_failed_runs(store_with):
+    recs = [make_record("cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci") for s in range(3)]
+    recs.append(make_record("cart", "diabetes", status="failed", error="ValueError: criterion", experiment="ci"))
+    out = store_with(recs)
+    r = CliRunner().invoke(app, ["check", "--experiment", "ci", "--outputs", str(out)])
+    assert r.exit_code == 0 and "1 failed runs" in r.output
+    r = CliRunner().invoke(app, ["check", "--experiment", "ci", "--outputs", str(out), "--fail-on-errors"])
+    assert r.exit_code == 1 and "cart on diabetes" in r.output

@@ -1,0 +1,96 @@
+"""Paper target files: the real ones load; bad ones give clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from treebench.report.targets import (
+    TargetError,
+    experiment_names,
+    for_experiment,
+    load_all,
+    load_paper,
+)
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+# names fixed in HELPERS.md (datasets) and the brief (methods); adf/sndf are published-only baselines
+DATASETS = set("""iris digits wine breast_cancer diabetes mnist fashion_mnist usps letter letter_libsvm connect4
+pendigits optdigits satimage dna protein sensit adult crx eeg bank german cmc landcover isolet abalone abalone_reg
+har madelon poker ionosphere pima spectf hepatitis wine_red wine_white bike spambase magic04 yeast ecoli glass
+housing airfoil fertility messidor megawatt1 credit_default fri586 fri589 fri620""".split())
+METHODS = set("""tnt tnt_bagging tnt_adaboost ndg cart rf bagged_cart gbdt adaboost redt e2edt e2edf hinge_forest
+hinge_fern onestage sdt""".split())
+REFERENCE_ONLY = {"adf", "sndf"}
+
+
+def _write(tmp_path, text: str) -> Path:
+    p = tmp_path / "bad.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_all_paper_files_load_with_known_names():
+    papers = load_all(CONF)
+    assert {p.paper for p in papers} >= {"tnt", "redt", "e2edt", "hinge", "onestage", "ci"}
+    for p in papers:
+        assert p.targets, p.paper
+        for t in p.targets:
+            sels = [t.select, t.lhs, t.rhs, *t.groups]
+            for s in filter(None, sels):
+                assert s.method in METHODS | REFERENCE_ONLY, (t.id, s.method)
+                assert s.method not in REFERENCE_ONLY or not t.check, t.id
+                assert s.dataset is None or s.dataset in DATASETS, (t.id, s.dataset)
+            assert t.source or p.paper == "ci", t.id
+    names = experiment_names(papers)
+    assert "ci" in names and "tnt_table1" in names
+
+
+def test_percent_converted_and_sizes_expanded():
+    tnt = load_paper(CONF / "papers" / "tnt.yaml")
+    by_id = {t.id: t for t in tnt.targets}
+    t = by_id["t1/tnt/mnist"]
+    assert t.units == "percent" and t.paper_value == 90.87
+    assert t.value == pytest.approx(0.9087) and t.sd == pytest.approx(0.0031)
+    assert t.tolerance == pytest.approx(0.02) and t.tolerance_for("reduced") == pytest.approx(0.05)
+    s = by_id["t1/tnt/mnist/n_splits"]
+    assert s.metric == "n_splits" and s.units == "count" and s.value == 600 and s.rtol == 0.5
+    w = by_id["t2/tnt_bagging/mnist/e5"].select
+    assert w.where == {"param.n_estimators": 5}
+
+
+def test_for_experiment_merges_unavailable():
+    targets, spec, unavailable = for_experiment(load_all(CONF), "tnt_table1")
+    assert len(targets) > 10 and spec["tables"][0]["table"] == "Table 1"
+    assert "protein" in unavailable
+
+
+@pytest.mark.parametrize("body, message", [
+    ("targets:\n  - {id: a, experiment: e, dataset: d, method: m, metric: test_accuracy}", "missing 'value'"),
+    ("targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, colour: red}", "unknown keys ['colour']"),
+    ("targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, metric: x, op: '=='}", "op must be one of"),
+    ("targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: fast, metric: x}", "value must be a number"),
+    ("targets:\n  - {id: a, experiment: e, method: m, value: 1, metric: x}", "missing 'dataset'"),
+    ("targets:\n  - {id: a, kind: relation, experiment: e, lhs: a, rhs: b, metric: x, require: 2}", "require must be in"),
+    ("targets:\n  - {id: a, kind: stat, experiment: e, test: anova, metric: x}", "test must be one of"),
+    ("targets:\n  - {id: a, kind: stat, experiment: e, test: friedman, metric: x, groups: [a, b]}", ">= 3 selectors"),
+    ("units: furlongs\ntargets: []", "units"),
+    ("targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, metric: x}\n"
+     "  - {id: a, experiment: e, dataset: d, method: m, value: 2, metric: x}", "duplicate id"),
+    ("experiments:\n  e: {figures: [{name: f, x: param.a}]}\ntargets: []", "needs 'name', 'x' and 'y'"),
+    ("targets: [1, 2", "not valid YAML"),
+])
+def test_bad_files_give_clear_errors(tmp_path, body, message):
+    p = _write(tmp_path, body)
+    with pytest.raises(TargetError) as exc:
+        load_paper(p)
+    assert message in str(exc.value)
+    assert str(p) in str(exc.value)
+
+
+def test_error_names_the_target(tmp_path):
+    p = _write(tmp_path, "targets:\n  - {id: t1/x, experiment: e, dataset: d, method: m, value: 1, metric: x, "
+                        "tolerance: -1}")
+    with pytest.raises(TargetError, match=r"targets\[0\] \(id t1/x\): tolerance must be >= 0"):
+        load_paper(p)

@@ -1,0 +1,227 @@
+"""Compare collected results with paper targets: one verdict row per target.
+
+Statuses: ``pass``, ``FAIL`` (a regression: ``treebench check`` exits non-zero), ``skipped`` (no usable
+data: not run, dataset not in the mirror, method not implemented yet) and ``info`` (a number shown in
+reports but not checked, e.g. a baseline from another paper).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+import pandas as pd
+
+from treebench.report.select import add_derived, aggregate, norm, per_block_means, select
+from treebench.report.targets import Selector, Target
+
+PASS, FAIL, SKIP, INFO = "pass", "FAIL", "skipped", "info"
+_OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+
+COLUMNS = ["id", "paper", "experiment", "kind", "source", "table", "dataset", "method", "metric",
+           "units", "op", "paper_value", "paper_sd", "ours", "ours_sd", "n", "profile", "delta", "tol",
+           "status", "note"]
+
+
+class Availability:
+    """What exists locally, to say *why* a target has no data (all optional)."""
+
+    def __init__(self, datasets=None, methods=None, unavailable: dict | None = None):
+        self.datasets = set(datasets) if datasets is not None else None
+        self.methods = set(methods) if methods is not None else None
+        self.unavailable = dict(unavailable or {})
+
+    def reason(self, sel: Selector | None, experiment: str) -> str:
+        if sel is not None and sel.dataset is not None:
+            if sel.dataset in self.unavailable:
+                return f"not in mirror: {self.unavailable[sel.dataset]}"
+            if self.datasets is not None and sel.dataset not in self.datasets:
+                return f"no dataset config {sel.dataset!r} yet"
+        if sel is not None and self.methods is not None and sel.method not in self.methods:
+            return f"method {sel.method!r} not implemented yet"
+        return f"not run (experiment {experiment})"
+
+
+def _row(t: Target, **kw) -> dict:
+    sel = t.select or t.lhs
+    base = {"id": t.id, "paper": t.paper, "experiment": t.experiment, "kind": t.kind,
+            "source": t.source, "table": t.table, "dataset": sel.dataset if sel else None,
+            "method": sel.label() if sel else "", "metric": t.metric, "units": t.units, "op": t.op,
+            "paper_value": t.value, "paper_sd": t.sd, "ours": float("nan"), "ours_sd": float("nan"),
+            "n": 0, "profile": "", "delta": float("nan"), "tol": float("nan"), "status": SKIP,
+            "note": t.note}
+    if t.kind == "relation":
+        base.update(units="share", paper_value=t.require)
+    elif t.kind == "stat":
+        base.update(units="p", paper_value=t.paper_p, op=f"expect {t.expect} at α={t.alpha}")
+    base.update(kw)
+    return base
+
+
+def _within(t: Target, ours: float, tol: float) -> bool:
+    if t.op == "~":
+        return abs(ours - t.value) <= tol + 1e-12
+    if t.op in (">=", ">"):
+        return _OPS[t.op](ours, t.value - tol - (1e-12 if t.op == ">=" else 0))
+    return _OPS[t.op](ours, t.value + tol + (1e-12 if t.op == "<=" else 0))
+
+
+def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
+    rows = select(df, t.select, t.experiment)
+    if rows.empty:
+        return _row(t, note=_join(_why_empty(t.select, df, t.experiment, avail), t.note))
+    agg = aggregate(rows, t.metric, t.best_over, t.best, t.best_metric, t.nearest)
+    if agg["n"] == 0:
+        statuses = rows["status"].value_counts().to_dict()
+        if statuses.get("failed"):
+            err = rows.loc[rows["status"] == "failed", "error"].iloc[0] if "error" in rows else ""
+            return _row(t, status=FAIL if t.check else INFO, profile=agg["profile"],
+                        note=f"all {statuses['failed']} runs failed: {err}")
+        if statuses.get("skipped"):
+            why = rows.loc[rows["status"] == "skipped", "reason"].iloc[0] if "reason" in rows else ""
+            return _row(t, profile=agg["profile"], note=f"runs skipped: {why}")
+        return _row(t, profile=agg["profile"], note=_join(agg["note"], t.note))
+    profile = agg["profile"]
+    tol = max(t.tolerance_for("reduced" if "reduced" in profile and "full" not in profile else "full"),
+              t.rtol * abs(t.value))
+    ours = agg["mean"]
+    ok = _within(t, ours, tol)
+    status = (PASS if ok else FAIL) if t.check else INFO
+    note = _join(agg["note"], f"{agg['n_failed']} runs failed" if agg["n_failed"] else "", t.note)
+    return _row(t, ours=ours, ours_sd=agg["sd"], n=agg["n"], profile=profile,
+                delta=ours - t.value, tol=tol, status=status, note=note)
+
+
+def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
+    left = per_block_means(df, t.lhs, t.metric, t.per, t.experiment)
+    right = per_block_means(df, t.rhs, t.metric, t.per, t.experiment)
+    both = pd.concat({"lhs": left, "rhs": right}, axis=1).dropna() if len(left) and len(right) else None
+    label = f"{t.lhs.label()} {t.op} {t.rhs.label()}"
+    if both is None or both.empty:
+        missing = t.lhs if not len(left) else t.rhs
+        return _row(t, method=label, note=_join(avail.reason(missing, t.experiment), t.claim))
+    op = _OPS[t.op]
+    slack = t.margin if t.op in (">=", ">") else -t.margin
+    holds = op(both["lhs"] + slack, both["rhs"])
+    share = float(holds.mean())
+    bad = [str(k if not isinstance(k, tuple) else "/".join(map(str, k))) for k in both.index[~holds]]
+    status = (PASS if share >= t.require - 1e-12 else FAIL) if t.check else INFO
+    note = _join(t.claim, f"fails on: {', '.join(bad)}" if bad else "")
+    need = "all" if t.require >= 1 else f">= {t.require:.0%}"
+    return _row(t, method=label, units="share", paper_value=t.require, ours=share, n=len(both),
+                delta=share - t.require, tol=0.0, status=status,
+                note=_join(f"{int(holds.sum())}/{len(both)} {'/'.join(t.per)} hold (need {need})", note))
+
+
+def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
+    from treebench.report import stats
+
+    if t.test == "friedman":
+        cols = {g.label(): per_block_means(df, g, t.metric, t.per, t.experiment) for g in t.groups}
+        missing = [g for g in t.groups if cols[g.label()].empty]
+        label = "friedman(" + ", ".join(cols) + ")"
+        if missing:
+            reasons = [avail.reason(g, t.experiment) for g in missing]
+            informative = [r for r in reasons if not r.startswith("not run")]
+            return _row(t, method=label, note=(informative or reasons)[0])
+        table = pd.concat(cols, axis=1).dropna()
+        if len(table) < 2:
+            return _row(t, method=label, note=f"needs >= 2 complete {'/'.join(t.per)}, got {len(table)}")
+        res = stats.friedman(table)
+    else:
+        left = per_block_means(df, t.lhs, t.metric, t.per, t.experiment)
+        right = per_block_means(df, t.rhs, t.metric, t.per, t.experiment)
+        label = f"wilcoxon({t.lhs.label()}, {t.rhs.label()})"
+        if left.empty or right.empty:
+            return _row(t, method=label, note=avail.reason(t.lhs if left.empty else t.rhs, t.experiment))
+        both = pd.concat({"lhs": left, "rhs": right}, axis=1).dropna()
+        if len(both) < 2:
+            return _row(t, method=label, note=f"needs >= 2 paired {'/'.join(t.per)}, got {len(both)}")
+        res = stats.wilcoxon(both["lhs"], both["rhs"])
+    significant = res["p"] < t.alpha
+    ok = significant == (t.expect == "significant")
+    status = (PASS if ok else FAIL) if t.check else INFO
+    paper = (f"paper: stat {t.paper_statistic:g}, p={t.paper_p:g}; "
+             if t.paper_statistic is not None and t.paper_p is not None else "")
+    return _row(t, method=label, units="p", paper_value=t.paper_p, ours=res["p"], n=res["n"],
+                tol=t.alpha, op=f"expect {t.expect} at α={t.alpha}", status=status,
+                note=_join(f"{paper}ours: stat {res['statistic']:.4g}, N={res['n']}", t.claim))
+
+
+def _why_empty(sel: Selector, df: pd.DataFrame, experiment: str, avail: Availability) -> str:
+    """Why a selector matches nothing; names a ``where`` mismatch (e.g. a renamed parameter)."""
+    if sel.where:
+        loose = select(df, Selector(sel.method, sel.dataset, {}, sel.experiment), experiment)
+        if len(loose):
+            missing = [c for c in sel.where if c not in loose.columns]
+            detail = (f"columns {missing} not recorded" if missing else
+                      "; ".join(f"{c} has {sorted(set(loose[c].map(norm)))}" for c in sel.where))
+            return f"{len(loose)} runs of {sel.method} but none match where {sel.where}: {detail}"
+    return avail.reason(sel, experiment)
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def run_checks(targets: list[Target], df: pd.DataFrame, avail: Availability | None = None) -> pd.DataFrame:
+    """One verdict row per target (see :data:`COLUMNS`)."""
+    avail = avail or Availability()
+    df = add_derived(df) if not df.empty else df
+    if df.empty:
+        df = pd.DataFrame(columns=["experiment", "method", "dataset", "status"])
+    out = []
+    for t in targets:
+        fn = {"value": check_value, "relation": check_relation, "stat": check_stat}[t.kind]
+        out.append(fn(t, df, avail))
+    res = pd.DataFrame(out, columns=COLUMNS)
+    return res
+
+
+def n_failed(res: pd.DataFrame) -> int:
+    return int((res["status"] == FAIL).sum()) if not res.empty else 0
+
+
+def fmt_num(v, units: str, digits: int | None = None) -> str:
+    """A record-unit value in the target's printed units (percent ×100, counts as integers)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if units == "percent":
+        return f"{100 * v:.{2 if digits is None else digits}f}"
+    if units == "count":
+        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+    if units == "share":
+        return f"{v:.0%}"
+    if units == "p":
+        return f"{v:.3g}"
+    return f"{v:.{4 if digits is None else digits}f}"
+
+
+def display_frame(res: pd.DataFrame) -> pd.DataFrame:
+    """Verdicts with numbers formatted in the paper's units: paper, ours (mean ± sd), Δ, tol."""
+    rows = []
+    for _, r in res.iterrows():
+        u = r["units"]
+        paper = fmt_num(r["paper_value"], u)
+        if r["kind"] == "value" and isinstance(r["paper_sd"], float) and not np.isnan(r["paper_sd"]):
+            paper += f" ± {fmt_num(r['paper_sd'], u)}"
+        if r["kind"] == "relation":
+            paper = f"{r['op']} in {fmt_num(r['paper_value'], 'share')}"
+        ours = fmt_num(r["ours"], u)
+        if isinstance(r["ours_sd"], float) and not np.isnan(r["ours_sd"]) and r["kind"] == "value":
+            ours += f" ± {fmt_num(r['ours_sd'], u)}"
+        tol = "–" if r["kind"] != "value" or np.isnan(r["tol"]) else (
+            ("±" if r["op"] == "~" else r["op"]) + " " + fmt_num(r["tol"], u))
+        if r["kind"] == "stat":
+            tol = r["op"]
+        rows.append({
+            "target": r["id"], "source": r["source"],
+            "dataset": r["dataset"] if isinstance(r["dataset"], str) else "", "method": r["method"],
+            "metric": r["metric"] + (" (%)" if u == "percent" else ""), "paper": paper, "ours": ours,
+            "n": int(r["n"]), "profile": r["profile"],
+            "Δ": "–" if np.isnan(r["delta"]) else (f"{100 * r['delta']:+.2f}" if u == "percent"
+                                                    else f"{r['delta']:+.3g}"),
+            "tolerance": tol, "status": r["status"], "note": r["note"],
+        })
+    return pd.DataFrame(rows)

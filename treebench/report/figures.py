@@ -1,0 +1,145 @@
+"""Generic line figures declared per experiment (no method names in code).
+
+A figure spec (``experiments.<name>.figures[]`` in a paper file)::
+
+    name: acc_vs_depth          # file stem
+    x: param.max_depth          # a param or a size/metric column (n_splits, split_evals, ...)
+    y: test_accuracy            # a metric column (derived ones too: test_error, n_nodes)
+    series: [method, param.teacher]   # one line per distinct value (default [method])
+    facet: dataset              # one panel per value (default dataset; null = one panel)
+    xscale: log                 # optional: linear/log/symlog
+    where: {param.N2: 5}        # optional row filter
+    title: "..."                # optional
+    paper_points: true          # overlay value targets whose where pins x (default true)
+
+When ``x`` is a param, points are grouped by series and x. When ``x`` is a measured column (e.g. the
+number of splits), points are grouped by series and every other param that varies, and both x and y
+are averaged over seeds and folds. Error bars are ±1 SD of y.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from treebench.report.select import add_derived, norm, prefer_full, series_label
+from treebench.report.targets import Target
+
+
+def _mpl():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _numeric(s: pd.Series) -> pd.Series:
+    return pd.to_numeric(s.map(lambda v: np.nan if norm(v) == "null" else norm(v)), errors="coerce")
+
+
+def figure_points(df: pd.DataFrame, spec: dict) -> pd.DataFrame:
+    """The aggregated points of a figure: facet, series, x, y mean, y sd, n."""
+    df = add_derived(df)
+    x, y = spec["x"], spec["y"]
+    series = list(spec.get("series") or ["method"])
+    facet = spec.get("facet", "dataset")
+    if df.empty or x not in df.columns or y not in df.columns:
+        return pd.DataFrame(columns=["facet", "series", "x", "y", "sd", "n"])
+    ok = df[(df["status"] == "ok") & df[y].notna()].copy()
+    for col, want in (spec.get("where") or {}).items():
+        col = col if "." in col or col in ("method", "dataset", "profile") else f"param.{col}"
+        wanted = {norm(w) for w in (want if isinstance(want, list) else [want])}
+        ok = ok[ok[col].map(norm).isin(wanted)] if col in ok.columns else ok.iloc[0:0]
+    for c in series:
+        if c not in ok.columns:
+            ok[c] = None
+    ok = prefer_full(ok)
+    ok["_series"] = ok.apply(lambda r: series_label(r, series), axis=1) if len(ok) else []
+    ok["_facet"] = ok[facet].astype(str) if facet and facet in ok.columns else ""
+    ok["_x"] = _numeric(ok[x])
+    ok = ok[ok["_x"].notna()]
+    if ok.empty:
+        return pd.DataFrame(columns=["facet", "series", "x", "y", "sd", "n"])
+    if x.startswith("param."):
+        keys = ["_facet", "_series", "_x"]
+    else:
+        varying = [c for c in ok.columns if c.startswith("param.") and c not in series
+                   and ok[c].map(norm).nunique() > 1]
+        for c in varying:
+            ok[c] = ok[c].map(norm)
+        keys = ["_facet", "_series", *varying]
+    g = ok.groupby(keys, dropna=False)
+    pts = pd.DataFrame({"x": g["_x"].mean(), "y": g[y].mean(), "sd": g[y].std(ddof=1),
+                        "n": g[y].size()}).reset_index()
+    pts = pts.rename(columns={"_facet": "facet", "_series": "series"})
+    return pts[["facet", "series", "x", "y", "sd", "n"]].sort_values(["facet", "series", "x"])
+
+
+def paper_points(targets: list[Target], spec: dict) -> pd.DataFrame:
+    """Value targets that sit on this figure: same y metric and a ``where`` that pins x."""
+    x, y = spec["x"], spec["y"]
+    facet = spec.get("facet", "dataset")
+    rows = []
+    for t in targets:
+        if t.kind != "value" or t.metric != y or t.select is None or x not in t.select.where:
+            continue
+        xv = pd.to_numeric(norm(t.select.where[x]), errors="coerce")
+        if np.isnan(xv):
+            continue
+        rows.append({"facet": (t.select.dataset or "") if facet == "dataset" else "",
+                     "series": t.select.method, "x": float(xv), "y": t.value})
+    return pd.DataFrame(rows, columns=["facet", "series", "x", "y"])
+
+
+def make_figure(df: pd.DataFrame, spec: dict, out_dir: str | Path, targets: list[Target] = (),
+                experiment: str = "") -> list[Path]:
+    """Draw one declared figure; write ``<name>.png`` and ``<name>.pdf``; return the paths ([] if no data)."""
+    pts = figure_points(df, spec)
+    ref = paper_points(list(targets), spec) if spec.get("paper_points", True) else pd.DataFrame()
+    if pts.empty:
+        return []
+    plt = _mpl()
+    facets = sorted(pts["facet"].unique())
+    ncol = min(3, len(facets))
+    nrow = int(np.ceil(len(facets) / ncol))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.3 * nrow), squeeze=False)
+    scale = 100.0 if spec.get("percent", spec["y"].endswith(("accuracy", "error"))) else 1.0
+    colors = {}
+    for i, f in enumerate(facets):
+        ax = axes[i // ncol][i % ncol]
+        for s, grp in pts[pts["facet"] == f].groupby("series"):
+            c = colors.setdefault(s, f"C{len(colors) % 10}")
+            ax.errorbar(grp["x"], scale * grp["y"], yerr=scale * grp["sd"].fillna(0), marker="o", ms=3,
+                        capsize=2, lw=1.2, color=c, label=s)
+        if not ref.empty:
+            r = ref[ref["facet"].isin([f, ""])]
+            for s, grp in r.groupby("series"):
+                ax.scatter(grp["x"], scale * grp["y"], marker="x", s=30, color="k",
+                           label=f"{s} (paper)")
+        ax.set_title(f or spec.get("title", ""), fontsize=9)
+        ax.set_xlabel(spec.get("xlabel", spec["x"].split(".", 1)[-1]))
+        ax.set_ylabel(spec.get("ylabel", spec["y"] + (" (%)" if scale == 100 else "")))
+        if spec.get("xscale"):
+            ax.set_xscale(spec["xscale"])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for j in range(len(facets), nrow * ncol):
+        axes[j // ncol][j % ncol].axis("off")
+    n = int(pts["n"].max())
+    fig.suptitle(spec.get("title", f"{experiment}: {spec['y']} vs {spec['x']}") +
+                 f"  (mean ± SD over ≤{n} runs)", fontsize=10)
+    fig.tight_layout()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("png", "pdf"):
+        p = out / f"{spec['name']}.{ext}"
+        fig.savefig(p, dpi=130)
+        paths.append(p)
+    plt.close(fig)
+    pts.to_csv(out / f"{spec['name']}.csv", index=False)
+    return paths

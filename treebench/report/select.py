@@ -1,0 +1,181 @@
+"""Row selection and aggregation over the tidy results table (one row per record).
+
+Everything is driven by :class:`~treebench.report.targets.Selector` data; no method or dataset name
+appears in this code.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from treebench.report.targets import Selector
+
+#: metrics computed from recorded columns when a record does not carry them
+DERIVED = {
+    "test_error": lambda df: 1.0 - df["test_accuracy"],
+    "train_error": lambda df: 1.0 - df["train_accuracy"],
+    "n_nodes": lambda df: df["n_splits"] + df["n_leaves"],
+    "n_splits_per_tree": lambda df: df["n_splits"] / df["n_trees"],
+}
+
+
+def norm(v) -> str:
+    """A param value as a comparable string: 3, 3.0 and "3" match; None and NaN are ``null``."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "null"
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return str(int(v)) if float(v).is_integer() else repr(float(v))
+    s = str(v)
+    try:
+        return norm(float(s)) if s.strip() not in ("", "nan") else s
+    except ValueError:
+        return {"None": "null", "True": "true", "False": "false"}.get(s, s)
+
+
+def add_derived(df: pd.DataFrame) -> pd.DataFrame:
+    """Add the :data:`DERIVED` metrics where their inputs exist (and fill them where missing)."""
+    if df.empty:
+        return df
+    df = df.copy()
+    for name, fn in DERIVED.items():
+        try:
+            values = fn(df)
+        except KeyError:
+            continue
+        df[name] = df[name].fillna(values) if name in df.columns else values
+    return df
+
+
+def select(df: pd.DataFrame, sel: Selector, experiment: str | None = None) -> pd.DataFrame:
+    """Rows of ``df`` matching the selector (all statuses)."""
+    if df.empty:
+        return df
+    mask = pd.Series(True, index=df.index)
+    exp = sel.experiment or experiment
+    if exp is not None and "experiment" in df.columns:
+        mask &= df["experiment"] == exp
+    mask &= df["method"] == sel.method
+    if sel.dataset is not None:
+        mask &= df["dataset"] == sel.dataset
+    for col, want in sel.where.items():
+        if col not in df.columns:
+            return df.iloc[0:0]
+        wanted = {norm(w) for w in (want if isinstance(want, list) else [want])}
+        mask &= df[col].map(norm).isin(wanted)
+    return df[mask]
+
+
+def prefer_full(rows: pd.DataFrame) -> pd.DataFrame:
+    """If rows of both profiles exist, keep the ``full`` ones (the paper's protocol)."""
+    if "profile" in rows.columns and (rows["profile"] == "full").any():
+        return rows[rows["profile"] == "full"]
+    return rows
+
+
+def profile_of(rows: pd.DataFrame) -> str:
+    if "profile" not in rows.columns or rows.empty:
+        return "full"
+    vals = sorted(set(rows["profile"].fillna("full")))
+    return "+".join(vals)
+
+
+def series_label(row: pd.Series, keys: list[str]) -> str:
+    """Label of a row's series: the values of ``keys`` (``method`` first, params as ``k=v``)."""
+    parts = []
+    for k in keys:
+        v = row.get(k)
+        if k in ("method", "dataset"):
+            parts.append(str(v))
+        else:
+            parts.append(f"{k.split('.', 1)[-1]}={norm(v)}")
+    if len(parts) == 1:
+        return parts[0]
+    return f"{parts[0]}[{', '.join(parts[1:])}]" if keys[0] in ("method", "dataset") else ", ".join(parts)
+
+
+def aggregate(rows: pd.DataFrame, metric: str, best_over: tuple = (), best: str = "max",
+              best_metric: str | None = None, nearest: dict | None = None) -> dict:
+    """Mean, SD (ddof 1), n over the ``ok`` rows; with ``best_over``, the best config's numbers.
+
+    Returns ``{mean, sd, n, profile, n_failed, note}``; ``mean`` is NaN when nothing usable exists.
+    """
+    out = {"mean": float("nan"), "sd": float("nan"), "n": 0, "profile": profile_of(rows),
+           "n_failed": int((rows["status"] == "failed").sum()) if "status" in rows else 0, "note": ""}
+    ok = rows[rows["status"] == "ok"] if "status" in rows.columns else rows
+    if metric not in ok.columns:
+        if not ok.empty:
+            out["note"] = f"metric {metric} not recorded"
+        return out
+    ok = ok[ok[metric].notna()]
+    if ok.empty:
+        return out
+    ok = prefer_full(ok)
+    out["profile"] = profile_of(ok)
+    if nearest:
+        ok, note = _nearest_config(ok, nearest)
+        out["note"] = note
+        if ok.empty:
+            return out
+    if best_over:
+        missing = [c for c in best_over if c not in ok.columns]
+        best_over = tuple(c for c in best_over if c in ok.columns)
+        if missing:
+            out["note"] = f"best_over columns not recorded (ignored): {missing}"
+    if best_over:
+        keys = ok[list(best_over)].map(norm) if hasattr(ok, "map") else ok[list(best_over)].applymap(norm)
+        by = best_metric if best_metric and best_metric in ok.columns else metric
+        grouped = ok[by].groupby([keys[c] for c in best_over])
+        means = grouped.mean()
+        pick = means.idxmax() if best == "max" else means.idxmin()
+        pick = pick if isinstance(pick, tuple) else (pick,)
+        m = np.ones(len(ok), dtype=bool)
+        for c, v in zip(best_over, pick, strict=True):
+            m &= (keys[c] == v).to_numpy()
+        ok = ok[m]
+        cfg = ", ".join(f"{c.split('.', 1)[-1]}={v}" for c, v in zip(best_over, pick, strict=True))
+        out["note"] = f"best of {len(means)} configs (selected on test, as the paper): {cfg}"
+    vals = ok[metric].astype(float)
+    out.update(mean=float(vals.mean()), sd=float(vals.std(ddof=1)) if len(vals) > 1 else float("nan"),
+               n=int(len(vals)))
+    return out
+
+
+def _nearest_config(ok: pd.DataFrame, nearest: dict) -> tuple[pd.DataFrame, str]:
+    """The rows of the config (varying ``param.*`` values) whose mean ``col`` is closest to the value."""
+    ((col, want),) = nearest.items()
+    if col not in ok.columns or ok[col].isna().all():
+        return ok.iloc[0:0], f"nearest: column {col} not recorded"
+    params = [c for c in ok.columns if c.startswith("param.") and ok[c].map(norm).nunique() > 1]
+    if not params:
+        got = float(ok[col].mean())
+        return ok, f"single config: {col} {got:.4g} (paper {want:g})"
+    keys = pd.DataFrame({c: ok[c].map(norm) for c in params}, index=ok.index)
+    means = ok[col].groupby([keys[c] for c in params]).mean()
+    dist = (means - want).abs() / max(abs(want), 1e-12)
+    pick = dist.idxmin()
+    pick = pick if isinstance(pick, tuple) else (pick,)
+    m = np.ones(len(ok), dtype=bool)
+    for c, v in zip(params, pick, strict=True):
+        m &= (keys[c] == v).to_numpy()
+    cfg = ", ".join(f"{c.split('.', 1)[-1]}={v}" for c, v in zip(params, pick, strict=True))
+    return ok[m], f"nearest config to {col} = {want:g}: {cfg} ({col} {means[pick if len(pick) > 1 else pick[0]]:.4g})"
+
+
+def per_block_means(df: pd.DataFrame, sel: Selector, metric: str, per: tuple,
+                    experiment: str | None = None) -> pd.Series:
+    """Mean of ``metric`` over the ok rows of ``sel``, per block (e.g. per dataset)."""
+    rows = select(df, sel, experiment)
+    if rows.empty or metric not in rows.columns:
+        return pd.Series(dtype=float)
+    ok = rows[(rows["status"] == "ok") & rows[metric].notna()]
+    ok = ok.groupby(list(per), group_keys=False)[list(ok.columns)].apply(prefer_full) if len(ok) else ok
+    if ok.empty:
+        return pd.Series(dtype=float)
+    return ok.groupby(list(per))[metric].mean()
