@@ -2,8 +2,7 @@
 # CI regression guard: run the `ci` experiment (baselines on the bundled datasets), collect, check
 # against conf/papers/ci.yaml, and write the report. Exits non-zero on any regression (a FAIL row),
 # on a run failure, or when the time budget is exceeded. --fail-on-errors also fails when any job of
-# the sweep recorded status "failed" (today cart on diabetes fails: conf/method/cart.yaml sets
-# criterion gini, which the regressor rejects; enable the flag once that is fixed).
+# the sweep recorded status "failed".
 #
 #   scripts/ci_regression.sh [--budget SECONDS] [--outputs DIR] [--python PY] [--keep] [--problems-only] [--fail-on-errors]
 #
