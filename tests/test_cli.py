@@ -96,3 +96,14 @@ def test_seeds_list_runs_inside_one_job(tmp_path):
     assert res.stdout.count("test_accuracy=") == 3
     col = run_cli(["collect"], tmp_path, env)
     assert "3 rows collected" in col.stdout
+
+
+@pytest.mark.slow
+def test_submitit_local_sweep_then_nothing_submitted(tmp_path):
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    args = ["run", "-m", "method=cart,adaboost", "dataset=iris", "hydra/launcher=submitit_local"]
+    res = run_cli(args, tmp_path, env, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "2 records" in res.stdout
+    again = run_cli(args, tmp_path, env, timeout=600)
+    assert again.returncode == 0 and "2 done already, 0 to launch" in again.stdout
