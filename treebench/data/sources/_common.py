@@ -229,13 +229,14 @@ def read_table(
     if len(df) != len(numbered):
         raise DataError(f"{label}: parsed {len(df)} rows from {len(numbered)} lines; the file is "
                         "malformed (unbalanced quotes?)")
-    short = df.isna().any(axis=1).to_numpy()
-    if short.any():
-        k = int(np.flatnonzero(short)[0])
-        lineno, content = numbered[k]
+    # a short row shows as NaN or '' cells; an empty field is legal, so count the fields of those
+    suspect = (df.isna() | (df == "")).any(axis=1).to_numpy()
+    for k in np.flatnonzero(suspect):
+        lineno, content = numbered[int(k)]
         found = _count_fields(content, sep, skipinitialspace, quotechar)
-        raise DataError(f"{label}, line {lineno}: expected {ncol} fields, found {found} (truncated "
-                        f"or malformed row): {content[:120]!r}")
+        if found != ncol:
+            raise DataError(f"{label}, line {lineno}: expected {ncol} fields, found {found} "
+                            f"(truncated or malformed row): {content[:120]!r}")
     df.columns = cols
     df.attrs["lines"] = np.array([i for i, _ in numbered])
     return df
@@ -260,6 +261,8 @@ def _fast_numeric(text, sep, ncol, cols, string_cols, skipinitialspace, quotecha
     except (ValueError, pd.errors.ParserError):
         return None
     if df.shape[1] != ncol or df.isna().to_numpy().any():
+        return None
+    if any((df[i] == "").any() for i in strs):  # a short row leaves empty strings
         return None
     df.columns = cols
     return df
