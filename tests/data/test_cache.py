@@ -146,31 +146,41 @@ def test_archive_member_extracted_and_verified(tmp_path, http_server):
 
 
 def test_concurrent_fetch_from_two_processes(tmp_path, http_server):
-    """Two processes fetch the same file from a slow server: one download, both get the file."""
+    """Two processes load the same two-file dataset from a slow server: every file is downloaded
+    once, both processes get identical data, and no partial file or cache entry is left."""
     srv, base = http_server
-    srv.files["/up/toy.txt"] = PAYLOAD
-    srv.modes["/up/toy.txt"] = "slow"
+    test_part = b"".join(b"%d 1:%d\n" % (i % 3, i) for i in range(300))
+    srv.files["/m/libsvm/toy"] = PAYLOAD
+    srv.files["/m/libsvm/toy.t"] = test_part
+    for k in srv.files:
+        srv.modes[k] = "slow"
+    files = {"train": {"url": "https://example.invalid/toy", "path": "libsvm/toy", "sha256": SHA},
+             "test": {"url": "https://example.invalid/toy.t", "path": "libsvm/toy.t",
+                      "sha256": hashlib.sha256(test_part).hexdigest()}}
     repo = Path(__file__).resolve().parents[2]
     code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(repo)!r})
         from pathlib import Path
-        from treebench.data import DataContext
-        from treebench.data.cache import RemoteFile, ensure_file
-        ctx = DataContext(Path({str(tmp_path / 'cache')!r}), None, dataset="toy")
-        p = ensure_file(RemoteFile({base + '/up/toy.txt'!r}, "libsvm/toy.txt", {SHA!r}), ctx)
-        print(p)
+        from omegaconf import OmegaConf
+        from treebench.data import DataContext, load_dataset
+        cfg = OmegaConf.create({{"name": "toy", "task": "classification", "loader": {{
+            "_target_": "treebench.data.sources.libsvm.load", "n_features": 2,
+            "files": {files!r}}}}})
+        ctx = DataContext(Path({str(tmp_path / 'cache')!r}), {base + '/m'!r})
+        ds = load_dataset(cfg, ctx)
+        print(len(ds.parts["train"]), len(ds.parts["test"]), float(ds.parts["train"].X.sum()))
     """)
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    outs = [p.communicate(timeout=60) for p in procs]
-    for p, (out, errtext) in zip(procs, outs, strict=True):
+    outs = [p.communicate(timeout=120) for p in procs]
+    for p, (_, errtext) in zip(procs, outs, strict=True):
         assert p.returncode == 0, errtext
-        assert out.strip().endswith("toy.txt")
-    target = tmp_path / "cache" / "libsvm" / "toy.txt"
-    assert hashlib.sha256(target.read_bytes()).hexdigest() == SHA
-    assert srv.hits["/up/toy.txt"] == 1
+    assert outs[0][0] == outs[1][0] and outs[0][0].split()[:2] == ["5000", "300"]
+    assert hashlib.sha256((tmp_path / "cache/libsvm/toy").read_bytes()).hexdigest() == SHA
+    assert srv.hits == {"/m/libsvm/toy": 1, "/m/libsvm/toy.t": 1}
     assert not _leftovers(tmp_path)
+    assert len(list((tmp_path / "cache" / "parsed").glob("toy-*.pkl"))) == 1
 
 
 def test_dataset_end_to_end_through_http_mirror(tmp_path, http_server, mirror):

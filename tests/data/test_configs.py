@@ -51,7 +51,7 @@ def test_config_keys(name):
 def test_file_specs_have_real_urls_and_manifest_checksums(name):
     cfg = _load(name)
     specs = list(_specs(cfg["loader"]))
-    if cfg["loader"]["_target_"].endswith("bundled.load"):
+    if cfg["loader"]["_target_"].endswith(("bundled.load", "openml.load")):
         assert not specs
         return
     assert specs
@@ -65,3 +65,39 @@ def test_file_specs_have_real_urls_and_manifest_checksums(name):
             assert s["url"] == row["upstream_url"], s["path"]
         elif man:
             assert s["sha256"] is None, f"{s['path']} is not in the mirror; its checksum is unknown"
+
+
+def test_openml_offline_names_fetch_command(tmp_path):
+    from omegaconf import OmegaConf
+
+    from treebench.data import DataContext, DatasetUnavailableError, load_dataset
+
+    cfg = OmegaConf.load(CONF / "isolet_openml.yaml")
+    with pytest.raises(DatasetUnavailableError, match="treebench fetch dataset=isolet_openml"):
+        load_dataset(cfg, DataContext(tmp_path, None, allow_fetch=False))
+
+
+def test_openml_loader_converts_frames(tmp_path, monkeypatch):
+    """The OpenML loader with a stand-in for openml.datasets.get_dataset (no network)."""
+    import numpy as np
+    import openml
+    import pandas as pd
+
+    from treebench.data import DataContext
+    from treebench.data.sources import openml as src
+
+    class Fake:
+        default_target_attribute = "class"
+
+        def get_data(self, target, dataset_format):
+            X = pd.DataFrame({"a": [1.0, 2.0, 3.0], "c": pd.Categorical(["x", None, "y"])})
+            return X, pd.Series(["p", "n", "p"]), [False, True], ["a", "c"]
+
+    monkeypatch.setattr(openml.datasets, "get_dataset", lambda *a, **k: Fake())
+    ctx = DataContext(tmp_path, None, allow_fetch=True, dataset="toy")
+    ds = src.load(42, "classification", ctx=ctx)
+    assert ds.categorical == ["c"] and ds.meta["classes"] == ["n", "p"]
+    assert ds.parts["all"].y.tolist() == [1, 0, 1]
+    ds = src.load(42, "classification", categorical="none", ctx=ctx)
+    assert isinstance(ds.parts["all"].X, np.ndarray) and np.isnan(ds.parts["all"].X[1, 1])
+    assert str(tmp_path / "openml") in str(openml.config.get_cache_directory())
