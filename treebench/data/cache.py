@@ -249,8 +249,9 @@ def ensure_file(
 
 
 def _lock(target: Path) -> FileLock:
+    """A per-file inter-process lock (a hidden ``.<name>.lock`` next to the file)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    return FileLock(str(target) + ".lock")
+    return FileLock(str(target.parent / f".{target.name}.lock"))
 
 
 def _warn(ctx, msg: str) -> None:
