@@ -201,3 +201,33 @@ def test_dataset_end_to_end_through_http_mirror(tmp_path, http_server, mirror):
     again = load_dataset(cfg, _ctx(tmp_path, allow=False))  # now from the cache, no network
     assert len(again.parts["test"]) == 5000
     assert sum(srv.hits.values()) == 3
+
+
+def test_har_config_members_from_upstream_zip(tmp_path, http_server):
+    """The har config (not mirrored) end to end: its four members come out of one upstream zip."""
+    from omegaconf import OmegaConf
+
+    from treebench.data import load_dataset
+
+    srv, base = http_server
+    rs = __import__("numpy").random.RandomState(0)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for part, n in (("train", 40), ("test", 12)):
+            rows = "\n".join("  " + " ".join(f"{v:.7e}" for v in rs.randn(561)) for _ in range(n))
+            zf.writestr(f"UCI HAR Dataset/{part}/X_{part}.txt", rows + "\n")
+            zf.writestr(f"UCI HAR Dataset/{part}/y_{part}.txt",
+                        "".join(f"{1 + i % 6}\n" for i in range(n)))
+    srv.files["/har.zip"] = buf.getvalue()
+    cfg = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf/dataset/har.yaml")
+    for node in (*cfg.loader.files.values(), *cfg.loader.labels.values()):
+        assert node.url.endswith("UCI%20HAR%20Dataset.zip") and node.sha256 is None
+        node.url = base + "/har.zip"
+    ds = load_dataset(cfg, _ctx(tmp_path))
+    assert ds.parts["train"].X.shape == (40, 561) and ds.parts["test"].X.shape == (12, 561)
+    assert ds.meta["classes"] == [1, 2, 3, 4, 5, 6]
+    assert srv.hits["/har.zip"] == 1
+    from treebench.data.splits import Given
+
+    (fold,) = Given(val_size=10, stratify=False).folds(ds, seed=0)
+    assert (len(fold.train_proper), len(fold.val), len(fold.test)) == (30, 10, 12)

@@ -224,7 +224,8 @@ def ensure_file(
             for attempt in range(1, retries + 1):
                 try:
                     if rf.member and url == rf.url:
-                        tmp = _download_member(url, target.parent, rf, progress, timeout)
+                        tmp = _download_member(url, target.parent, rf, progress, timeout,
+                                               data_dir / ".archives")
                     else:
                         tmp = _download(url, target.parent, rf, progress, timeout)
                     os.replace(tmp, target)
@@ -265,11 +266,11 @@ def _warn(ctx, msg: str) -> None:
 
 
 def _download_member(url: str, dest_dir: Path, rf: RemoteFile, progress: Progress,
-                     timeout: float) -> Path:
-    """Download the upstream archive (kept under ``.archives/`` for its other members), extract one."""
-    arch_dir = dest_dir / ".archives"
+                     timeout: float, arch_dir: Path) -> Path:
+    """Download the upstream archive (kept in ``arch_dir`` for its other members), extract one."""
     arch_dir.mkdir(parents=True, exist_ok=True)
-    archive = arch_dir / urllib.parse.unquote(url.rstrip("/").rsplit("/", 1)[-1])
+    stem = urllib.parse.unquote(url.rstrip("/").rsplit("/", 1)[-1])
+    archive = arch_dir / f"{hashlib.sha256(url.encode()).hexdigest()[:8]}-{stem}"
     with _lock(archive):
         if not archive.exists():
             tmp = _download(url, arch_dir, RemoteFile(url, str(archive.name)), progress, timeout,
