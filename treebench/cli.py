@@ -289,24 +289,35 @@ def check(
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def fetch(ctx: typer.Context) -> None:
-    """Fill the data cache: ``treebench fetch dataset=letter`` or ``treebench fetch experiment=NAME``."""
+    """Fill the data cache: ``treebench fetch dataset=letter`` or ``treebench fetch experiment=NAME``.
+
+    Files are verified by sha256; a mirror (``TREEBENCH_MIRROR`` or ``data.mirror=DIR_OR_URL``) is
+    tried before the upstream URL. ``dataset=a,b`` fetches several datasets.
+    """
     from hydra import compose, initialize_config_dir
 
-    from treebench.data import DataContext, load_dataset
+    from treebench.data.fetch import fetch_datasets, sweep_datasets
 
     args = list(ctx.args)
     check_choices(args)
+    datasets = [a for a in args if a.startswith("dataset=")]
+    others = [a for a in args if not a.startswith("dataset=")]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=[a for a in args if not a.startswith("experiment=")]
-                      + [a for a in args if a.startswith("experiment=")], return_hydra_config=True)
-        sweep = cfg.hydra.sweeper.get("params") or {}
-        names = [s.strip() for s in str(sweep.get("dataset", cfg.dataset.name)).split(",")]
-        data_dir = Path(cfg.paths.data).resolve()
-        for name in names:
-            dcfg = compose("config", overrides=[f"dataset={name}"]).dataset
-            ds = load_dataset(dcfg, DataContext(data_dir, cfg.data.mirror, allow_fetch=True))
-            sizes = ", ".join(f"{k} {len(p)}" for k, p in ds.parts.items())
-            console.print(f"[green]{name}[/]: ready ({sizes})")
+        cfg = compose("config", overrides=others, return_hydra_config=True)
+        if datasets:
+            names = [n.strip() for a in datasets for n in a.split("=", 1)[1].split(",") if n.strip()]
+        else:
+            names = sweep_datasets(cfg)
+        data_dir = Path(cfg.paths.data).expanduser().resolve()
+        console.print(f"data cache: {data_dir}" + (f"; mirror: {cfg.data.mirror}" if cfg.data.mirror
+                                                   else ""))
+        results = fetch_datasets(
+            names, lambda n: compose("config", overrides=[f"dataset={n}"]).dataset,
+            data_dir, cfg.data.mirror, console=console)
+    failed = [n for n, e in results if e]
+    if failed:
+        err.print(f"[red]{len(failed)} of {len(results)} datasets not available:[/] {', '.join(failed)}")
+        raise typer.Exit(1)
 
 
 def main() -> None:

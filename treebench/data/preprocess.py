@@ -16,7 +16,9 @@ from treebench.data.base import DataError
 _SCALERS = {"none": None, "standard": StandardScaler, "minmax": MinMaxScaler}
 _ENCODERS = {
     "onehot": lambda: OneHotEncoder(handle_unknown="ignore", sparse_output=False),
-    "ordinal": lambda: OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1),
+    # missing and unseen categories both become -1 (one-hot: missing is its own column)
+    "ordinal": lambda: OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1,
+                                      encoded_missing_value=-1),
 }
 
 
