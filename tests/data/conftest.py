@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tb_data_helpers import MIRROR
+from tests.data.tb_data_helpers import MIRROR
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from tb_data_helpers import REPO, manifest
+from tests.data.tb_data_helpers import REPO, manifest
 
 CONF = REPO / "conf" / "dataset"
 REQUIRED = ("mnist fashion_mnist usps letter letter_libsvm connect4 pendigits optdigits satimage dna "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tb_data_helpers import MIRROR
+from tests.data.tb_data_helpers import MIRROR
 
 from treebench.data import DataContext, DataError
 from treebench.data.sources import difer, esl, idx, libsvm, pmlb, uci
