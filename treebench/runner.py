@@ -222,6 +222,7 @@ def run_fold(job: Job, fold, ds, threads: int) -> dict:
         "split_id": fold.split_id,
         "n_train": int(len(y_tr)),
         "n_test": int(len(y_te)),
+        "n_val": int(len(fold.val)) if getattr(fold, "val", None) is not None else 0,
         "n_features": int(X_tr.shape[1]),
         "n_classes": int(np.unique(y_tr).size) if task == "classification" else None,
         "fit_seconds": fit_s,
