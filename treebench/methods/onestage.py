@@ -54,59 +54,102 @@ def n_internal(depth: int) -> int:
     return 2**depth - 1
 
 
-def route_paths(Xa: np.ndarray, Wd: np.ndarray, depth: int) -> np.ndarray:
+_NUMBA_ROUTE = None
+
+
+def _numba_route():
+    """A compiled router (numba, imported lazily; ``False`` when numba is missing)."""
+    global _NUMBA_ROUTE
+    if _NUMBA_ROUTE is None:
+        try:
+            import numba
+        except ImportError:  # pragma: no cover - numba is a treebench dependency
+            _NUMBA_ROUTE = False
+            return _NUMBA_ROUTE
+
+        @numba.njit(cache=True, nogil=True)
+        def route(Xa, WdT, depth, paths):
+            n, p = Xa.shape
+            p4 = p - p % 4
+            for r in range(n):
+                i = 0
+                for lvl in range(depth):
+                    # four accumulators break the add dependency chain
+                    z0 = z1 = z2 = z3 = np.float32(0.0)
+                    for j in range(0, p4, 4):
+                        z0 += Xa[r, j] * WdT[i, j]
+                        z1 += Xa[r, j + 1] * WdT[i, j + 1]
+                        z2 += Xa[r, j + 2] * WdT[i, j + 2]
+                        z3 += Xa[r, j + 3] * WdT[i, j + 3]
+                    for j in range(p4, p):
+                        z0 += Xa[r, j] * WdT[i, j]
+                    z = (z0 + z1) + (z2 + z3)
+                    i = 2 * i + 1 + (1 if z <= 0 else 0)
+                    paths[r, lvl + 1] = i
+
+        _NUMBA_ROUTE = route
+    return _NUMBA_ROUTE
+
+
+def route_paths(Xa: np.ndarray, Wd: np.ndarray, depth: int, leaves_only: bool = False) -> np.ndarray:
     """Deterministic (argmax) full-depth paths: node ids (level order) per row and level, (n, depth+1).
 
     ``Xa`` is ``[x; 1]`` (n, d+1) and ``Wd`` the logit differences ``w_0 - w_1`` (d+1, n_internal).
-    Rows go left iff the difference is > 0 (Eq. 18).
+    Rows go left iff the difference is > 0 (Eq. 18). With ``leaves_only`` only the depth-``depth``
+    node of each row is returned, shape (n,). Each row evaluates only the ``depth`` routers on its path
+    (compiled with numba; a numpy fallback computes all routers with one matmul).
     """
     n = Xa.shape[0]
+    n_int = Wd.shape[1]
     paths = np.zeros((n, depth + 1), dtype=np.int64)
-    if n == 0:
-        return paths
-    if Wd.shape[1] <= 64:  # a dense matmul beats per-level gathers for small trees
-        Z = Xa @ Wd
-        rows = np.arange(n)
+    route = _numba_route()
+    if n and route:
+        route(np.ascontiguousarray(Xa, dtype=np.float32),
+              np.ascontiguousarray(Wd.T, dtype=np.float32), depth, paths)
+    elif n:
+        Z = (Xa @ Wd).ravel()
+        base = np.arange(0, n * n_int, n_int, dtype=np.int64)
         idx = np.zeros(n, dtype=np.int64)
         for lvl in range(depth):
-            idx = 2 * idx + 1 + (Z[rows, idx] <= 0)
+            idx = 2 * idx + 1 + (Z[base + idx] <= 0)
             paths[:, lvl + 1] = idx
-    else:
-        WdT = np.ascontiguousarray(Wd.T)
-        idx = np.zeros(n, dtype=np.int64)
-        for lvl in range(depth):
-            z = np.einsum("nd,nd->n", Xa, WdT[idx])
-            idx = 2 * idx + 1 + (z <= 0)
-            paths[:, lvl + 1] = idx
-    return paths
+    return paths[:, depth] if leaves_only else paths
 
 
-def node_values(paths: np.ndarray, Y: np.ndarray, w: np.ndarray, n_nodes: int) -> np.ndarray:
+def node_values(leaf: np.ndarray, Y: np.ndarray, w: np.ndarray, depth: int, codes=None) -> np.ndarray:
     """Closed-form node values (Eq. 17): weighted mean of ``Y`` (n, k) over the rows reaching each node.
 
-    ``paths`` holds every row's node at every level, so internal nodes get values too. A node no row
-    reaches copies its parent's value (the root of an empty set gets zeros).
+    ``leaf`` is each row's depth-``depth`` node under deterministic routing; the rows reaching an
+    internal node are exactly those of the leaves below it, so sums are accumulated bottom up. A node
+    no row reaches copies its parent's value (the root of an empty set gets zeros). ``codes`` (class
+    index per row) may be given when ``Y`` is one-hot, to count with a single bincount.
     """
     k = Y.shape[1]
-    nodes = paths.ravel()  # row-major: row r contributes its depth+1 nodes
-    L = paths.shape[1]
-    cnt = np.bincount(nodes, weights=np.repeat(w, L), minlength=n_nodes)
-    sums = np.empty((n_nodes, k))
-    Yw = Y * w[:, None]
-    for j in range(k):
-        sums[:, j] = np.bincount(nodes, weights=np.repeat(Yw[:, j], L), minlength=n_nodes)
+    n_int = 2**depth - 1
+    n_nodes = 2 * n_int + 1
+    li = leaf - n_int
+    sums = np.zeros((n_nodes, k))
+    cnt = np.zeros(n_nodes)
+    cnt[n_int:] = np.bincount(li, weights=w, minlength=n_int + 1)
+    if codes is not None:  # one-hot targets: one bincount
+        code = li * k + codes
+        sums[n_int:] = np.bincount(code, weights=w, minlength=(n_int + 1) * k).reshape(-1, k)
+    else:
+        for j in range(k):
+            sums[n_int:, j] = np.bincount(li, weights=Y[:, j] * w, minlength=n_int + 1)
+    for lvl in range(depth - 1, -1, -1):  # parents = sum of their two children
+        lo, hi = 2**lvl - 1, 2 ** (lvl + 1) - 1
+        sums[lo:hi] = sums[2 * lo + 1: 2 * hi + 1].reshape(-1, 2, k).sum(1)
+        cnt[lo:hi] = cnt[2 * lo + 1: 2 * hi + 1].reshape(-1, 2).sum(1)
     V = np.zeros((n_nodes, k))
     has = cnt > 0
     V[has] = sums[has] / cnt[has, None]
     if not has.all():  # copy parents top-down (level by level)
-        lo = 1
-        while lo < n_nodes:
-            hi = min(2 * lo + 1, n_nodes)
-            ids = np.arange(lo, hi)
+        for lvl in range(1, depth + 1):
+            ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
             empty = ids[~has[ids]]
             if empty.size:
                 V[empty] = V[(empty - 1) // 2]
-            lo = hi
     return V
 
 
@@ -145,11 +188,11 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         max_epochs=200,
         patience=15,
         validation_fraction=0.25,
-        gamma_learning_rate=0.01,
+        gamma_learning_rate=0.001,
         gamma_l1=0.01,
-        gamma_init=0.5,
+        gamma_init=0.6,
         temperature=1.0,
-        prob_floor=1e-3,
+        prob_floor=0.05,
         standardize=True,
         random_state=None,
         n_jobs=None,
@@ -207,8 +250,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
     def _resp(self, V, nodes, t):
         """Loss-relevant response of ``nodes`` (any shape, rows first) for row targets ``t``."""
         if self._task == CLASSIFICATION:
-            return V[nodes, t.reshape((-1,) + (1,) * (nodes.ndim - 1))]
-        return V[nodes, 0]
+            k = V.shape[1]
+            return V.ravel()[nodes * k + t.reshape((-1,) + (1,) * (nodes.ndim - 1))]
+        return V[:, 0][nodes]
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None):
@@ -241,6 +285,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             tr, va = train_test_split(idx, test_size=self.validation_fraction, random_state=rng,
                                       stratify=strat)
         Xtr, Ytr, ttr, wtr = Xa[tr], Y[tr], t[tr], sw[tr]
+        codes = ttr if self._task == CLASSIFICATION else None
         Xva, tva, wva = Xa[va], t[va], sw[va]
         wtr = wtr / max(wtr.mean(), 1e-12)
         wva = wva / max(wva.mean(), 1e-12)
@@ -258,7 +303,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             return (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
 
         Wd = wdiff(W)
-        V = node_values(route_paths(Xtr, Wd, D), Ytr, wtr, n_nodes)
+        V = node_values(route_paths(Xtr, Wd, D, leaves_only=True), Ytr, wtr, D, codes)
 
         def disc_loss(Xs, ts, ws, Wd, V, keep):
             paths = route_paths(Xs, Wd, D)
@@ -294,7 +339,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
                 self._adam(W, gW, adam, lr, b1, b2, eps)
                 Wd = wdiff(W)
                 # (c) closed-form node values on the whole training part, deterministic routing
-                V = node_values(route_paths(Xtr, Wd, D), Ytr, wtr, n_nodes)
+                V = node_values(route_paths(Xtr, Wd, D, leaves_only=True), Ytr, wtr, D, codes)
                 # (d) architecture step on validation (joint: the same training minibatch)
                 if self._variant == "joint":
                     gg = self._gamma_grad(Xtr[b], ttr[b], wtr[b], Wd, V, keep, D, n_int)
@@ -324,7 +369,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         self.keep_ = gamma >= 0.5  # final prox_C1
         Wd = wdiff(W)
         self.Wdiff_ = Wd
-        self.values_ = node_values(route_paths(Xtr, Wd, D), Ytr, wtr, n_nodes)
+        self.values_ = node_values(route_paths(Xtr, Wd, D, leaves_only=True), Ytr, wtr, D, codes)
         reach = self._reachable(self.keep_, D)
         self.fit_info_ = {
             "epochs": epoch,
