@@ -24,6 +24,13 @@ best epoch is restored. All gradients are computed in closed form with numpy (no
 a hard tree, so a step touches only O(batch * nodes) numbers and per-step overhead stays small. Tests
 check these gradients against torch autograd on the paper's Eq. (2) response.
 
+Settings the paper does not give (my choices, all constructor parameters): gamma starts at 0.6 (the
+full tree, as the authors' tie-breaking intends, but off the 0.5 threshold so one step cannot prune);
+gamma is moved by Adam (lr 1e-3; the code used Adam 1e-2, which with these gradients pruned whole trees
+in the first epoch) plus the code's L1 term 0.01 * sum(gamma); the NLL clamps probabilities at 0.05
+(``prob_floor``). Features are standardised with the statistics of the data given to ``fit`` and the
+regression target is standardised for the loss (predictions are mapped back).
+
 Variants for the ablation (Sect. 4.4), registered as separate names:
 
 * ``onestage_joint`` (Joint Tree): no validation split; gamma follows the training-minibatch loss (Eq. 8).
