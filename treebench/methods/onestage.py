@@ -64,8 +64,27 @@ def n_internal(depth: int) -> int:
 _NUMBA_ROUTE = None
 
 
+def _route_kernel(Xa, WdT, depth, paths, r):
+    p = Xa.shape[1]
+    p4 = p - p % 4
+    i = 0
+    for lvl in range(depth):
+        # four accumulators break the add dependency chain
+        z0 = z1 = z2 = z3 = np.float32(0.0)
+        for j in range(0, p4, 4):
+            z0 += Xa[r, j] * WdT[i, j]
+            z1 += Xa[r, j + 1] * WdT[i, j + 1]
+            z2 += Xa[r, j + 2] * WdT[i, j + 2]
+            z3 += Xa[r, j + 3] * WdT[i, j + 3]
+        for j in range(p4, p):
+            z0 += Xa[r, j] * WdT[i, j]
+        z = (z0 + z1) + (z2 + z3)
+        i = 2 * i + 1 + (1 if z <= 0 else 0)
+        paths[r, lvl + 1] = i
+
+
 def _numba_route():
-    """A compiled router (numba, imported lazily; ``False`` when numba is missing)."""
+    """Compiled routers (numba, imported lazily): (serial, parallel), or ``False`` without numba."""
     global _NUMBA_ROUTE
     if _NUMBA_ROUTE is None:
         try:
@@ -73,32 +92,23 @@ def _numba_route():
         except ImportError:  # pragma: no cover - numba is a treebench dependency
             _NUMBA_ROUTE = False
             return _NUMBA_ROUTE
+        kernel = numba.njit(inline="always", nogil=True)(_route_kernel)
 
-        @numba.njit(cache=True, nogil=True)
         def route(Xa, WdT, depth, paths):
-            n, p = Xa.shape
-            p4 = p - p % 4
-            for r in range(n):
-                i = 0
-                for lvl in range(depth):
-                    # four accumulators break the add dependency chain
-                    z0 = z1 = z2 = z3 = np.float32(0.0)
-                    for j in range(0, p4, 4):
-                        z0 += Xa[r, j] * WdT[i, j]
-                        z1 += Xa[r, j + 1] * WdT[i, j + 1]
-                        z2 += Xa[r, j + 2] * WdT[i, j + 2]
-                        z3 += Xa[r, j + 3] * WdT[i, j + 3]
-                    for j in range(p4, p):
-                        z0 += Xa[r, j] * WdT[i, j]
-                    z = (z0 + z1) + (z2 + z3)
-                    i = 2 * i + 1 + (1 if z <= 0 else 0)
-                    paths[r, lvl + 1] = i
+            for r in range(Xa.shape[0]):
+                kernel(Xa, WdT, depth, paths, r)
 
-        _NUMBA_ROUTE = route
+        def route_par(Xa, WdT, depth, paths):
+            for r in numba.prange(Xa.shape[0]):
+                kernel(Xa, WdT, depth, paths, r)
+
+        _NUMBA_ROUTE = (numba.njit(cache=True, nogil=True)(route),
+                        numba.njit(cache=True, nogil=True, parallel=True)(route_par))
     return _NUMBA_ROUTE
 
 
-def route_paths(Xa: np.ndarray, Wd: np.ndarray, depth: int, leaves_only: bool = False) -> np.ndarray:
+def route_paths(Xa: np.ndarray, Wd: np.ndarray, depth: int, leaves_only: bool = False,
+                n_threads: int = 1) -> np.ndarray:
     """Deterministic (argmax) full-depth paths: node ids (level order) per row and level, (n, depth+1).
 
     ``Xa`` is ``[x; 1]`` (n, d+1) and ``Wd`` the logit differences ``w_0 - w_1`` (d+1, n_internal).
@@ -111,8 +121,15 @@ def route_paths(Xa: np.ndarray, Wd: np.ndarray, depth: int, leaves_only: bool = 
     paths = np.zeros((n, depth + 1), dtype=np.int64)
     route = _numba_route()
     if n and route:
-        route(np.ascontiguousarray(Xa, dtype=np.float32),
-              np.ascontiguousarray(Wd.T, dtype=np.float32), depth, paths)
+        args = (np.ascontiguousarray(Xa, dtype=np.float32),
+                np.ascontiguousarray(Wd.T, dtype=np.float32), depth, paths)
+        if n_threads > 1 and n >= 4096:
+            import numba
+
+            numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+            route[1](*args)
+        else:
+            route[0](*args)
     elif n:
         Z = (Xa @ Wd).ravel()
         base = np.arange(0, n * n_int, n_int, dtype=np.int64)
@@ -274,6 +291,8 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         Y, t = self._encode_targets(y)
         rng = check_random_state(self.random_state)
         D = int(self.max_depth)
+        nth = int(self.n_jobs) if self.n_jobs and self.n_jobs > 0 else 1
+        self._nth = nth
         n_int, n_nodes = n_internal(D), 2 ** (D + 1) - 1
 
         if self.standardize:
@@ -310,7 +329,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             return (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
 
         Wd = wdiff(W)
-        V = node_values(route_paths(Xtr, Wd, D, leaves_only=True), Ytr, wtr, D, codes)
+        V = node_values(route_paths(Xtr, Wd, D, True, nth), Ytr, wtr, D, codes)
 
         def disc_loss(Xs, ts, ws, Wd, V, keep):
             paths = route_paths(Xs, Wd, D)
@@ -346,7 +365,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
                 self._adam(W, gW, adam, lr, b1, b2, eps)
                 Wd = wdiff(W)
                 # (c) closed-form node values on the whole training part, deterministic routing
-                V = node_values(route_paths(Xtr, Wd, D, leaves_only=True), Ytr, wtr, D, codes)
+                V = node_values(route_paths(Xtr, Wd, D, True, nth), Ytr, wtr, D, codes)
                 # (d) architecture step on validation (joint: the same training minibatch)
                 if self._variant == "joint":
                     gg = self._gamma_grad(Xtr[b], ttr[b], wtr[b], Wd, V, keep, D, n_int)
@@ -376,7 +395,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         self.keep_ = gamma >= 0.5  # final prox_C1
         Wd = wdiff(W)
         self.Wdiff_ = Wd
-        self.values_ = node_values(route_paths(Xtr, Wd, D, leaves_only=True), Ytr, wtr, D, codes)
+        self.values_ = node_values(route_paths(Xtr, Wd, D, True, nth), Ytr, wtr, D, codes)
         reach = self._reachable(self.keep_, D)
         self.fit_info_ = {
             "epochs": epoch,
@@ -447,7 +466,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         for the pruned node where the row stops, it is the response of its children's subtree.
         """
         n = len(ts)
-        paths = route_paths(Xs, Wd, D)
+        paths = route_paths(Xs, Wd, D, n_threads=getattr(self, "_nth", 1))
         s1, s2 = stop_positions(keep[paths[:, :D]])
         rows = np.arange(n)
         Rp = self._resp(V, paths, ts)  # (n, D+1) responses of the path nodes
