@@ -62,6 +62,7 @@ def n_internal(depth: int) -> int:
 
 
 _NUMBA_ROUTE = None
+_NUMBA_MIN_ROWS = 4096
 
 
 def _route_kernel(Xa, WdT, depth, paths, r):
@@ -114,13 +115,13 @@ def route_paths(Xa: np.ndarray, Wd: np.ndarray, depth: int, leaves_only: bool = 
     ``Xa`` is ``[x; 1]`` (n, d+1) and ``Wd`` the logit differences ``w_0 - w_1`` (d+1, n_internal).
     Rows go left iff the difference is > 0 (Eq. 18). With ``leaves_only`` only the depth-``depth``
     node of each row is returned, shape (n,). Each row evaluates only the ``depth`` routers on its path
-    (compiled with numba; a numpy fallback computes all routers with one matmul).
+    (compiled with numba, for at least 4096 rows); fewer rows use one numpy matmul over all routers.
     """
     n = Xa.shape[0]
     n_int = Wd.shape[1]
     paths = np.zeros((n, depth + 1), dtype=np.int64)
-    route = _numba_route()
-    if n and route:
+    route = _numba_route() if n >= _NUMBA_MIN_ROWS else False  # compiling costs seconds once
+    if route:
         args = (np.ascontiguousarray(Xa, dtype=np.float32),
                 np.ascontiguousarray(Wd.T, dtype=np.float32), depth, paths)
         if n_threads > 1 and n >= 4096:
