@@ -104,9 +104,8 @@ def main():
     ap.add_argument("--credit", action="store_true")
     ap.add_argument("--skip-reference", action="store_true")
     a = ap.parse_args()
-    from threadpoolctl import threadpool_limits
-
     import torch
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(1)
     import onestage_data as od

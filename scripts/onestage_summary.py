@@ -48,7 +48,7 @@ def main():
         return
     M = np.array([[table[d][m][0] for m in methods] for d in table])
     ranks = np.array([stats.rankdata(-row) for row in M])
-    print("average rank: " + ", ".join(f"{m}={r:.2f}" for m, r in zip(methods, ranks.mean(0))))
+    print("average rank: " + ", ".join(f"{m}={r:.2f}" for m, r in zip(methods, ranks.mean(0), strict=True)))
     refs = [m for m in methods if m.split(":")[0] == a.ref]
     if refs:
         j = methods.index(refs[0])
@@ -59,7 +59,7 @@ def main():
                       f"{np.mean(M[:, i] - M[:, j]):+.2f}")
     if len(methods) >= 3 and len(M) >= 2:
         print("Friedman:", stats.friedmanchisquare(*M.T))
-    for i, m in enumerate(methods):
+    for m in methods:
         kept = [table[d][m][2] for d in table]
         if not np.all(np.isnan(kept)):
             print(f"{m}: mean internal nodes kept {np.nanmean(kept):.1f}")

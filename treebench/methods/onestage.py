@@ -294,7 +294,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         D = int(self.max_depth)
         nth = int(self.n_jobs) if self.n_jobs and self.n_jobs > 0 else 1
         self._nth = nth
-        n_int, n_nodes = n_internal(D), 2 ** (D + 1) - 1
+        n_int = n_internal(D)
 
         if self.standardize:
             self.x_mean_ = X.mean(axis=0)
@@ -436,13 +436,11 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         # hard response of every node, bottom up (loss-relevant component only)
         Vb = V.T[tb] if self._task == CLASSIFICATION else np.broadcast_to(V[:, 0], (B, V.shape[0]))
         R = np.array(Vb, dtype=np.float64)
-        lo = n_int
         for lvl in range(D - 1, -1, -1):
             ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
             child = 2 * ids + 1 + right[:, ids]
             sub = np.take_along_axis(R, child, axis=1)
             R[:, ids] = np.where(keep[ids], sub, Vb[:, ids])
-            lo = ids[0]
         _, dl = self._loss_and_grad(R[:, 0], tb, wb)
         # reach indicator of each split node along the hard sample (top down)
         reach = np.zeros((B, n_int))
