@@ -1,0 +1,147 @@
+"""Per-epoch training time: treebench One-Stage vs the authors' public code, side by side, 1 thread.
+
+Usage: python scripts/onestage_speed.py REFERENCE_CHECKOUT [--epochs 3] [--credit]
+
+REFERENCE_CHECKOUT is a work tree of github.com/Unkrible/One-Stage-Tree (nothing of it is copied here).
+Its training loop needs PyTorch Lightning 1.x; instead of installing it, this script registers a minimal
+stand-in module (LightningModule = torch.nn.Module with ``device``/``log``, Callback, LightningDataModule)
+and drives the reference's own objects per minibatch exactly as Lightning would:
+ArchOptimizer.on_train_batch_start (gamma binarisation) -> training_step -> backward -> Adam step ->
+LeafOptimizer.on_train_batch_end (leaves on the whole training part) -> ArchOptimizer.on_train_batch_end
+(gamma step on the whole validation part). Lightning's own per-step overhead is left out, so the
+reference time is a lower bound. Data: Pima (mirror file), standardised, 6:2:2 split (460 training rows),
+depth 6, batch 32. With --credit it also times treebench on credit_default (18,000 training rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import types
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+
+
+def install_lightning_standin(torch):
+    pl = types.ModuleType("pytorch_lightning")
+
+    class LightningModule(torch.nn.Module):
+        @property
+        def device(self):
+            return torch.device("cpu")
+
+        def log(self, *a, **k):
+            pass
+
+    class LightningDataModule:
+        pass
+
+    class Callback:
+        pass
+
+    pl.LightningModule = LightningModule
+    pl.LightningDataModule = LightningDataModule
+    pl.callbacks = types.SimpleNamespace(Callback=Callback)
+    sys.modules["pytorch_lightning"] = pl
+
+
+def reference_epoch_seconds(ref, Xtr, ytr, Xva, yva, depth, epochs, seed):
+    import torch
+
+    install_lightning_standin(torch)
+    sys.path.insert(0, ref)
+    from torch.utils import data as tud
+    from tree import ArchOptimizer, HierarchicalTree, LeafOptimizer  # the reference's own modules
+    from utils.data import PlainDataset
+
+    torch.manual_seed(seed)  # the reference relies on the global RNG (pl.seed_everything)
+    k = int(ytr.max()) + 1
+    tree = HierarchicalTree(input_dim=Xtr.shape[1], output_dim=k, loss="ce", max_depth=depth)
+    opt = tree.configure_optimizers()
+    ytr2, yva2 = ytr.reshape(-1, 1), yva.reshape(-1, 1)
+    train_dl = tud.DataLoader(PlainDataset(Xtr, ytr2, n_classes=k), shuffle=True, batch_size=32)
+    val_ds = PlainDataset(Xva, yva2, n_classes=k)
+    leaf = LeafOptimizer((Xtr, ytr2))
+    arch = ArchOptimizer(tud.DataLoader(val_ds, batch_size=len(val_ds)))
+    arch.on_fit_start(None, tree)
+    times = []
+    for _ in range(epochs):
+        t0 = time.perf_counter()
+        tree.train()
+        for i, batch in enumerate(train_dl):
+            arch.on_train_batch_start(None, tree, batch, i, 0)
+            loss = tree.training_step(batch, i)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            leaf.on_train_batch_end(None, tree, None, batch, i, 0)
+            arch.on_train_batch_end(None, tree, None, batch, i, 0)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def ours_epoch_seconds(X, y, depth, epochs, seed, n_jobs=1):
+    from treebench.methods.onestage import OneStageClassifier
+
+    m = OneStageClassifier(max_depth=depth, max_epochs=epochs, patience=epochs + 1, random_state=seed,
+                           n_jobs=n_jobs)
+    t0 = time.perf_counter()
+    m.fit(X, y)
+    return (time.perf_counter() - t0) / m.fit_info_["epochs"], m
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("reference")
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--depth", type=int, default=6)
+    ap.add_argument("--credit", action="store_true")
+    ap.add_argument("--skip-reference", action="store_true")
+    a = ap.parse_args()
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(1)
+    import onestage_data as od
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, _ = od.load("pima")
+    with threadpool_limits(1):
+        # the reference's protocol: 80/20 split, scaler on the 80%, then 25% of it as validation
+        Xtr80, Xte, ytr80, yte = train_test_split(X, y, test_size=0.2, random_state=0)
+        sc = StandardScaler().fit(Xtr80)
+        Xs = sc.transform(Xtr80).astype(np.float32)
+        Xtr, Xva, ytr, yva = train_test_split(Xs, ytr80, test_size=0.25, random_state=0)
+        print(f"pima: {len(ytr)} training rows, {len(yva)} validation rows, depth {a.depth}, batch 32")
+        ours, m = ours_epoch_seconds(Xtr80, ytr80, a.depth, a.epochs, 0)
+        print(f"treebench onestage: {ours:.4f} s/epoch (n_train_part={m.fit_info_['n_train_part']})",
+              flush=True)
+        if not a.skip_reference:
+            ref = reference_epoch_seconds(a.reference, Xtr, ytr, Xva, yva, a.depth, a.epochs, 0)
+            print(f"reference code    : {ref:.4f} s/epoch (Lightning loop overhead excluded)")
+            print(f"speed-up: {ref / ours:.1f}x  (target: >= 5x; reference published ~0.84 s/epoch)")
+        if a.credit:
+            from treebench.methods.onestage import route_paths
+
+            warm = np.ones((5000, 24), np.float32)  # compile the numba routers before timing
+            route_paths(warm, np.ones((24, 63), np.float32), 6)
+            route_paths(warm, np.ones((24, 63), np.float32), 6, n_threads=2)
+            X, y, _ = od.load("credit_default")
+            Xtr80, _, ytr80, _ = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+            for jobs in (1, 2):
+                with threadpool_limits(jobs):
+                    ours, m = ours_epoch_seconds(Xtr80, ytr80, a.depth, a.epochs, 0, n_jobs=jobs)
+                print(f"credit_default: treebench onestage {ours:.3f} s/epoch at depth {a.depth}, "
+                      f"n_jobs={jobs} ({m.fit_info_['n_train_part']} training rows, "
+                      f"{m.fit_info_['n_val_part']} validation)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""One-Stage Tree: closed-form values, pruning at inference, straight-through gradients vs autograd."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_diabetes, load_iris
+
+from treebench.methods.base import get_method
+from treebench.methods.onestage import (
+    OneStageClassifier,
+    OneStageGumbelClassifier,
+    OneStageJointClassifier,
+    OneStageRegressor,
+    node_values,
+    route_paths,
+)
+
+torch = pytest.importorskip("torch")
+
+
+def _setup(task="classification", D=3, n=40, d=4, c=3, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    Xa = np.hstack([X, np.ones((n, 1))]).astype(np.float32)
+    n_int, n_nodes = 2**D - 1, 2 ** (D + 1) - 1
+    W = rng.randn(d + 1, n_int, 2)
+    if task == "classification":
+        t = rng.randint(0, c, n)
+        V = rng.dirichlet(np.ones(c), size=n_nodes)
+        V[rng.rand(n_nodes, c) < 0.2] = 0.0  # exact zeros exercise the clamp
+        est = OneStageClassifier(max_depth=D, prob_floor=1e-2)
+    else:
+        t = rng.randn(n)
+        V = rng.randn(n_nodes, 1)
+        est = OneStageRegressor(max_depth=D)
+    keep = rng.rand(n_int) < 0.7
+    keep[0] = True
+    return est, Xa, t, W, V, keep, D, rng
+
+
+def _torch_response(Xa, W, V, gbar, D, hard_right, soft_left=None):
+    """Eq. (2) bottom up in torch: f_i = g_i (s_i0 f_L + s_i1 f_R) + (1 - g_i) v_i (full vectors)."""
+    n = Xa.shape[0]
+    n_int = 2**D - 1
+    Vt = torch.as_tensor(V)
+    f = {i: Vt[i].expand(n, -1) for i in range(n_int, 2 ** (D + 1) - 1)}
+    for i in range(n_int - 1, -1, -1):
+        left = 1.0 - torch.as_tensor(hard_right[:, i], dtype=torch.float64)
+        if soft_left is not None:  # straight-through: forward hard, backward soft
+            left = left + soft_left[:, i] - soft_left[:, i].detach()
+        kids = left[:, None] * f[2 * i + 1] + (1 - left)[:, None] * f[2 * i + 2]
+        f[i] = gbar[i] * kids + (1 - gbar[i]) * Vt[i]
+    return f[0]
+
+
+def _torch_loss(est, f, t, floor):
+    if est._task == "classification":
+        fy = f[torch.arange(len(t)), torch.as_tensor(t)]
+        fy = fy + (fy.clamp_min(floor) - fy).detach()
+        return -torch.log(fy).mean()
+    return ((f[:, 0] - torch.as_tensor(t)) ** 2).mean()
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_router_gradient_matches_autograd(task):
+    est, Xa, t, W, V, keep, D, rng = _setup(task)
+    noise = rng.logistic(size=(len(t), 2**D - 1))
+    tau = 0.7
+    g = est._router_grad(Xa, t, np.ones(len(t)), noise, W, V, keep, tau, D)
+    Wt = torch.tensor(W, requires_grad=True)
+    Xt = torch.as_tensor(Xa, dtype=torch.float64)
+    z = Xt @ Wt[:, :, 0] - Xt @ Wt[:, :, 1]
+    a = (z + torch.as_tensor(noise)) / tau
+    hard_right = (a <= 0).detach().numpy()
+    f = _torch_response(Xa, Wt, V, torch.as_tensor(keep, dtype=torch.float64), D, hard_right,
+                        soft_left=torch.sigmoid(a))
+    _torch_loss(est, f, t, est.prob_floor).backward()
+    np.testing.assert_allclose(g, Wt.grad.numpy(), rtol=1e-4, atol=1e-6)
+    assert np.abs(g).sum() > 0
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_gamma_straight_through_gradient_matches_autograd_and_is_nonzero(task):
+    est, Xa, t, W, V, keep, D, rng = _setup(task, n=200)
+    Wd = (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
+    g = est._gamma_grad(Xa, t, np.ones(len(t)), Wd, V, keep, D, 2**D - 1)
+    gbar = torch.tensor(keep.astype(np.float64), requires_grad=True)  # the discrete gamma_bar
+    hard_right = (Xa @ Wd) <= 0
+    f = _torch_response(Xa, None, V, gbar, D, hard_right)
+    _torch_loss(est, f, t, est.prob_floor).backward()
+    np.testing.assert_allclose(g, gbar.grad.numpy(), rtol=1e-6, atol=1e-9)
+    # nonzero for the root and for a pruned node that rows reach (it can bud again)
+    assert abs(g[0]) > 0
+    paths = route_paths(Xa, Wd, D)
+    pruned_reached = [i for i in np.unique(paths[:, :D]) if not keep[i]]
+    assert pruned_reached and all(abs(g[i]) > 0 for i in pruned_reached[:1])
+
+
+def test_closed_form_values_equal_brute_force_means():
+    rng = np.random.RandomState(1)
+    D, n, d, c = 4, 300, 3, 3
+    Xa = np.hstack([rng.randn(n, d), np.ones((n, 1))]).astype(np.float32)
+    Wd = rng.randn(d + 1, 2**D - 1).astype(np.float32)
+    Wd[:, 5] = 0.0
+    Wd[-1, 5] = 1.0  # node 5 sends everything left: node 12 stays empty and copies its parent
+    y = rng.randint(0, c, n)
+    Y = np.eye(c)[y]
+    w = rng.rand(n)
+    V = node_values(route_paths(Xa, Wd, D)[:, -1], Y, w, D)
+    np.testing.assert_allclose(node_values(route_paths(Xa, Wd, D, leaves_only=True), Y, w, D, y), V)
+    for node in range(2 ** (D + 1) - 1):
+        rows = []
+        for r in range(n):  # brute force: walk each row down the tree
+            i = 0
+            hit = i == node
+            while i < 2**D - 1 and not hit:
+                i = 2 * i + 1 + int(float(Xa[r] @ Wd[:, i]) <= 0)
+                hit = i == node
+            if hit:
+                rows.append(r)
+        if rows:
+            expect = (Y[rows] * w[rows, None]).sum(0) / w[rows].sum()
+        else:
+            p = node
+            while not rows:  # nearest non-empty ancestor
+                p = (p - 1) // 2
+                rows = [r for r in range(n) if p in route_paths(Xa[r:r + 1], Wd, D)[0]]
+            expect = (Y[rows] * w[rows, None]).sum(0) / w[rows].sum()
+        np.testing.assert_allclose(V[node], expect, rtol=1e-10, err_msg=f"node {node}")
+
+
+def test_compiled_router_matches_numpy_router():
+    import treebench.methods.onestage as mod
+
+    rng = np.random.RandomState(0)
+    Xa = np.hstack([rng.randn(5000, 7), np.ones((5000, 1))]).astype(np.float32)
+    Wd = rng.randn(8, 2**5 - 1).astype(np.float32)
+    fast = route_paths(Xa, Wd, 5)
+    old, mod._NUMBA_MIN_ROWS = mod._NUMBA_MIN_ROWS, 10**9
+    try:
+        slow = route_paths(Xa, Wd, 5)
+    finally:
+        mod._NUMBA_MIN_ROWS = old
+    assert (fast == slow).all(axis=1).mean() > 0.999  # float32 summation order may flip exact ties
+
+
+def test_pruned_nodes_stop_routing_in_predict():
+    X, y = load_iris(return_X_y=True)
+    m = OneStageClassifier(max_depth=3, max_epochs=3, random_state=0).fit(X, y)
+    m.keep_ = np.ones_like(m.keep_)
+    full = m.apply(X)
+    assert (full >= 2**3 - 1).all()  # full tree: every row ends in a depth-3 leaf
+    m.keep_[1] = False  # prune the root's left child
+    stops = m.apply(X)
+    went_left = np.isin(full, [7, 8, 9, 10])
+    assert (stops[went_left] == 1).all() and (stops[~went_left] == full[~went_left]).all()
+    np.testing.assert_allclose(m.predict_proba(X)[went_left], np.tile(m.values_[1], (went_left.sum(), 1)))
+    rep = m.size_report(X)
+    assert rep["n_splits"] == 4 and rep["n_leaves"] == 5  # nodes 0, 2, 5, 6 (3, 4 unreachable)
+    m.keep_[0] = False
+    assert (m.apply(X) == 0).all() and m.size_report(X)["n_splits"] == 0
+
+
+def test_fit_learns_and_prunes_iris():
+    X, y = load_iris(return_X_y=True)
+    m = OneStageClassifier(max_depth=4, random_state=0, max_epochs=200, patience=200).fit(X, y)
+    assert m.score(X, y) > 0.9
+    assert m.fit_info_["internal_kept"] < 15  # the validation loss pruned part of the depth-4 tree
+    assert m.predict_proba(X).shape == (150, 3)
+    assert set(m.fit_info_) >= {"epochs", "best_epoch", "internal_kept", "frac_pruned"}
+
+
+def test_regression_diabetes():
+    X, y = load_diabetes(return_X_y=True)
+    m = OneStageRegressor(max_depth=4, random_state=0, max_epochs=40).fit(X[:350], y[:350])
+    from sklearn.metrics import r2_score
+
+    assert r2_score(y[350:], m.predict(X[350:])) > 0.2
+    assert m.size_report(X)["n_splits"] >= 1
+
+
+def test_clone_params_reproducible_and_variants():
+    X, y = load_iris(return_X_y=True)
+    for cls in (OneStageClassifier, OneStageJointClassifier, OneStageGumbelClassifier):
+        m = cls(max_depth=3, max_epochs=5, random_state=3)
+        c = clone(m)
+        assert c.get_params() == m.get_params()
+        c.set_params(**m.get_params())
+        p1 = m.fit(X, y).predict_proba(X)
+        p2 = c.fit(X, y).predict_proba(X)
+        np.testing.assert_array_equal(p1, p2)
+    assert get_method("onestage", "regression") is OneStageRegressor
+    assert get_method("onestage_joint", "classification") is OneStageJointClassifier
+    with pytest.raises(ValueError, match="validation_fraction"):
+        OneStageClassifier(validation_fraction=1.5).fit(X, y)
+
+
+def test_bagging_and_adaboost_accept_it():
+    from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
+
+    X, y = load_iris(return_X_y=True)
+    base = OneStageClassifier(max_depth=2, max_epochs=3, random_state=0)
+    BaggingClassifier(base, n_estimators=2, random_state=0).fit(X, y).predict(X)
+    AdaBoostClassifier(base, n_estimators=2, random_state=0).fit(X, y).predict(X)

@@ -1,0 +1,600 @@
+"""One-Stage Tree (Xu et al., Machine Learning 2022): an oblique hard tree built and pruned in one stage.
+
+Model: a complete depth-``max_depth`` binary tree in level order. Every potential split node ``i`` has a
+router with two linear logits on ``[x; 1]`` (go left iff ``(w_i0 - w_i1)^T [x; 1] > 0``) and an
+architecture switch ``gamma_i in [0, 1]`` (``gamma_bar_i = 1[gamma_i >= 0.5]``: 1 = split, 0 = pruned,
+ties keep the split); every node (split nodes included) holds a value ``v_i`` (class distribution or
+regression target) used when the node acts as a leaf.
+
+Training is the paper's alternating bilevel scheme (Alg. 1, Eqs. 9-17), one step per training minibatch:
+
+1. lazy proximal step ``gamma_bar = prox_C1(gamma)`` (one-hot argmax, i.e. a threshold at 0.5);
+2. router update on the minibatch: one Gumbel-softmax (tau = 1) straight-through path sample per row
+   under ``gamma_bar``, NLL (classification, on clamped leaf probabilities) or MSE (regression, on the
+   standardised target), Adam step on the routers;
+3. closed-form node values (Eq. 17): the mean target of the training rows that reach each node under
+   deterministic (argmax) routing; an empty node copies its parent's value;
+4. architecture update on the validation rows: the gradient of the validation loss with respect to the
+   *discrete* ``gamma_bar`` (Eq. 15) is applied to the continuous ``gamma`` (straight-through), followed by
+   ``prox_C2`` = clipping to [0, 1]. The per-node gradient is ``delta_i * (f_children(x) - v_i)`` where
+   ``f_children`` is the hard response of the node's subtree, so a pruned node can bud again.
+
+Early stopping monitors the discrete model's validation loss (patience 15, at most 200 epochs) and the
+best epoch is restored. All gradients are computed in closed form with numpy (no autograd): the model is
+a hard tree, so a step touches only O(batch * nodes) numbers and per-step overhead stays small. Tests
+check these gradients against torch autograd on the paper's Eq. (2) response.
+
+Settings the paper does not give (my choices, all constructor parameters): gamma starts at 0.6 (the
+full tree, as the authors' tie-breaking intends, but off the 0.5 threshold so one step cannot prune);
+gamma is moved by Adam (lr 1e-3; the code used Adam 1e-2, which with these gradients pruned whole trees
+in the first epoch) plus the code's L1 term 0.01 * sum(gamma); the NLL clamps probabilities at 0.05
+(``prob_floor``). Features are standardised with the statistics of the data given to ``fit`` and the
+regression target is standardised for the loss (predictions are mapped back).
+
+Variants for the ablation (Sect. 4.4), registered as separate names:
+
+* ``onestage_joint`` (Joint Tree): no validation split; gamma follows the training-minibatch loss (Eq. 8).
+* ``onestage_gumbel`` (Gumbel Tree): ``gamma_bar`` is sampled each step by Gumbel-softmax over
+  {split, prune} with probabilities (gamma, 1 - gamma) instead of the proximal argmax (straight-through
+  gradient, as for the main method); inference uses the argmax.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from treebench.methods.base import CLASSIFICATION, REGRESSION, Capabilities, SizeMixin, register
+
+_VARIANTS = ("onestage", "joint", "gumbel")
+
+
+# ----------------------------------------------------------------------------- tree helpers
+
+
+def n_internal(depth: int) -> int:
+    """Number of potential split nodes of a complete tree of ``depth``."""
+    return 2**depth - 1
+
+
+_NUMBA_ROUTE = None
+_NUMBA_MIN_ROWS = 4096
+
+
+def _route_kernel(Xa, WdT, depth, paths, r):
+    p = Xa.shape[1]
+    p4 = p - p % 4
+    i = 0
+    for lvl in range(depth):
+        # four accumulators break the add dependency chain
+        z0 = z1 = z2 = z3 = np.float32(0.0)
+        for j in range(0, p4, 4):
+            z0 += Xa[r, j] * WdT[i, j]
+            z1 += Xa[r, j + 1] * WdT[i, j + 1]
+            z2 += Xa[r, j + 2] * WdT[i, j + 2]
+            z3 += Xa[r, j + 3] * WdT[i, j + 3]
+        for j in range(p4, p):
+            z0 += Xa[r, j] * WdT[i, j]
+        z = (z0 + z1) + (z2 + z3)
+        i = 2 * i + 1 + (1 if z <= 0 else 0)
+        paths[r, lvl + 1] = i
+
+
+def _numba_route():
+    """Compiled routers (numba, imported lazily): (serial, parallel), or ``False`` without numba."""
+    global _NUMBA_ROUTE
+    if _NUMBA_ROUTE is None:
+        try:
+            import numba
+        except ImportError:  # pragma: no cover - numba is a treebench dependency
+            _NUMBA_ROUTE = False
+            return _NUMBA_ROUTE
+        kernel = numba.njit(inline="always", nogil=True)(_route_kernel)
+
+        def route(Xa, WdT, depth, paths):
+            for r in range(Xa.shape[0]):
+                kernel(Xa, WdT, depth, paths, r)
+
+        def route_par(Xa, WdT, depth, paths):
+            for r in numba.prange(Xa.shape[0]):
+                kernel(Xa, WdT, depth, paths, r)
+
+        _NUMBA_ROUTE = (numba.njit(cache=True, nogil=True)(route),
+                        numba.njit(cache=True, nogil=True, parallel=True)(route_par))
+    return _NUMBA_ROUTE
+
+
+def route_paths(Xa: np.ndarray, Wd: np.ndarray, depth: int, leaves_only: bool = False,
+                n_threads: int = 1) -> np.ndarray:
+    """Deterministic (argmax) full-depth paths: node ids (level order) per row and level, (n, depth+1).
+
+    ``Xa`` is ``[x; 1]`` (n, d+1) and ``Wd`` the logit differences ``w_0 - w_1`` (d+1, n_internal).
+    Rows go left iff the difference is > 0 (Eq. 18). With ``leaves_only`` only the depth-``depth``
+    node of each row is returned, shape (n,). Each row evaluates only the ``depth`` routers on its path
+    (compiled with numba, for at least 4096 rows); fewer rows use one numpy matmul over all routers.
+    """
+    n = Xa.shape[0]
+    n_int = Wd.shape[1]
+    paths = np.zeros((n, depth + 1), dtype=np.int64)
+    route = _numba_route() if n >= _NUMBA_MIN_ROWS else False  # compiling costs seconds once
+    if route:
+        args = (np.ascontiguousarray(Xa, dtype=np.float32),
+                np.ascontiguousarray(Wd.T, dtype=np.float32), depth, paths)
+        if n_threads > 1 and n >= 4096:
+            import numba
+
+            numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+            route[1](*args)
+        else:
+            route[0](*args)
+    elif n:
+        Z = (Xa @ Wd).ravel()
+        base = np.arange(0, n * n_int, n_int, dtype=np.int64)
+        idx = np.zeros(n, dtype=np.int64)
+        for lvl in range(depth):
+            idx = 2 * idx + 1 + (Z[base + idx] <= 0)
+            paths[:, lvl + 1] = idx
+    return paths[:, depth] if leaves_only else paths
+
+
+def node_values(leaf: np.ndarray, Y: np.ndarray, w: np.ndarray, depth: int, codes=None) -> np.ndarray:
+    """Closed-form node values (Eq. 17): weighted mean of ``Y`` (n, k) over the rows reaching each node.
+
+    ``leaf`` is each row's depth-``depth`` node under deterministic routing; the rows reaching an
+    internal node are exactly those of the leaves below it, so sums are accumulated bottom up. A node
+    no row reaches copies its parent's value (the root of an empty set gets zeros). ``codes`` (class
+    index per row) may be given when ``Y`` is one-hot, to count with a single bincount.
+    """
+    k = Y.shape[1]
+    n_int = 2**depth - 1
+    n_nodes = 2 * n_int + 1
+    li = leaf - n_int
+    sums = np.zeros((n_nodes, k))
+    cnt = np.zeros(n_nodes)
+    cnt[n_int:] = np.bincount(li, weights=w, minlength=n_int + 1)
+    if codes is not None:  # one-hot targets: one bincount
+        code = li * k + codes
+        sums[n_int:] = np.bincount(code, weights=w, minlength=(n_int + 1) * k).reshape(-1, k)
+    else:
+        for j in range(k):
+            sums[n_int:, j] = np.bincount(li, weights=Y[:, j] * w, minlength=n_int + 1)
+    for lvl in range(depth - 1, -1, -1):  # parents = sum of their two children
+        lo, hi = 2**lvl - 1, 2 ** (lvl + 1) - 1
+        sums[lo:hi] = sums[2 * lo + 1: 2 * hi + 1].reshape(-1, 2, k).sum(1)
+        cnt[lo:hi] = cnt[2 * lo + 1: 2 * hi + 1].reshape(-1, 2).sum(1)
+    V = np.zeros((n_nodes, k))
+    has = cnt > 0
+    V[has] = sums[has] / cnt[has, None]
+    if not has.all():  # copy parents top-down (level by level)
+        for lvl in range(1, depth + 1):
+            ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
+            empty = ids[~has[ids]]
+            if empty.size:
+                V[empty] = V[(empty - 1) // 2]
+    return V
+
+
+def stop_positions(keep_path: np.ndarray):
+    """First and second stop level along each path.
+
+    ``keep_path`` (n, depth) is ``gamma_bar`` of the internal node at each level of the path. A row stops
+    at the first pruned node (or at depth ``depth``): ``s1``; ``s2`` is where it would stop if ``s1``
+    were a split (used for the gamma gradient of a pruned node; equals ``s1`` when ``s1 == depth``).
+    """
+    n, D = keep_path.shape
+    S = np.concatenate([keep_path, np.zeros((n, 1), dtype=bool)], axis=1)
+    s1 = np.argmin(S, axis=1)
+    lv = np.arange(D + 1)
+    T = S | (lv[None, :] <= s1[:, None])
+    T[:, D] = False
+    s2 = np.argmin(T, axis=1)
+    return s1, s2
+
+
+# ----------------------------------------------------------------------------- estimator
+
+
+class _OneStageBase(SizeMixin, BaseEstimator):
+    """Shared implementation; see the module docstring. Subclasses fix the task and ``_variant``."""
+
+    capabilities = Capabilities(needs_validation=True, requires_torch=False, sample_weight=True)
+    _variant = "onestage"
+    _task = CLASSIFICATION
+
+    def __init__(
+        self,
+        max_depth=6,
+        learning_rate=0.01,
+        batch_size=32,
+        max_epochs=200,
+        patience=15,
+        validation_fraction=0.25,
+        gamma_learning_rate=0.001,
+        gamma_l1=0.01,
+        gamma_init=0.6,
+        temperature=1.0,
+        prob_floor=0.05,
+        standardize=True,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.gamma_learning_rate = gamma_learning_rate
+        self.gamma_l1 = gamma_l1
+        self.gamma_init = gamma_init
+        self.temperature = temperature
+        self.prob_floor = prob_floor
+        self.standardize = standardize
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self):
+        if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 16):
+            raise ValueError(f"max_depth must be an int in [1, 16], got {self.max_depth!r}")
+        for name in ("learning_rate", "gamma_learning_rate", "temperature", "prob_floor"):
+            v = getattr(self, name)
+            if not v > 0:
+                raise ValueError(f"{name} must be > 0, got {v!r}")
+        if not 0.0 <= self.gamma_init <= 1.0:
+            raise ValueError(f"gamma_init must be in [0, 1], got {self.gamma_init!r}")
+        if self.gamma_l1 < 0:
+            raise ValueError(f"gamma_l1 must be >= 0, got {self.gamma_l1!r}")
+        for name in ("batch_size", "max_epochs", "patience"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, np.integer)) and v >= 1):
+                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+        vf = self.validation_fraction
+        if self._variant != "joint" and not 0.0 < vf < 1.0:
+            raise ValueError(f"validation_fraction must be in (0, 1), got {vf!r}")
+
+    # ------------------------------------------------------------------ targets
+    def _encode_targets(self, y):
+        """Targets as an (n, k) matrix for node values, plus what the loss needs."""
+        raise NotImplementedError
+
+    def _loss_and_grad(self, f, t, w):
+        """Per-row loss and d loss / d f for responses ``f`` (n,) of target codes ``t``."""
+        if self._task == CLASSIFICATION:
+            fc = np.maximum(f, self.prob_floor)  # clamp; gradient passes straight through the clamp
+            return -np.log(fc) * w, -w / fc
+        r = f - t
+        return r * r * w, 2.0 * r * w
+
+    def _resp(self, V, nodes, t):
+        """Loss-relevant response of ``nodes`` (any shape, rows first) for row targets ``t``."""
+        if self._task == CLASSIFICATION:
+            k = V.shape[1]
+            return V.ravel()[nodes * k + t.reshape((-1,) + (1,) * (nodes.ndim - 1))]
+        return V[:, 0][nodes]
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y, sample_weight=None):
+        self._check_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=self._task == REGRESSION)
+        if sample_weight is None:
+            sw = np.ones(len(y))
+        else:
+            sw = np.asarray(sample_weight, dtype=np.float64)
+            if sw.shape != (len(y),) or (sw < 0).any():
+                raise ValueError("sample_weight must be a non-negative vector of length n_samples")
+        Y, t = self._encode_targets(y)
+        rng = check_random_state(self.random_state)
+        D = int(self.max_depth)
+        nth = int(self.n_jobs) if self.n_jobs and self.n_jobs > 0 else 1
+        self._nth = nth
+        n_int = n_internal(D)
+
+        if self.standardize:
+            self.x_mean_ = X.mean(axis=0)
+            sd = X.std(axis=0)
+            self.x_scale_ = np.where(sd > 0, sd, 1.0)
+        else:
+            self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
+        Xa = np.hstack([(X - self.x_mean_) / self.x_scale_, np.ones((len(X), 1))]).astype(np.float32)
+
+        idx = np.arange(len(y))
+        if self._variant == "joint":
+            tr, va = idx, idx
+        else:
+            strat = t if self._task == CLASSIFICATION and np.bincount(t).min() >= 2 else None
+            tr, va = train_test_split(idx, test_size=self.validation_fraction, random_state=rng,
+                                      stratify=strat)
+        Xtr, Ytr, ttr, wtr = Xa[tr], Y[tr], t[tr], sw[tr]
+        codes = ttr if self._task == CLASSIFICATION else None
+        Xva, tva, wva = Xa[va], t[va], sw[va]
+        wtr = wtr / max(wtr.mean(), 1e-12)
+        wva = wva / max(wva.mean(), 1e-12)
+        n_tr, dp1 = Xtr.shape
+
+        # routers: two PyTorch-Linear-initialised outputs per split node, stored as (d+1, n_int, 2)
+        bound = 1.0 / np.sqrt(dp1 - 1) if dp1 > 1 else 1.0
+        W = rng.uniform(-bound, bound, size=(dp1, n_int, 2))
+        gamma = np.full(n_int, float(self.gamma_init))
+        adam = {"m": np.zeros_like(W), "v": np.zeros_like(W), "t": 0}
+        gadam = {"m": np.zeros(n_int), "v": np.zeros(n_int), "t": 0}
+        tau = float(self.temperature)
+
+        def wdiff(W):
+            return (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
+
+        Wd = wdiff(W)
+        V = node_values(route_paths(Xtr, Wd, D, True, nth), Ytr, wtr, D, codes)
+
+        def disc_loss(Xs, ts, ws, Wd, V, keep):
+            paths = route_paths(Xs, Wd, D)
+            s1, _ = stop_positions(keep[paths[:, :D]])
+            f = self._resp(V, paths[np.arange(len(ts)), s1], ts)
+            return float(self._loss_and_grad(f, ts, ws)[0].mean())
+
+        mon_X, mon_t, mon_w = (Xtr, ttr, wtr) if self._variant == "joint" else (Xva, tva, wva)
+        best = (np.inf, W.copy(), gamma.copy(), V.copy(), 0)
+        bad = 0
+        history = []
+        epoch = 0
+        lr, b1, b2, eps = float(self.learning_rate), 0.9, 0.999, 1e-8
+        glr = float(self.gamma_learning_rate)
+        bs = int(self.batch_size)
+        for epoch in range(1, int(self.max_epochs) + 1):
+            order = rng.permutation(n_tr)
+            noise = rng.logistic(size=(n_tr, n_int))  # g0 - g1 for Gumbel(0,1) g0, g1
+            if self._variant == "gumbel":
+                gnoise = rng.logistic(size=(-(-n_tr // bs), n_int))
+            for step, s in enumerate(range(0, n_tr, bs)):
+                b = order[s:s + bs]
+                # (a) lazy proximal step (or a Gumbel sample of the architecture for the ablation)
+                if self._variant == "gumbel":
+                    with np.errstate(divide="ignore"):
+                        lg = np.log(gamma) - np.log1p(-gamma)
+                    keep = lg + gnoise[step] > 0
+                else:
+                    keep = gamma >= 0.5
+                # (b) router step on the minibatch with straight-through Gumbel path samples
+                gW = self._router_grad(Xtr[b], ttr[b], wtr[b], noise[b], W, V, keep, tau, D)
+                adam["t"] += 1
+                self._adam(W, gW, adam, lr, b1, b2, eps)
+                Wd = wdiff(W)
+                # (c) closed-form node values on the whole training part, deterministic routing
+                V = node_values(route_paths(Xtr, Wd, D, True, nth), Ytr, wtr, D, codes)
+                # (d) architecture step on validation (joint: the same training minibatch)
+                if self._variant == "joint":
+                    gg = self._gamma_grad(Xtr[b], ttr[b], wtr[b], Wd, V, keep, D, n_int)
+                else:
+                    gg = self._gamma_grad(Xva, tva, wva, Wd, V, keep, D, n_int)
+                gg += self.gamma_l1
+                gadam["t"] += 1
+                self._adam(gamma, gg, gadam, glr, b1, b2, eps)
+                np.clip(gamma, 0.0, 1.0, out=gamma)  # prox_C2
+            keep = gamma >= 0.5
+            loss = disc_loss(mon_X, mon_t, mon_w, Wd, V, keep)
+            history.append(loss)
+            if self.verbose:
+                print(f"epoch {epoch}: monitored loss {loss:.5f}, splits kept "
+                      f"{int(self._reachable(keep, D).sum())}")
+            if loss < best[0] - 1e-12:
+                best = (loss, W.copy(), gamma.copy(), V.copy(), epoch)
+                bad = 0
+            else:
+                bad += 1
+                if bad >= self.patience:
+                    break
+
+        _, W, gamma, V, best_epoch = best
+        self.W_ = W
+        self.gamma_ = gamma
+        self.keep_ = gamma >= 0.5  # final prox_C1
+        Wd = wdiff(W)
+        self.Wdiff_ = Wd
+        self.values_ = node_values(route_paths(Xtr, Wd, D, True, nth), Ytr, wtr, D, codes)
+        reach = self._reachable(self.keep_, D)
+        self.fit_info_ = {
+            "epochs": epoch,
+            "best_epoch": best_epoch,
+            "best_monitored_loss": float(best[0]),
+            "n_train_part": int(n_tr),
+            "n_val_part": int(len(va)) if self._variant != "joint" else 0,
+            "internal_kept": int(reach.sum()),
+            "internal_total": int(n_int),
+            "frac_pruned": float(1.0 - reach.sum() / n_int),
+        }
+        self.depth_ = D
+        return self
+
+    @staticmethod
+    def _adam(p, g, st, lr, b1, b2, eps):
+        st["m"] *= b1
+        st["m"] += (1 - b1) * g
+        st["v"] *= b2
+        st["v"] += (1 - b2) * (g * g)
+        t = st["t"]
+        mhat = st["m"] / (1 - b1**t)
+        vhat = st["v"] / (1 - b2**t)
+        p -= lr * mhat / (np.sqrt(vhat) + eps)
+
+    def _router_grad(self, Xb, tb, wb, noise, W, V, keep, tau, D):
+        """Gradient of the minibatch loss w.r.t. the routers under one Gumbel-softmax path sample.
+
+        Straight-through: the forward pass follows the hard sample; the backward pass differentiates
+        Eq. (2) with the soft Gumbel-softmax weights ``y0 = sigmoid((z + g0 - g1) / tau)``.
+        """
+        B = len(tb)
+        n_int = keep.size
+        Z = Xb @ (W[:, :, 0] - W[:, :, 1]).astype(np.float32)  # (B, n_int) logit differences
+        a = (Z + noise) / tau
+        right = a <= 0  # hard sample: 0 = left, 1 = right
+        # hard response of every node, bottom up (loss-relevant component only)
+        Vb = V.T[tb] if self._task == CLASSIFICATION else np.broadcast_to(V[:, 0], (B, V.shape[0]))
+        R = np.array(Vb, dtype=np.float64)
+        for lvl in range(D - 1, -1, -1):
+            ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
+            child = 2 * ids + 1 + right[:, ids]
+            sub = np.take_along_axis(R, child, axis=1)
+            R[:, ids] = np.where(keep[ids], sub, Vb[:, ids])
+        _, dl = self._loss_and_grad(R[:, 0], tb, wb)
+        # reach indicator of each split node along the hard sample (top down)
+        reach = np.zeros((B, n_int))
+        reach[:, 0] = 1.0
+        for lvl in range(D - 1):
+            ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
+            r = reach[:, ids] * keep[ids]
+            reach[:, 2 * ids + 1] = r * ~right[:, ids]
+            reach[:, 2 * ids + 2] = r * right[:, ids]
+        ids = np.arange(n_int)
+        y0 = 1.0 / (1.0 + np.exp(-a))
+        diff = R[:, 2 * ids + 1] - R[:, 2 * ids + 2]
+        gz = (dl / B)[:, None] * reach * keep * diff * (y0 * (1 - y0) / tau)
+        g0 = Xb.T.astype(np.float64) @ gz
+        return np.stack([g0, -g0], axis=2)
+
+    def _gamma_grad(self, Xs, ts, ws, Wd, V, keep, D, n_int):
+        """Straight-through gradient of the mean loss w.r.t. the discrete gamma_bar (Eq. 15).
+
+        Node i on a row's deterministic path gets ``dl/df * (f_children_i - v_i)`` while the row still
+        reaches it (``delta_i``): for the split nodes above the stop, ``f_children`` is the prediction;
+        for the pruned node where the row stops, it is the response of its children's subtree.
+        """
+        n = len(ts)
+        paths = route_paths(Xs, Wd, D, n_threads=getattr(self, "_nth", 1))
+        s1, s2 = stop_positions(keep[paths[:, :D]])
+        rows = np.arange(n)
+        Rp = self._resp(V, paths, ts)  # (n, D+1) responses of the path nodes
+        f = Rp[rows, s1]
+        _, dl = self._loss_and_grad(f, ts, ws)
+        lv = np.arange(D)
+        contrib = (f[:, None] - Rp[:, :D]) * (lv[None, :] < s1[:, None])
+        alt = Rp[rows, s2] - f  # pruned stop node: subtree response minus own value
+        at_stop = lv[None, :] == s1[:, None]
+        contrib = np.where(at_stop, alt[:, None], contrib) * dl[:, None]
+        g = np.bincount(paths[:, :D].ravel(), weights=contrib.ravel(), minlength=n_int)
+        return g[:n_int] / n
+
+    # ------------------------------------------------------------------ inference
+    @staticmethod
+    def _reachable(keep, D):
+        """Split nodes (gamma_bar = 1) whose ancestors are all splits."""
+        n_int = keep.size
+        reach = np.zeros(n_int, dtype=bool)
+        reach[0] = keep[0]
+        for i in range(1, n_int):
+            reach[i] = keep[i] and reach[(i - 1) // 2]
+        return reach
+
+    def _transform(self, X):
+        check_is_fitted(self, "values_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return np.hstack([(X - self.x_mean_) / self.x_scale_,
+                          np.ones((len(X), 1))]).astype(np.float32)
+
+    def _stops(self, X):
+        Xa = self._transform(X)
+        paths = route_paths(Xa, self.Wdiff_, self.depth_)
+        s1, _ = stop_positions(self.keep_[paths[:, :self.depth_]])
+        return paths[np.arange(len(Xa)), s1], s1
+
+    def apply(self, X):
+        """Index (level order) of the node where each row stops (deterministic routing)."""
+        return self._stops(X)[0]
+
+    def size_report(self, X):
+        reach = self._reachable(self.keep_, self.depth_)
+        n_splits = int(reach.sum())
+        if n_splits:
+            lvl = np.floor(np.log2(np.flatnonzero(reach) + 1)).astype(int)
+            depth = int(lvl.max()) + 1
+        else:
+            depth = 0
+        _, s1 = self._stops(X)
+        md = float(s1.mean()) if len(s1) else 0.0
+        return {"n_trees": 1, "n_splits": n_splits, "n_leaves": n_splits + 1, "depth": depth,
+                "mean_depth": md, "split_evals": md}
+
+
+class _ClassifierPart(ClassifierMixin):
+    _task = CLASSIFICATION
+
+    def _encode_targets(self, y):
+        check_classification_targets(y)
+        self.classes_, t = np.unique(y, return_inverse=True)
+        Y = np.zeros((len(t), len(self.classes_)))
+        Y[np.arange(len(t)), t] = 1.0
+        return Y, t
+
+    def predict_proba(self, X):
+        return self.values_[self.apply(X)]
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+class _RegressorPart(RegressorMixin):
+    _task = REGRESSION
+
+    def _encode_targets(self, y):
+        y = np.asarray(y, dtype=np.float64).ravel()
+        self.y_mean_ = float(y.mean())
+        sd = float(y.std())
+        self.y_scale_ = sd if sd > 0 else 1.0
+        z = (y - self.y_mean_) / self.y_scale_
+        return z[:, None], z
+
+    def predict(self, X):
+        return self.values_[self.apply(X), 0] * self.y_scale_ + self.y_mean_
+
+
+_DESC = ("One-Stage Tree (Xu et al. 2022): oblique hard tree, Gumbel-softmax paths, closed-form "
+         "leaves, pruning by proximal steps on a validation split")
+
+
+@register("onestage", CLASSIFICATION, _DESC)
+class OneStageClassifier(_ClassifierPart, _OneStageBase):
+    """One-Stage Tree classifier (see module docstring)."""
+
+
+@register("onestage", REGRESSION)
+class OneStageRegressor(_RegressorPart, _OneStageBase):
+    """One-Stage Tree regressor (see module docstring)."""
+
+
+_JOINT = "One-Stage ablation 'Joint Tree': no validation split, gamma trained on the training loss"
+
+
+@register("onestage_joint", CLASSIFICATION, _JOINT)
+class OneStageJointClassifier(OneStageClassifier):
+    """Joint Tree ablation (classification); ``validation_fraction`` is ignored."""
+
+    _variant = "joint"
+
+
+@register("onestage_joint", REGRESSION)
+class OneStageJointRegressor(OneStageRegressor):
+    """Joint Tree ablation (regression); ``validation_fraction`` is ignored."""
+
+    _variant = "joint"
+
+
+_GUMBEL = "One-Stage ablation 'Gumbel Tree': architecture sampled by Gumbel-softmax each step"
+
+
+@register("onestage_gumbel", CLASSIFICATION, _GUMBEL)
+class OneStageGumbelClassifier(OneStageClassifier):
+    """Gumbel Tree ablation (classification)."""
+
+    _variant = "gumbel"
+
+
+@register("onestage_gumbel", REGRESSION)
+class OneStageGumbelRegressor(OneStageRegressor):
+    """Gumbel Tree ablation (regression)."""
+
+    _variant = "gumbel"
