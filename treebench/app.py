@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -43,6 +44,12 @@ def _launcher_parallelism() -> int:
     return os.cpu_count() or 1 if int(n) < 0 else int(n)
 
 
+def _job_log(msg: str) -> None:
+    """A job's status line: on the console and, through Hydra's logging, in the job's log file."""
+    print(msg, flush=True)
+    logging.getLogger("treebench").info(msg)
+
+
 def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     """Run one Hydra job; return the records written (empty when every fold was already done)."""
     from treebench.data import DataContext
@@ -54,7 +61,7 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     ctx = DataContext(
         data_dir=_abspath(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=bool(cfg.data.fetch)
     )
-    records = run_job(cfg, store, ctx, parallel=_launcher_parallelism())
+    records = run_job(cfg, store, ctx, log=_job_log, parallel=_launcher_parallelism())
     keys = job_keys(cfg)
     try:  # the sweep summary reads the keys of every job from its output dir
         out = Path(HydraConfig.get().runtime.output_dir)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from tests.data.tb_data_helpers import MIRROR
 
 

@@ -231,3 +231,27 @@ def test_har_config_members_from_upstream_zip(tmp_path, http_server):
 
     (fold,) = Given(val_size=10, stratify=False).folds(ds, seed=0)
     assert (len(fold.train_proper), len(fold.val), len(fold.test)) == (30, 10, 12)
+
+
+def test_read_only_or_full_cache_gives_a_clear_error(tmp_path, monkeypatch):
+    import errno
+
+    from treebench.data import cache
+    from treebench.data.base import DataError
+
+    class Ctx:
+        data_dir = tmp_path / "cache"
+        mirror = None
+        allow_fetch = True
+        dataset = "demo"
+
+    spec = {"url": "http://127.0.0.1:9/nothing.csv", "path": "uci/demo/nothing.csv", "sha256": None}
+    for code, word in ((errno.EROFS, "not writable"), (errno.ENOSPC, "is full")):
+        def fail(*_a, _code=code, **_k):
+            raise OSError(_code, "simulated")
+
+        monkeypatch.setattr(cache, "_download", fail)
+        with pytest.raises(DataError, match=word) as info:
+            cache.ensure_file(spec, Ctx, retries=1, backoff=0)
+        assert "TREEBENCH_DATA_DIR" in str(info.value)
+        assert not list((tmp_path / "cache").rglob("nothing.csv*"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
+
 from tests.data.tb_data_helpers import REPO, manifest
 
 CONF = REPO / "conf" / "dataset"

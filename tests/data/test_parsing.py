@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.data.tb_data_helpers import MIRROR
 
+from tests.data.tb_data_helpers import MIRROR
 from treebench.data import DataContext, DataError
 from treebench.data.sources import difer, esl, idx, libsvm, pmlb, uci
 from treebench.data.sources._common import read_arff, read_table, unlzw

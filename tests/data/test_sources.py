@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
-from tests.data.tb_data_helpers import MIRROR, REPO, manifest
 
+from tests.data.tb_data_helpers import MIRROR, REPO, manifest
 from treebench.data import DataContext, DatasetUnavailableError, load_dataset
 
 CONF = REPO / "conf" / "dataset"

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
-from tests.data.tb_data_helpers import REPO
 
+from tests.data.tb_data_helpers import REPO
 from treebench.data import DataError, Dataset, Part
 from treebench.data.splits import (
     FileOrder,

@@ -18,6 +18,7 @@ Without ``allow_fetch`` a missing file raises :class:`DatasetUnavailableError` n
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -213,40 +214,66 @@ def ensure_file(
             + f"; download it with `treebench fetch dataset={dataset}` (upstream: {rf.url})"
         )
 
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with _lock(target):
+            return _fetch_locked(rf, ctx, target, data_dir, dataset, retries, backoff, timeout)
+    except OSError as exc:
+        if getattr(exc, "errno", None) in _DISK_ERRNOS:
+            raise _cache_dir_error(exc, data_dir) from exc
+        raise
+
+
+def _fetch_locked(rf, ctx, target: Path, data_dir: Path, dataset: str, retries: int,
+                  backoff: float, timeout: float) -> Path:
+    """Download one file while holding its lock: mirror URL, then upstream, with retries."""
     progress = getattr(ctx, "progress", None) or Progress()
-    with _lock(target):
-        if target.exists():  # another process finished it while we waited for the lock
-            _verify(target, rf, str(target))
-            return target
-        errors = []
-        for url in sources(rf, getattr(ctx, "mirror", None)):
-            for attempt in range(1, retries + 1):
-                try:
-                    if rf.member and url == rf.url:
-                        tmp = _download_member(url, target.parent, rf, progress, timeout,
-                                               data_dir / ".archives")
-                    else:
-                        tmp = _download(url, target.parent, rf, progress, timeout)
-                    os.replace(tmp, target)
-                    return target
-                except ChecksumError as exc:
-                    errors.append(str(exc))
-                    break  # the same URL would serve the same wrong bytes
-                except urllib.error.HTTPError as exc:
-                    errors.append(f"{url}: HTTP {exc.code} {exc.reason}")
-                    if exc.code in (403, 404, 410):
-                        break
-                except (OSError, urllib.error.URLError, zipfile.BadZipFile) as exc:  # timeouts, cut
-                    errors.append(f"{url}: {type(exc).__name__}: {exc}")
-                if attempt < retries:
-                    time.sleep(backoff * 2 ** (attempt - 1))
-        raise DatasetUnavailableError(
-            f"could not download {rf.path} for dataset {dataset!r}; attempts:\n  "
-            + "\n  ".join(errors)
-            + "\nset TREEBENCH_MIRROR (or data.mirror=...) to a directory or URL holding "
-            f"{rf.path}, or place the file at {target}"
-        )
+    if target.exists():  # another process finished it while we waited for the lock
+        _verify(target, rf, str(target))
+        return target
+    errors = []
+    for url in sources(rf, getattr(ctx, "mirror", None)):
+        for attempt in range(1, retries + 1):
+            try:
+                if rf.member and url == rf.url:
+                    tmp = _download_member(url, target.parent, rf, progress, timeout,
+                                           data_dir / ".archives")
+                else:
+                    tmp = _download(url, target.parent, rf, progress, timeout)
+                os.replace(tmp, target)
+                return target
+            except ChecksumError as exc:
+                errors.append(str(exc))
+                break  # the same URL would serve the same wrong bytes
+            except urllib.error.HTTPError as exc:
+                errors.append(f"{url}: HTTP {exc.code} {exc.reason}")
+                if exc.code in (403, 404, 410):
+                    break
+            except (OSError, urllib.error.URLError, zipfile.BadZipFile) as exc:  # timeouts, cut
+                if getattr(exc, "errno", None) in _DISK_ERRNOS:
+                    raise _cache_dir_error(exc, data_dir) from exc
+                errors.append(f"{url}: {type(exc).__name__}: {exc}")
+            if attempt < retries:
+                time.sleep(backoff * 2 ** (attempt - 1))
+    raise DatasetUnavailableError(
+        f"could not download {rf.path} for dataset {dataset!r}; attempts:\n  "
+        + "\n  ".join(errors)
+        + "\nset TREEBENCH_MIRROR (or data.mirror=...) to a directory or URL holding "
+        f"{rf.path}, or place the file at {target}"
+    )
+
+
+_DISK_ERRNOS = {errno.ENOSPC, errno.EACCES, errno.EROFS, errno.EDQUOT, errno.EPERM}
+
+
+def _cache_dir_error(exc: OSError, data_dir: Path) -> DataError:
+    """A clear error for a cache directory that is read-only or full."""
+    what = "is full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "is not writable"
+    return DataError(
+        f"the data cache {data_dir} {what} ({exc.strerror or exc}); set TREEBENCH_DATA_DIR "
+        "(or paths.data=...) to a writable directory with free space, or point TREEBENCH_MIRROR "
+        "at a local copy of the files (read in place)"
+    )
 
 
 def _lock(target: Path) -> FileLock:

@@ -463,12 +463,14 @@ def cached(ctx, kind: str, params: dict, paths: Sequence[Path], build: Callable[
     ds = build()
     ds.meta.setdefault("sha256", digests)
     if getattr(ctx, "parse_cache", True):
-        try:
+        tmp = None
+        try:  # the parse cache is an optimisation: a read-only or full cache only costs time
             store.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".part-", dir=store.parent)
             with os.fdopen(fd, "wb") as fh:
                 pickle.dump(ds, fh, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, store)
         except OSError:
-            pass
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
     return ds
