@@ -233,6 +233,61 @@ def _prepare(est, X, y, sample_weight):
     return np.ascontiguousarray(X), yi.astype(np.int64), w, classes
 
 
+# ----------------------------------------------------------------------------- micro trees
+
+
+class _MicroTree:
+    """A fitted micro CART: scikit-learn's Cython ``Tree`` (``tree_``), its ``classes_`` and the class
+    predicted at every node (``node_label``)."""
+
+    __slots__ = ("tree_", "classes_", "node_label")
+
+    def __init__(self, tree, classes):
+        self.tree_ = tree
+        self.classes_ = classes
+        self.node_label = classes[np.argmax(tree.value[:, 0, :], axis=1)].astype(np.int64)
+
+    def predict(self, X):
+        return self.node_label[self.tree_.apply(X)]
+
+
+def _fit_micro_sklearn(X, y, w, ccp_alpha, seed, criterion, min_samples_leaf):
+    """The same tree as ``DecisionTreeClassifier(ccp_alpha=..., random_state=seed).fit(X, y, w)``.
+
+    Calls scikit-learn's Cython builder directly (as ``BaseDecisionTree._fit`` does for float32 dense X
+    without missing values) to skip the per-call Python validation, which dominates for the thousands of
+    small micro trees; falls back to the public estimator if the private API is unavailable.
+    """
+    try:
+        from sklearn.tree._criterion import Entropy, Gini
+        from sklearn.tree._splitter import BestSplitter
+        from sklearn.tree._tree import DepthFirstTreeBuilder, Tree, _build_pruned_tree_ccp
+    except ImportError:  # pragma: no cover - private scikit-learn API moved
+        est = DecisionTreeClassifier(
+            criterion=criterion, min_samples_leaf=min_samples_leaf, ccp_alpha=ccp_alpha,
+            random_state=seed,
+        ).fit(X, y, sample_weight=w)
+        return _MicroTree(est.tree_, est.classes_)
+    classes, yenc = np.unique(y, return_inverse=True)
+    n_classes = np.array([len(classes)], dtype=np.intp)
+    yy = np.ascontiguousarray(yenc.reshape(-1, 1), dtype=np.float64)
+    crit = {"gini": Gini, "entropy": Entropy, "log_loss": Entropy}[criterion](1, n_classes)
+    n_features = X.shape[1]
+    splitter = BestSplitter(
+        crit, n_features, min_samples_leaf, 0.0, np.random.RandomState(seed), None
+    )
+    tree = Tree(n_features, n_classes, 1)
+    builder = DepthFirstTreeBuilder(
+        splitter, max(2, 2 * min_samples_leaf), min_samples_leaf, 0.0, np.iinfo(np.int32).max, 0.0
+    )
+    builder.build(tree, X, yy, np.ascontiguousarray(w, dtype=np.float64), None)
+    if ccp_alpha > 0.0:
+        pruned = Tree(n_features, n_classes, 1)
+        _build_pruned_tree_ccp(pruned, tree, ccp_alpha)
+        tree = pruned
+    return _MicroTree(tree, classes)
+
+
 # ----------------------------------------------------------------------------- TnT builder
 
 
@@ -295,7 +350,7 @@ class _TnTBuilder:
         self.subs[g] = tree
         t = tree.tree_
         cl, cr = t.children_left, t.children_right
-        labels = tree.classes_[np.argmax(t.value[:, 0, :], axis=1)].astype(np.int64)
+        labels = tree.node_label
         m = t.node_count
         base = self._alloc(m)
         internal_g = self.ll[g] >= 0
@@ -371,10 +426,15 @@ class _TnTBuilder:
         if len(rows) == 0 or ws <= 0:
             self._remove(g)
             return
-        tree = DecisionTreeClassifier(
-            ccp_alpha=self.C * self.W / ws, random_state=self.seed, **self.tree_kwargs
+        tree = _fit_micro_sklearn(
+            self.X[rows],
+            targets,
+            w,
+            self.C * self.W / ws,
+            self.seed,
+            self.tree_kwargs.get("criterion", "gini"),
+            self.tree_kwargs.get("min_samples_leaf", 1),
         )
-        tree.fit(self.X[rows], targets, sample_weight=w)
         self.n_micro_fits += 1
         self._install(g, tree)
         self.memo[g] = (rows, targets)
@@ -425,7 +485,7 @@ class _TnTBuilder:
         for g in self.order:
             tree = self.subs[g]
             if tree is not None and self.ll[g] >= 0 and g not in bypass and tree.tree_.node_count == 1:
-                lab = int(tree.classes_[0])
+                lab = int(tree.node_label[0])
                 bypass[g] = int(self.ll[g] if lab == 0 else self.lr[g])
                 self.guard_bypasses += 1
 
@@ -452,7 +512,7 @@ class _TnTBuilder:
                 continue
             t = tree.tree_
             cl, cr = t.children_left, t.children_right
-            labels = tree.classes_[np.argmax(t.value[:, 0, :], axis=1)].astype(np.int64)
+            labels = tree.node_label
             internal_g = self.ll[g] >= 0
             if t.node_count == 1:  # only leaves reach here (guard above)
                 label[g] = int(labels[0])
