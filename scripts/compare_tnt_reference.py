@@ -54,14 +54,18 @@ def load(name, mnist_dir=MNIST, letter_file=LETTER):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("reference", help="path to a checkout of BingzhaoZhu/TnTDecisionGraph")
     ap.add_argument("--dataset", default="letter", choices=["mnist", "letter", "digits"])
     ap.add_argument("--ccp", type=float, default=1.2e-4)
     ap.add_argument("--N1", type=int, default=2)
     ap.add_argument("--N2", type=int, default=5)
     ap.add_argument("--skip-reference", action="store_true")
-    ap.add_argument("--n-train", type=int, default=None, help="use only the first n training samples")
+    ap.add_argument(
+        "--n-train", type=int, default=None, help="use only the first n training samples"
+    )
     args = ap.parse_args()
 
     from threadpoolctl import threadpool_limits
@@ -70,8 +74,11 @@ def main():
     Xtr, ytr, Xte, yte = load(args.dataset)
     if args.n_train:
         Xtr, ytr = Xtr[: args.n_train], ytr[: args.n_train]
-    print(f"data {args.dataset}: train {Xtr.shape}, test {Xte.shape}; N1={args.N1} N2={args.N2} "
-          f"ccp_alpha={args.ccp:g}", flush=True)
+    print(
+        f"data {args.dataset}: train {Xtr.shape}, test {Xte.shape}; N1={args.N1} N2={args.N2} "
+        f"ccp_alpha={args.ccp:g}",
+        flush=True,
+    )
 
     from treebench.methods.tnt import TnTClassifier
 
@@ -79,9 +86,12 @@ def main():
     ours = TnTClassifier(ccp_alpha=args.ccp, N1=args.N1, N2=args.N2, random_state=0).fit(Xtr, ytr)
     t_ours = time.perf_counter() - t0
     rep = ours.size_report(Xte)
-    print(f"treebench  : {t_ours:8.2f} s  #S={ours.n_splits_} leaves={ours.n_leaves_} "
-          f"train={ours.score(Xtr, ytr):.4f} test={ours.score(Xte, yte):.4f} "
-          f"mean_depth={rep['mean_depth']:.1f} depth={rep['depth']} info={ours.fit_info_}", flush=True)
+    print(
+        f"treebench  : {t_ours:8.2f} s  #S={ours.n_splits_} leaves={ours.n_leaves_} "
+        f"train={ours.score(Xtr, ytr):.4f} test={ours.score(Xte, yte):.4f} "
+        f"mean_depth={rep['mean_depth']:.1f} depth={rep['depth']} info={ours.fit_info_}",
+        flush=True,
+    )
     if args.skip_reference:
         return
     sys.path.insert(0, args.reference)
@@ -95,9 +105,13 @@ def main():
     acc_tr = float((ref.predict(Xtr) == ytr).mean())
     acc_te = float((ref.predict(Xte) == yte).mean())
     agree = float((ref.predict(Xte) == ours.predict(Xte)).mean())
-    print(f"reference  : {t_ref:8.2f} s  #S={n_int} leaves={n_leaf} train={acc_tr:.4f} test={acc_te:.4f}")
-    print(f"speed-up (reference / treebench): {t_ref / t_ours:.1f}x; test prediction agreement "
-          f"{agree:.4f}; test acc difference {100 * (ours.score(Xte, yte) - acc_te):+.2f} pp")
+    print(
+        f"reference  : {t_ref:8.2f} s  #S={n_int} leaves={n_leaf} train={acc_tr:.4f} test={acc_te:.4f}"
+    )
+    print(
+        f"speed-up (reference / treebench): {t_ref / t_ours:.1f}x; test prediction agreement "
+        f"{agree:.4f}; test acc difference {100 * (ours.score(Xte, yte) - acc_te):+.2f} pp"
+    )
 
 
 if __name__ == "__main__":

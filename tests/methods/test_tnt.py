@@ -162,7 +162,8 @@ def test_prune_before_merge_and_guard(digits):
     Xtr, _, ytr, _ = digits
     X = np.asarray(Xtr, dtype=np.float32)
     live, merged, n_dead, guard, n_int = _live_vs_merged(X, ytr, prune=True)
-    assert n_dead > 0  # the case exists on this data: care sets of one class -> constant micro trees
+    # the case exists on this data: care sets of one class give constant micro trees
+    assert n_dead > 0
     assert guard == 0  # PRUNE ran first, nothing left for the guard
     np.testing.assert_array_equal(live, merged)  # merging never changes the function
     # without PRUNE the guard must bypass the constant substitutes instead of making class leaves

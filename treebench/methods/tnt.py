@@ -264,7 +264,9 @@ def _fit_micro_sklearn(X, y, w, ccp_alpha, seed, criterion, min_samples_leaf):
         from sklearn.tree._tree import DepthFirstTreeBuilder, Tree, _build_pruned_tree_ccp
     except ImportError:  # pragma: no cover - private scikit-learn API moved
         est = DecisionTreeClassifier(
-            criterion=criterion, min_samples_leaf=min_samples_leaf, ccp_alpha=ccp_alpha,
+            criterion=criterion,
+            min_samples_leaf=min_samples_leaf,
+            ccp_alpha=ccp_alpha,
             random_state=seed,
         ).fit(X, y, sample_weight=w)
         return _MicroTree(est.tree_, est.classes_)
@@ -388,7 +390,15 @@ class _TnTBuilder:
         out = np.empty(len(rows), dtype=np.int64)
         cur = self.redirect[starts]
         active = np.arange(len(rows))
-        X, lf, lt, ll, lr, lv, rd = self.X, self.lf, self.lt, self.ll, self.lr, self.lv, self.redirect
+        X, lf, lt, ll, lr, lv, rd = (
+            self.X,
+            self.lf,
+            self.lt,
+            self.ll,
+            self.lr,
+            self.lv,
+            self.redirect,
+        )
         while active.size:
             lab = lv[cur]
             done = ll[cur] < 0
@@ -484,7 +494,12 @@ class _TnTBuilder:
         # the node into a class leaf; it is a constant routing, i.e. a bypass to one child.
         for g in self.order:
             tree = self.subs[g]
-            if tree is not None and self.ll[g] >= 0 and g not in bypass and tree.tree_.node_count == 1:
+            if (
+                tree is not None
+                and self.ll[g] >= 0
+                and g not in bypass
+                and tree.tree_.node_count == 1
+            ):
                 lab = int(tree.node_label[0])
                 bypass[g] = int(self.ll[g] if lab == 0 else self.lr[g])
                 self.guard_bypasses += 1
@@ -534,10 +549,16 @@ class _TnTBuilder:
                 k = ids[j]
                 if cl[j] < 0:
                     if not internal_g:
-                        feat[k], thr[k], left[k], right[k], label[k] = 0, 0.0, -1, -1, int(labels[j])
+                        feat[k], thr[k], left[k], right[k], label[k] = (
+                            0,
+                            0.0,
+                            -1,
+                            -1,
+                            int(labels[j]),
+                        )
                     continue
 
-                def kid(c):
+                def kid(c, cl=cl, ids=ids, internal_g=internal_g, labels=labels, gl=gl, gr=gr):
                     if cl[c] >= 0 or not internal_g:
                         return int(ids[c])
                     return gl if labels[c] == 0 else gr
@@ -591,8 +612,12 @@ def tao_finetune(X, y, w, K, feature, threshold, left, right, value, passes, see
                 continue
             if rows.size:
                 Xs = X[rows]
-                yl = value[graph_predict_nodes(Xs, feature, threshold, left, right, root=left[g])[0]]
-                yr = value[graph_predict_nodes(Xs, feature, threshold, left, right, root=right[g])[0]]
+                yl = value[
+                    graph_predict_nodes(Xs, feature, threshold, left, right, root=left[g])[0]
+                ]
+                yr = value[
+                    graph_predict_nodes(Xs, feature, threshold, left, right, root=right[g])[0]
+                ]
                 yt = y[rows]
                 care = yl != yr
                 rw = care & (yr == yt)
@@ -858,11 +883,17 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
         X = np.asarray(X, dtype=np.float32)
         feats = getattr(self.ensemble_, "estimators_features_", None)
         if feats is not None:
-            return combine_sizes([member_size(m, X[:, f]) for m, f in zip(self.estimators_, feats, strict=True)])
+            return combine_sizes(
+                [member_size(m, X[:, f]) for m, f in zip(self.estimators_, feats, strict=True)]
+            )
         return combine_sizes([member_size(m, X) for m in self.estimators_])
 
 
-@register("tnt_bagging", CLASSIFICATION, "TnT-bagging: BaggingClassifier (bootstrap, all features) of TnT graphs")
+@register(
+    "tnt_bagging",
+    CLASSIFICATION,
+    "TnT-bagging: BaggingClassifier (bootstrap, all features) of TnT graphs",
+)
 class TnTBagging(_TnTEnsemble):
     """Bagging (scikit-learn ``BaggingClassifier``, bootstrap samples, all features) of TnT graphs."""
 
@@ -1049,5 +1080,9 @@ class NDGClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
             X, np.array(feat), np.array(thr), np.array(left), np.array(right), np.array(label)
         )
         self._set_graph(f, t, lft, rgt, v, root)
-        self.fit_info_ = {"n_split_ops": n_split, "n_merge_ops": n_merge, "n_splits": self.n_splits_}
+        self.fit_info_ = {
+            "n_split_ops": n_split,
+            "n_merge_ops": n_merge,
+            "n_splits": self.n_splits_,
+        }
         return self
