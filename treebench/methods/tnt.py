@@ -1013,8 +1013,15 @@ class NDGClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         leaves = {0: np.arange(len(y))}  # leaf node -> sample rows
         split_cache = {}  # leaf -> (gain, feature, threshold)
 
-        def counts(rows):
-            return np.bincount(y[rows], weights=w[rows], minlength=K)
+        count_cache = {}  # leaf -> class weights of its samples
+
+        def counts(rows, g=None):
+            if g is not None and g in count_cache:
+                return count_cache[g]
+            c = np.bincount(y[rows], weights=w[rows], minlength=K)
+            if g is not None:
+                count_cache[g] = c
+            return c
 
         def best_split(g):
             rows = leaves[g]
@@ -1040,9 +1047,11 @@ class NDGClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
             i_best = int(np.argmax([s[0] for s in sg]))
             best = ("split", sg[i_best][0], ids[i_best], None)
             if len(ids) > 1:
-                cnt = np.array([counts(leaves[g]) for g in ids])
+                cnt = np.array([counts(leaves[g], g) for g in ids])
                 R = _gini_R(cnt, W)
-                merged = _gini_R(cnt[:, None, :] + cnt[None, :, :], W)
+                T, S2 = cnt.sum(1), (cnt**2).sum(1)
+                Tm = np.maximum(T[:, None] + T[None, :], 1e-300)  # merged leaf, O(L^2) memory
+                merged = (Tm - (S2[:, None] + S2[None, :] + 2.0 * (cnt @ cnt.T)) / Tm) / W
                 mg = C - (merged - R[:, None] - R[None, :])
                 iu = np.triu_indices(len(ids), 1)
                 k = int(np.argmax(mg[iu]))
@@ -1055,6 +1064,7 @@ class NDGClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
                 _, f, t = sg[i_best]
                 rows = leaves.pop(g)
                 split_cache.pop(g, None)
+                count_cache.pop(g, None)
                 go = X[rows, f] > t
                 a, b = len(feat), len(feat) + 1
                 feat += [0, 0]
@@ -1068,8 +1078,9 @@ class NDGClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
             else:
                 gi, gj = best[2], best[3]
                 rows = np.sort(np.concatenate([leaves.pop(gi), leaves.pop(gj)]))
-                split_cache.pop(gi, None)
-                split_cache.pop(gj, None)
+                for h in (gi, gj):
+                    split_cache.pop(h, None)
+                    count_cache.pop(h, None)
                 leaves[gi] = rows
                 left = [gi if c == gj else c for c in left]
                 right = [gi if c == gj else c for c in right]
