@@ -4,7 +4,7 @@ Usage (the reference checkout is NOT part of treebench; pass its path):
     python scripts/compare_tnt_reference.py /path/to/TnTDecisionGraph --dataset letter --ccp 1.2e-4
     python scripts/compare_tnt_reference.py /path/to/TnTDecisionGraph --dataset mnist --ccp 1e-4
 
-Both get the same data, N1, N2, ccp_alpha and random_state=0; prints #splits, #leaves, train/test
+Both get the same data, N1, N2, ccp_alpha and random_state (--seed, default 0); prints #splits, #leaves, train/test
 accuracy and seconds for each, and the speed ratio. ``--skip-reference`` times treebench only.
 Data: MNIST IDX files (raw 0-255 pixels, 60k/10k), UCI Letter (file order 16000/4000), sklearn digits.
 """
@@ -63,6 +63,12 @@ def main():
     ap.add_argument("--N1", type=int, default=2)
     ap.add_argument("--N2", type=int, default=5)
     ap.add_argument("--skip-reference", action="store_true")
+    ap.add_argument("--seed", type=int, default=0, help="random_state of both implementations")
+    ap.add_argument(
+        "--compat",
+        action="store_true",
+        help="treebench uses the reference's weight scale and care-set order (tie-breaking only)",
+    )
     ap.add_argument(
         "--n-train", type=int, default=None, help="use only the first n training samples"
     )
@@ -83,7 +89,9 @@ def main():
     from treebench.methods.tnt import TnTClassifier
 
     t0 = time.perf_counter()
-    ours = TnTClassifier(ccp_alpha=args.ccp, N1=args.N1, N2=args.N2, random_state=0).fit(Xtr, ytr)
+    ours = TnTClassifier(ccp_alpha=args.ccp, N1=args.N1, N2=args.N2, random_state=args.seed)
+    ours._reference_compat = args.compat  # reference weights/care-set order (tie-breaking only)
+    ours.fit(Xtr, ytr)
     t_ours = time.perf_counter() - t0
     rep = ours.size_report(Xte)
     print(
@@ -98,7 +106,7 @@ def main():
     from TreeInTree import TnT  # the reference implementation, from the given path
 
     t0 = time.perf_counter()
-    ref = TnT(N1=args.N1, N2=args.N2, ccp_alpha=args.ccp, random_state=0)
+    ref = TnT(N1=args.N1, N2=args.N2, ccp_alpha=args.ccp, random_state=args.seed)
     ref.fit(Xtr, ytr)
     t_ref = time.perf_counter() - t0
     n_int, n_leaf = ref.check_complexity()

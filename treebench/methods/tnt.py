@@ -308,6 +308,7 @@ class _TnTBuilder:
         self.label = [int(np.argmax(np.bincount(y, weights=w, minlength=n_classes)))]
         self.root = 0
         self.n_micro_fits = 0
+        self.reference_order = False
         self.n_reused = 0
         self.guard_bypasses = 0
 
@@ -467,8 +468,15 @@ class _TnTBuilder:
                     care = yl != yr
                     lw = care & (yl == yt)
                     rw = care & (yr == yt)
-                    sel = lw | rw
-                    self._fit_micro(g, rows[sel], rw[sel].astype(np.int64))
+                    if (
+                        self.reference_order
+                    ):  # the reference code's sample order: left winners first
+                        sub = np.concatenate([rows[lw], rows[rw]])
+                        tgt = np.r_[np.zeros(lw.sum(), np.int64), np.ones(rw.sum(), np.int64)]
+                        self._fit_micro(g, sub, tgt)
+                    else:
+                        sel = lw | rw
+                        self._fit_micro(g, rows[sel], rw[sel].astype(np.int64))
                 else:
                     self._remove(g)
                 lrows, rrows = self._route(g, rows)
@@ -767,6 +775,13 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
             {"criterion": self.criterion, "min_samples_leaf": self.min_samples_leaf},
             seed,
         )
+        if getattr(self, "_reference_compat", False):
+            # Debug aid for scripts/compare_tnt_reference.py (not a hyperparameter): the reference
+            # code's weights (sum 1) and care-set order, so that near-ties between splits resolve as
+            # there. Same algorithm; only floating-point tie-breaking differs without it.
+            b.w = w / w.sum()
+            b.W = 1.0
+            b.reference_order = True
         b.fit(int(self.N1), int(self.N2))
         f, t, lft, rgt, v, root = b.arrays()
         f, t, lft, rgt, v = compact(f, t, lft, rgt, v, root)
