@@ -55,9 +55,9 @@ def print_summary(df, title: str) -> None:
     if df.empty:
         console.print(f"[yellow]{title}: no results[/]")
         return
-    metric = df.attrs.get("metric", "metric")
+    metric = "test" if "metric" in df.columns else df.attrs.get("metric", "metric")
     t = Table(title=title)
-    cols = [c for c in ("dataset", "method", "n") if c in df.columns]
+    cols = [c for c in ("dataset", "method", "metric", "n") if c in df.columns]
     for c in cols:
         t.add_column(c, justify="left" if c != "n" else "right", no_wrap=True)
     extra = [c for c in ("n_splits", "split_evals", "fit_s") if c in df.columns]
@@ -67,7 +67,7 @@ def print_summary(df, title: str) -> None:
     for c in extra:
         t.add_column(c, justify="right", no_wrap=True)
     for _, row in df.iterrows():
-        cells = [_fmt(row[c]) for c in cols]
+        cells = [_fmt(row[c]).removeprefix("test_") if c == "metric" else _fmt(row[c]) for c in cols]
         if "mean" in df.columns:
             sd = row["sd"]
             cells.append(f"{row['mean']:.4f} ± {0.0 if math.isnan(sd) else sd:.4f}")

@@ -29,15 +29,24 @@ def summary_table(df: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
     ok = df[df["status"] == "ok"]
     if ok.empty:
         return status.reset_index()
-    metric = metric or headline_metric(ok)
-    agg = {"n": (metric, "size"), "mean": (metric, "mean"), "sd": (metric, "std"),
-           "fit_s": ("fit_seconds", "median")}
-    for c in _SIZE_COLS:
-        if c in ok.columns:
-            agg[c] = (c, "mean")
-    out = ok.groupby(["dataset", "method"]).agg(**agg)
+    parts = []
+    # each task has its own headline metric (accuracy for classification, R² for regression)
+    for _, rows in ok.groupby(ok["task"] if "task" in ok.columns else pd.Series(0, ok.index)):
+        m = metric if metric and metric in rows.columns else headline_metric(rows)
+        agg = {"n": (m, "size"), "mean": (m, "mean"), "sd": (m, "std"),
+               "fit_s": ("fit_seconds", "median")}
+        for c in _SIZE_COLS:
+            if c in rows.columns:
+                agg[c] = (c, "mean")
+        part = rows.groupby(["dataset", "method"]).agg(**agg)
+        part.insert(0, "metric", m)
+        parts.append(part)
+    out = pd.concat(parts).sort_index()
     for s in ("failed", "skipped"):
         out[s] = status[s] if s in status.columns else 0
     out = out.reset_index()
-    out.attrs["metric"] = metric
+    metrics = list(dict.fromkeys(out["metric"]))
+    out.attrs["metric"] = " / ".join(metrics)
+    if len(metrics) == 1:
+        out = out.drop(columns="metric")
     return out
