@@ -364,3 +364,14 @@ def test_string_labels_and_inference_modes(iris):
         pr = e.predict_proba(X, inference=mode)
         np.testing.assert_allclose(pr.sum(1), 1, atol=1e-4)
     assert e.size_report(X)["split_evals"] == e.struct_.n_splits
+
+
+def test_validation_fraction_records_validation_accuracy(iris):
+    X, y = iris
+    e = E2EDTClassifier(max_depth=2, epochs=3, batch_size=64, validation_fraction=0.2,
+                        random_state=0, n_jobs=1).fit(X, y)
+    info = e.fit_info_
+    assert 0 <= info["val_accuracy"] <= 1 and 0 <= info["greedy_val_accuracy"] <= 1
+    assert 0 <= info["greedy_train_accuracy"] <= 1
+    with pytest.raises(ValueError, match="validation_fraction"):
+        E2EDTClassifier(validation_fraction=1.0).fit(X, y)

@@ -42,6 +42,7 @@ class LinearBank:
     """
 
     kind = "linear"
+    row_chunk = 1 << 16
 
     def __init__(self, w, b, feat=None):
         self.w, self.b, self.feat = w, b, feat
@@ -125,6 +126,7 @@ class CNNBank:
     fc 96->50 -> relu -> linear 50->1.  All splits are evaluated at once with grouped convolutions."""
 
     kind = "cnn"
+    row_chunk = 2048  # samples per no-grad evaluation (bounds the conv activations' memory)
     names = ("c1w", "c1b", "c2w", "c2b", "f1w", "f1b", "w", "b")
 
     def __init__(self, ps, image_shape):
@@ -304,7 +306,7 @@ def train_stumps(bank, X, y, sw, n_idx, s_idx, n_classes, epochs, gamma0, dgamma
     y_r = y[n_idx]
     w_r = sw[n_idx]
     opt = None
-    chunk = 1 << 16
+    chunk = bank.row_chunk
     for _epoch in range(epochs):
         # ---- E-step (no gradients), all rows
         with torch.no_grad():
@@ -534,7 +536,7 @@ def finetune(bank, struct: Structure, gamma, pi, X, y, sw, n_classes, epochs, dg
     pad_valid = pad >= 0
     padc = pad.clamp_min(0)
     leaf_tree = torch.as_tensor(struct.leaf_tree)
-    chunk = max(1, min(N, 2**22 // max(1, T * Lmax + 2 * L)))
+    chunk = max(1, min(N, bank.row_chunk, 2**22 // max(1, T * Lmax + 2 * L)))
     y1h = F.one_hot(y, K).to(X.dtype) * sw[:, None]
     opt = None
     info = {"h_topk": int(Lmax if dense else k), "h_dropped_max": 0.0}
@@ -605,10 +607,11 @@ def finetune(bank, struct: Structure, gamma, pi, X, y, sw, n_classes, epochs, dg
 
 
 @torch.no_grad()
-def route_hard(bank, struct: Structure, X, row_chunk=2**16):
+def route_hard(bank, struct: Structure, X, row_chunk=None):
     """Deterministic routing: leaf id [N, T] of every sample in every tree (one path each)."""
     N = X.shape[0]
     T = struct.n_trees
+    row_chunk = row_chunk or bank.row_chunk
     split = torch.as_tensor(struct.split)
     left = torch.as_tensor(struct.left)
     right = torch.as_tensor(struct.right)
@@ -630,7 +633,7 @@ def route_hard(bank, struct: Structure, X, row_chunk=2**16):
 def soft_proba(bank, struct: Structure, gamma, pi, X, hard_root=False, chunk=4096):
     """Mean over trees of sum_l pi_l mu_l(x) with probabilistic gates (optionally hard at the root)."""
     T = struct.n_trees
-    chunk = max(1, min(chunk, 2**22 // max(1, 2 * struct.n_leaves)))
+    chunk = max(1, min(chunk, bank.row_chunk, 2**22 // max(1, 2 * struct.n_leaves)))
     out = []
     for a in range(0, X.shape[0], chunk):
         FzT = bank.f_allT(X[a : a + chunk]) * gamma[:, None]
@@ -700,7 +703,9 @@ class Grower:
                                                    **self.kw)
             self.n_stumps_trained += len(todo)
             with torch.no_grad():
-                go_r = bank.f_rows(self.X, n_idx, s_idx) > 0
+                c = bank.row_chunk
+                go_r = torch.cat([bank.f_rows(self.X, n_idx[a : a + c], s_idx[a : a + c]) > 0
+                                  for a in range(0, len(n_idx), c)])
             n_r = torch.bincount(s_idx[go_r], minlength=len(todo))
             n_l = torch.bincount(s_idx[~go_r], minlength=len(todo))
             failed = []

@@ -69,6 +69,10 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             raise ValueError(
                 f"split_features must be one of {SPLIT_FEATURES}, got {self.split_features!r}"
             )
+        if not 0 <= self.validation_fraction < 1:
+            raise ValueError(
+                f"validation_fraction must be in [0, 1), got {self.validation_fraction}"
+            )
         if self.spatial_reg < 0:
             raise ValueError(f"spatial_reg must be >= 0, got {self.spatial_reg}")
         needs_image = self.split_features == "cnn" or self.spatial_reg > 0 or self._patch() is not None
@@ -110,6 +114,18 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
 
         rs = check_random_state(self.random_state)
         gen = torch_generator(rs)
+        X_val = y_val = None
+        if self.validation_fraction > 0:  # hold out a stratified validation part (Sect. 3.1)
+            from sklearn.model_selection import train_test_split
+
+            idx_tr, idx_val = train_test_split(
+                np.arange(n), test_size=self.validation_fraction, random_state=rs,
+                stratify=y_enc if np.bincount(y_enc).min() >= 2 else None)
+            X_val, y_val = X[idx_val], y_enc[idx_val]
+            X, y_enc = X[idx_tr], y_enc[idx_tr]
+            if sample_weight is not None:
+                sample_weight = np.asarray(sample_weight)[idx_tr]
+            n = len(idx_tr)
         Xt = torch.from_numpy(np.ascontiguousarray(X))
         yt = torch.from_numpy(y_enc.astype(np.int64))
         if sample_weight is None:
@@ -152,6 +168,11 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             "greedy_splits": struct.n_splits,
         }
         self.greedy_ = None
+        if bank is not None:
+            info["greedy_train_accuracy"] = self._acc(core, bank, struct, pi, Xt, y_enc)
+            if X_val is not None:
+                info["greedy_val_accuracy"] = self._acc(core, bank, struct, pi,
+                                                        torch.from_numpy(X_val), y_val)
         if self.keep_greedy and bank is not None:
             self.greedy_ = (bank.select(np.arange(len(bank))), struct, gamma.clone(), pi.clone())
         fe = self._finetune_epochs()
@@ -163,9 +184,17 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         info["finetune_seconds"] = time.perf_counter() - t1
         info["finetune_epochs"] = fe
         info["gamma_mean"] = float(gamma.mean()) if len(gamma) else float("nan")
+        if X_val is not None and bank is not None:
+            info["val_accuracy"] = self._acc(core, bank, struct, pi, torch.from_numpy(X_val), y_val)
         self.bank_, self.struct_, self.gamma_, self.pi_ = bank, struct, gamma, pi
         self.fit_info_ = info
         return self
+
+    @staticmethod
+    def _acc(core, bank, struct, pi, Xt, y_enc):
+        leaves = core.route_hard(bank, struct, Xt)
+        pred = pi[leaves].mean(1).argmax(1).numpy()
+        return float((pred == y_enc).mean())
 
     def _finetune_epochs(self):
         if self.finetune_epochs is not None:
@@ -306,6 +335,10 @@ _COMMON_DOC = """
         reference code's evaluation before its 2022 fix (hard only at the root).
     keep_greedy : bool
         Keep a copy of the greedy model (``greedy_predict``), e.g. for Fig. 2.
+    validation_fraction : float
+        If > 0, hold out this stratified fraction of the training data, train on the rest and
+        record ``fit_info_["val_accuracy"]`` / ``["greedy_val_accuracy"]`` (deterministic), to
+        choose the number of epochs as in Sect. 3.1 (20 % there).
 """
 
 
@@ -328,8 +361,8 @@ class E2EDTClassifier(_E2EDBase):
     def __init__(self, max_depth=8, max_leaves=None, epochs=20, finetune_epochs=None,
                  steepness_inc=0.1, initial_steepness=1.0, batch_size=1000, learning_rate=1e-3,
                  weight_decay=0.0, max_attempts=5, split_features="linear", spatial_reg=0.0,
-                 inference="deterministic", keep_greedy=False, image_shape=None, n_jobs=None,
-                 random_state=None, verbose=False):
+                 inference="deterministic", keep_greedy=False, validation_fraction=0.0,
+                 image_shape=None, n_jobs=None, random_state=None, verbose=False):
         self.max_depth = max_depth
         self.max_leaves = max_leaves
         self.epochs = epochs
@@ -344,6 +377,7 @@ class E2EDTClassifier(_E2EDBase):
         self.spatial_reg = spatial_reg
         self.inference = inference
         self.keep_greedy = keep_greedy
+        self.validation_fraction = validation_fraction
         self.image_shape = image_shape
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -381,8 +415,8 @@ class E2EDFClassifier(_E2EDBase):
                  patch_size=None, diagonal_patch=False, epochs=45, finetune_epochs=None,
                  steepness_inc=0.1, initial_steepness=1.0, batch_size=2000, learning_rate=1e-3,
                  weight_decay=0.0, max_attempts=5, split_features="linear", spatial_reg=0.0,
-                 inference="deterministic", keep_greedy=False, image_shape=None, n_jobs=None,
-                 random_state=None, verbose=False):
+                 inference="deterministic", keep_greedy=False, validation_fraction=0.0,
+                 image_shape=None, n_jobs=None, random_state=None, verbose=False):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.max_leaves = max_leaves
@@ -401,6 +435,7 @@ class E2EDFClassifier(_E2EDBase):
         self.spatial_reg = spatial_reg
         self.inference = inference
         self.keep_greedy = keep_greedy
+        self.validation_fraction = validation_fraction
         self.image_shape = image_shape
         self.n_jobs = n_jobs
         self.random_state = random_state
