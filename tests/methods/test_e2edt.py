@@ -375,3 +375,10 @@ def test_validation_fraction_records_validation_accuracy(iris):
     assert 0 <= info["greedy_train_accuracy"] <= 1
     with pytest.raises(ValueError, match="validation_fraction"):
         E2EDTClassifier(validation_fraction=1.0).fit(X, y)
+
+
+def test_forest_without_finetune_annealing(iris):
+    X, y = iris
+    f = E2EDFClassifier(n_estimators=2, max_depth=2, epochs=2, steepness_inc=0.1, batch_size=64,
+                        anneal_finetune=False, random_state=0, n_jobs=1).fit(X, y)
+    np.testing.assert_allclose(f.gamma_.numpy(), 1 + 2 * 0.1, rtol=1e-5)

@@ -509,7 +509,7 @@ def padded_leaf_index(struct: Structure):
 
 
 def finetune(bank, struct: Structure, gamma, pi, X, y, sw, n_classes, epochs, dgamma, batch_size,
-             gen, weight_decay=0.0, lap=None, reg=0.0, lr=1e-3, topk=None, h_budget=2**26,
+             gen, weight_decay=0.0, lap=None, reg=0.0, lr=1e-3, topk=None, h_budget=2**25,
              callback=None):
     """EM Finetune of all trees in ``struct`` (probabilistic routing of all data).
 

@@ -203,10 +203,10 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
 
     def _finetune(self, core, torch, bank, struct, gamma, pi, Xt, yt, swt, K, fe, gen, lap, log):
         """Finetune every tree; trees are independent, so a forest is processed in groups."""
-        D = max(struct.max_depth, 1)
         lt = struct.leaf_tree
         per_tree = np.bincount(lt, minlength=struct.n_trees)
-        budget = max(1, int(2**21 // (max(int(per_tree.max()), 1) * D)))
+        # trees per group: bounds the [nodes, batch] level-pass tensors (and h) in memory
+        budget = max(1, int(2**24 // (2 * max(int(per_tree.max()), 1) * int(self.batch_size))))
         groups = [list(range(a, min(a + budget, struct.n_trees)))
                   for a in range(0, struct.n_trees, budget)]
         gamma, pi = gamma.clone(), pi.clone()
@@ -224,7 +224,8 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
                         log(f"finetune trees {g[0]}..{g[-1]}: epoch {e + 1}/{fe}")
             sub_bank, sg, spi, info = core.finetune(
                 sub_bank, sub, gamma[split_ids], pi[leaf_ids], Xt, yt, swt, K, fe,
-                float(self.steepness_inc), int(self.batch_size), gen,
+                float(self.steepness_inc) if getattr(self, "anneal_finetune", True) else 0.0,
+                int(self.batch_size), gen,
                 weight_decay=float(self.weight_decay), lap=lap, reg=float(self.spatial_reg),
                 lr=float(self.learning_rate), callback=cb)
             sid = torch.as_tensor(split_ids)
@@ -405,6 +406,10 @@ class E2EDFClassifier(_E2EDBase):
     diagonal_patch : bool
         Replicate the reference code's patch sampler (one start for row and column: diagonal
         patches only).  False = independent row and column starts.
+    anneal_finetune : bool
+        Keep increasing gamma during the forest's Finetune (the paper).  False replicates the
+        reference forest code, where the increase only reaches trees after Finetune has ended
+        (``set_steepness`` walks ``self.trees``, which is empty until the last epoch).
     max_depth, max_leaves : as for E2EDT (forests in the paper: depth 10).
     """
 
@@ -412,7 +417,8 @@ class E2EDFClassifier(_E2EDBase):
     _forest = True
 
     def __init__(self, n_estimators=10, max_depth=10, max_leaves=None, max_features=None,
-                 patch_size=None, diagonal_patch=False, epochs=45, finetune_epochs=None,
+                 patch_size=None, diagonal_patch=False, anneal_finetune=True, epochs=45,
+                 finetune_epochs=None,
                  steepness_inc=0.1, initial_steepness=1.0, batch_size=2000, learning_rate=1e-3,
                  weight_decay=0.0, max_attempts=5, split_features="linear", spatial_reg=0.0,
                  inference="deterministic", keep_greedy=False, validation_fraction=0.0,
@@ -423,6 +429,7 @@ class E2EDFClassifier(_E2EDBase):
         self.max_features = max_features
         self.patch_size = patch_size
         self.diagonal_patch = diagonal_patch
+        self.anneal_finetune = anneal_finetune
         self.epochs = epochs
         self.finetune_epochs = finetune_epochs
         self.steepness_inc = steepness_inc
