@@ -706,18 +706,20 @@ class Grower:
                 c = bank.row_chunk
                 go_r = torch.cat([bank.f_rows(self.X, n_idx[a : a + c], s_idx[a : a + c]) > 0
                                   for a in range(0, len(n_idx), c)])
-            n_r = torch.bincount(s_idx[go_r], minlength=len(todo))
-            n_l = torch.bincount(s_idx[~go_r], minlength=len(todo))
+            n_r = torch.bincount(s_idx[go_r], minlength=len(todo)).tolist()
+            n_l = torch.bincount(s_idx[~go_r], minlength=len(todo)).tolist()
+            ends = np.cumsum([len(self.rows[n]) for n in todo]).tolist()  # rows grouped by stump
             failed = []
             for j, n in enumerate(todo):
                 if n_r[j] == 0 or n_l[j] == 0:
                     failed.append(n)
                     continue
-                m = s_idx == j
-                rr, rl = n_idx[m & go_r], n_idx[m & ~go_r]
+                sl = slice(ends[j - 1] if j else 0, ends[j])
+                rows_j, go_j = n_idx[sl], go_r[sl]
+                rr, rl = rows_j[go_j], rows_j[~go_j]
                 tot = float(n_r[j] + n_l[j])
-                gain = _entropy(self.dist[n]) - (float(n_r[j]) / tot * _entropy(pi_r[j])
-                                                 + float(n_l[j]) / tot * _entropy(pi_l[j]))
+                gain = _entropy(self.dist[n]) - (n_r[j] / tot * _entropy(pi_r[j])
+                                                 + n_l[j] / tot * _entropy(pi_l[j]))
                 out[n] = (bank.select([j]), gamma[j : j + 1], pi_l[j], pi_r[j], gain, rl, rr)
             todo = failed
         self.n_failed += len(todo)
