@@ -382,3 +382,16 @@ def test_forest_without_finetune_annealing(iris):
     f = E2EDFClassifier(n_estimators=2, max_depth=2, epochs=2, steepness_inc=0.1, batch_size=64,
                         anneal_finetune=False, random_state=0, n_jobs=1).fit(X, y)
     np.testing.assert_allclose(f.gamma_.numpy(), 1 + 2 * 0.1, rtol=1e-5)
+
+
+def test_single_class_and_diagonal_patches():
+    X = np.random.default_rng(0).normal(size=(30, 64)).astype(np.float32)
+    e = E2EDTClassifier(max_depth=2, epochs=2, random_state=0, n_jobs=1).fit(X, np.zeros(30))
+    assert (e.predict(X) == 0).all() and e.size_report(X)["n_splits"] == 0
+    y = (X[:, 0] > 0).astype(int)
+    f = E2EDFClassifier(n_estimators=2, max_depth=2, patch_size=3, diagonal_patch=True,
+                        image_shape=(8, 8), epochs=2, finetune_epochs=0, random_state=0,
+                        n_jobs=1).fit(X, y)
+    for r in f.bank_.feat.numpy():
+        rows, cols = np.divmod(r, 8)
+        assert rows.min() == cols.min() <= 8 - 3 - 1

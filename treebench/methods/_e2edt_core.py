@@ -55,8 +55,12 @@ class LinearBank:
         if patch is not None:
             h, w_ = image_shape[-2], image_shape[-1]
             ph = min(int(patch), h, w_)
-            r0 = torch.randint(0, h - ph + 1, (n,), generator=gen)
-            c0 = r0 if diagonal_patch else torch.randint(0, w_ - ph + 1, (n,), generator=gen)
+            if diagonal_patch:  # the reference sampler: one start in [0, W - w - 1] for both axes
+                r0 = torch.randint(0, max(1, min(h, w_) - ph), (n,), generator=gen)
+                c0 = r0
+            else:
+                r0 = torch.randint(0, h - ph + 1, (n,), generator=gen)
+                c0 = torch.randint(0, w_ - ph + 1, (n,), generator=gen)
             rr = r0[:, None, None] + torch.arange(ph)[None, :, None]
             cc = c0[:, None, None] + torch.arange(ph)[None, None, :]
             feat = (rr * w_ + cc).reshape(n, ph * ph)

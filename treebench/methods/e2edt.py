@@ -253,7 +253,8 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         from treebench.methods import _e2edt_core as core
 
         if self.bank_ is None:
-            return torch.as_tensor(self.struct_.roots)[None, :].repeat(len(Xt), 1) * 0
+            leaf_of_root = torch.as_tensor(self.struct_.leaf[self.struct_.roots])
+            return leaf_of_root[None, :].repeat(len(Xt), 1)
         return core.route_hard(self.bank_, self.struct_, Xt)
 
     def apply(self, X):
