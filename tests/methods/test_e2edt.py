@@ -395,3 +395,12 @@ def test_single_class_and_diagonal_patches():
     for r in f.bank_.feat.numpy():
         rows, cols = np.divmod(r, 8)
         assert rows.min() == cols.min() <= 8 - 3 - 1
+
+
+def test_module_import_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, treebench.methods.e2edt; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip() == "False", out.stderr
