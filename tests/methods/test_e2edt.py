@@ -1,0 +1,406 @@
+"""Tests of E2EDT / E2EDF (treebench.methods.e2edt and its torch core)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sklearn.base import clone  # noqa: E402
+from sklearn.datasets import load_digits, load_iris  # noqa: E402
+
+from treebench.methods import _e2edt_core as core  # noqa: E402
+from treebench.methods.e2edt import E2EDFClassifier, E2EDTClassifier  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+torch.set_num_threads(1)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def random_structure(rng, n_trees=1, max_depth=4, p_split=0.7):
+    """A random forest topology (unbalanced), nodes created parent-before-child."""
+    tree, depth, split, left, right = [], [], [], [], []
+
+    def add(t, d):
+        tree.append(t)
+        depth.append(d)
+        split.append(-1)
+        left.append(-1)
+        right.append(-1)
+        return len(tree) - 1
+
+    frontier = [add(t, 0) for t in range(n_trees)]
+    n_split = 0
+    while frontier:
+        nxt = []
+        for n in frontier:
+            if depth[n] < max_depth and (depth[n] == 0 or rng.random() < p_split):
+                split[n] = n_split
+                n_split += 1
+                left[n] = add(tree[n], depth[n] + 1)
+                right[n] = add(tree[n], depth[n] + 1)
+                nxt += [left[n], right[n]]
+        frontier = nxt
+    # shuffle the split numbering so the canonical renumbering is exercised
+    perm = rng.permutation(n_split)
+    split = [perm[s] if s >= 0 else -1 for s in split]
+    return core.Structure(tree, depth, split, left, right)
+
+
+def recursive_mu(struct, W, b, gamma, x, hard_root=False):
+    """Per-node recursion of the reference: mu_leaf = product of clamped gates on the path."""
+    mu = np.zeros(struct.n_leaves)
+
+    def rec(node, prob, depth):
+        s = struct.split[node]
+        if s < 0:
+            mu[struct.leaf[node]] = prob
+            return
+        g = 1 / (1 + math.exp(-gamma[s] * (W[s] @ x + b[s])))
+        g = min(max(g, 1e-5), 1 - 1e-5)
+        if hard_root and depth == 0:
+            g = float(round(g))
+        rec(struct.right[node], prob * g, depth + 1)
+        rec(struct.left[node], prob * (1 - g), depth + 1)
+
+    for r in struct.roots:
+        rec(r, 1.0, 0)
+    return mu
+
+
+def recursive_leaf(struct, W, b, x, tree):
+    node = struct.roots[tree]
+    while struct.split[node] >= 0:
+        s = struct.split[node]
+        node = struct.right[node] if W[s] @ x + b[s] > 0 else struct.left[node]
+    return struct.leaf[node]
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load_iris(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    return X.astype(np.float32), y
+
+
+@pytest.fixture(scope="module")
+def fitted_tree(iris):
+    X, y = iris
+    return E2EDTClassifier(max_depth=3, epochs=6, batch_size=64, random_state=0, n_jobs=1,
+                           keep_greedy=True).fit(X, y)
+
+
+# ----------------------------------------------------------------------------- path probabilities
+
+
+@pytest.mark.parametrize("n_trees", [1, 3])
+def test_vectorised_path_probabilities_equal_recursion(n_trees):
+    rng = np.random.default_rng(0)
+    struct, _ = random_structure(rng, n_trees=n_trees, max_depth=5).canonical()
+    S, p = struct.n_splits, 4
+    W = rng.normal(size=(S, p)).astype(np.float32)
+    b = rng.normal(size=S).astype(np.float32)
+    gamma = rng.uniform(0.5, 6, size=S).astype(np.float32)
+    X = rng.normal(size=(7, p)).astype(np.float32)
+    bank = core.LinearBank(torch.from_numpy(W), torch.from_numpy(b))
+    FzT = bank.f_allT(torch.from_numpy(X)) * torch.from_numpy(gamma)[:, None]
+    lmu = core.leaf_logprob(FzT, struct).T.numpy()
+    anc, dirn = struct.tables()
+    lmu_anc = core.leaf_logprob_anc(FzT, anc, dirn).T.numpy()
+    for i, x in enumerate(X):
+        ref = recursive_mu(struct, W, b, gamma, x)
+        np.testing.assert_allclose(np.exp(lmu[i]), ref, rtol=1e-4, atol=1e-7)
+        np.testing.assert_allclose(np.exp(lmu_anc[i]), ref, rtol=1e-4, atol=1e-7)
+        # every tree's path probabilities sum to ~1
+        sums = np.bincount(struct.leaf_tree, weights=ref, minlength=n_trees)
+        np.testing.assert_allclose(sums, 1.0, atol=1e-3)
+        # root-only-hard (pre-2022 reference evaluation)
+        ref_h = recursive_mu(struct, W, b, gamma, x, hard_root=True)
+        lmu_h = core.leaf_logprob(FzT[:, i : i + 1], struct, hard_root=True)[:, 0].exp().numpy()
+        np.testing.assert_allclose(lmu_h, ref_h, rtol=1e-4, atol=1e-7)
+
+
+def test_canonical_levels_are_contiguous():
+    rng = np.random.default_rng(1)
+    struct, perm = random_structure(rng, n_trees=2, max_depth=4).canonical()
+    assert sorted(perm.tolist()) == list(range(struct.n_splits))
+    nxt = 0
+    for _inner, sids, _leaf in struct.levels:
+        assert sids.tolist() == list(range(nxt, nxt + len(sids)))
+        nxt += len(sids)
+
+
+# ----------------------------------------------------------------------------- deterministic inference
+
+
+def test_deterministic_predict_is_hard_routing(fitted_tree, iris):
+    X, _ = iris
+    est = fitted_tree
+    W, b = (t.numpy() for t in est.bank_.params())
+    leaves = est.apply(X)[:, 0]
+    ref = np.array([recursive_leaf(est.struct_, W, b, x, 0) for x in X])
+    np.testing.assert_array_equal(leaves, ref)
+    proba = est.predict_proba(X)
+    np.testing.assert_allclose(proba, est.pi_.numpy()[ref], rtol=1e-6)
+    # one path per sample: split evaluations = depth of the leaf reached
+    rep = est.size_report(X)
+    assert rep["split_evals"] == pytest.approx(est.struct_.leaf_depth[ref].mean())
+    assert rep["n_leaves"] == rep["n_splits"] + 1
+
+
+def test_infinite_steepness_soft_equals_deterministic(fitted_tree, iris):
+    X, _ = iris
+    est = clone(fitted_tree).set_params(inference="probabilistic")
+    for a in ("bank_", "struct_", "pi_", "classes_", "n_features_in_"):
+        setattr(est, a, getattr(fitted_tree, a))
+    est.gamma_ = fitted_tree.gamma_ * 1e6
+    soft = est.predict_proba(X)
+    hard = est.predict_proba(X, inference="deterministic")
+    np.testing.assert_allclose(soft, hard, atol=1e-3)
+
+
+# ----------------------------------------------------------------------------- EM updates
+
+
+def test_leaf_closed_form_update_and_annealing():
+    rng = np.random.default_rng(2)
+    struct, _ = random_structure(rng, n_trees=2, max_depth=3).canonical()
+    S, p, K, N = struct.n_splits, 3, 3, 40
+    W = rng.normal(size=(S, p)).astype(np.float32)
+    b = rng.normal(size=S).astype(np.float32)
+    gamma = np.full(S, 1.5, dtype=np.float32)
+    pi = rng.dirichlet(np.ones(K), size=struct.n_leaves).astype(np.float32)
+    X = rng.normal(size=(N, p)).astype(np.float32)
+    y = rng.integers(0, K, size=N)
+    sw = rng.uniform(0.5, 2, size=N).astype(np.float32)
+    # expected leaves from one E-step: h_nl = pi_l[y_n] mu_l(x_n) / sum over the tree's leaves
+    mu = np.stack([recursive_mu(struct, W, b, gamma, x) for x in X])
+    h = pi[:, y].T * mu
+    for t in range(2):
+        m = struct.leaf_tree == t
+        h[:, m] /= h[:, m].sum(1, keepdims=True)
+    cnt = np.stack([(sw[:, None] * h * (y[:, None] == k)).sum(0) for k in range(K)], axis=1)
+    expected = cnt / cnt.sum(1, keepdims=True)
+    for topk in (None, struct.n_leaves):  # dense and sparse (top-k = all) storage of h
+        bank = core.LinearBank(torch.from_numpy(W), torch.from_numpy(b))
+        bank2, g2, pi2, _ = core.finetune(
+            bank, struct, torch.from_numpy(gamma), torch.from_numpy(pi), torch.from_numpy(X),
+            torch.from_numpy(y), torch.from_numpy(sw), K, epochs=1, dgamma=0.25, batch_size=16,
+            gen=torch.Generator().manual_seed(0), topk=topk)
+        np.testing.assert_allclose(pi2.numpy(), expected, rtol=1e-4, atol=1e-6)
+        # first epoch is leaves-only: split parameters untouched; gamma annealed once
+        np.testing.assert_array_equal(bank2.params()[0].numpy(), W)
+        np.testing.assert_allclose(g2.numpy(), gamma + 0.25)
+
+
+def test_steepness_carried_from_greedy_into_finetune(iris):
+    X, y = iris
+    e = E2EDTClassifier(max_depth=2, epochs=4, finetune_epochs=3, steepness_inc=0.2,
+                        batch_size=64, random_state=0, n_jobs=1, keep_greedy=True).fit(X, y)
+    np.testing.assert_allclose(e.greedy_[2].numpy(), 1 + 4 * 0.2, rtol=1e-6)
+    np.testing.assert_allclose(e.gamma_.numpy(), 1 + (4 + 3) * 0.2, rtol=1e-6)
+    e0 = clone(e).set_params(finetune_epochs=0).fit(X, y)
+    np.testing.assert_allclose(e0.gamma_.numpy(), 1 + 4 * 0.2, rtol=1e-6)
+    assert e0.fit_info_["finetune_epochs"] == 0
+    # the forest's finetune defaults to 3 x the greedy epochs
+    f = E2EDFClassifier(n_estimators=2, max_depth=2, epochs=2, steepness_inc=0.1, batch_size=64,
+                        random_state=0, n_jobs=1).fit(X, y)
+    assert f.fit_info_["finetune_epochs"] == 6
+    np.testing.assert_allclose(f.gamma_.numpy(), 1 + (2 + 6) * 0.1, rtol=1e-5)
+
+
+def test_stacked_adam_matches_torch_adam_and_skips_inactive():
+    g = torch.Generator().manual_seed(0)
+    w0 = torch.randn(3, 5, generator=g)
+    grads = [torch.randn(3, 5, generator=g) for _ in range(4)]
+    w_ref = w0.clone().requires_grad_(True)
+    opt_ref = torch.optim.Adam([w_ref], lr=1e-2, weight_decay=0.1)
+    w = w0.clone().requires_grad_(True)
+    opt = core.StackedAdam([w], lr=1e-2, weight_decay=0.1)
+    for gr in grads:
+        w_ref.grad = gr.clone()
+        opt_ref.step()
+        w.grad = gr.clone()
+        opt.step()
+    torch.testing.assert_close(w.detach(), w_ref.detach())
+    # only active rows move, with their own step counts
+    w2 = w0.clone().requires_grad_(True)
+    opt2 = core.StackedAdam([w2], lr=1e-2)
+    w2.grad = grads[0].clone()
+    opt2.step(torch.tensor([1]))
+    torch.testing.assert_close(w2.detach()[[0, 2]], w0[[0, 2]])
+    assert opt2.t.tolist() == [0, 1, 0]
+
+
+def test_greedy_stumps_split_their_own_subsets(iris):
+    X, y = iris
+    e = E2EDTClassifier(max_depth=3, epochs=8, finetune_epochs=0, batch_size=32, random_state=1,
+                        n_jobs=1).fit(X, y)
+    leaves = e.apply(X)[:, 0]
+    # every leaf of the greedy tree receives training data (a split sending all one way is refused)
+    assert set(leaves.tolist()) == set(range(e.struct_.n_leaves))
+    assert e.fit_info_["greedy_splits"] == e.struct_.n_splits >= 3
+    assert e.score(X, y) > 0.8
+
+
+def test_best_first_growth_respects_max_leaves():
+    X, y = load_digits(return_X_y=True)
+    X = (X / 16).astype(np.float32)
+    e = E2EDTClassifier(max_depth=None, max_leaves=6, epochs=3, finetune_epochs=1,
+                        random_state=0, n_jobs=1).fit(X[:600], y[:600])
+    assert e.struct_.n_leaves == 6
+    assert e.size_report(X[:50])["n_leaves"] == 6
+
+
+# ----------------------------------------------------------------------------- forest and CNN
+
+
+def test_forest_feature_subsets_and_patches():
+    X, y = load_digits(return_X_y=True)
+    X = (X / 16).astype(np.float32)[:400]
+    y = y[:400]
+    f = E2EDFClassifier(n_estimators=3, max_depth=3, max_features=5, epochs=2, finetune_epochs=1,
+                        random_state=0, n_jobs=1).fit(X, y)
+    feat = f.bank_.feat.numpy()
+    assert feat.shape == (f.struct_.n_splits, 5)
+    assert all(len(set(r)) == 5 for r in feat)
+    assert f.size_report(X)["n_trees"] == 3
+    # prediction = mean of the trees' leaf distributions
+    leaves = f.apply(X)
+    np.testing.assert_allclose(f.predict_proba(X), f.pi_.numpy()[leaves].mean(1), rtol=1e-6)
+    fp = E2EDFClassifier(n_estimators=2, max_depth=2, patch_size=3, image_shape=(8, 8), epochs=2,
+                         finetune_epochs=1, random_state=0, n_jobs=1).fit(X, y)
+    for r in fp.bank_.feat.numpy():
+        rows, cols = np.divmod(r, 8)
+        assert rows.max() - rows.min() == 2 and cols.max() - cols.min() == 2 and len(set(r)) == 9
+    with pytest.raises(ValueError, match="image_shape"):
+        E2EDFClassifier(patch_size=3).fit(X, y)
+
+
+def test_cnn_bank_rows_equal_all():
+    g = torch.Generator().manual_seed(0)
+    bank = core.CNNBank.init(3, 256, g, image_shape=(16, 16))
+    X = torch.randn(5, 256, generator=g)
+    full = bank.f_all(X)
+    n_idx = torch.tensor([0, 1, 2, 3, 4, 0])
+    s_idx = torch.tensor([2, 0, 1, 1, 2, 0])
+    torch.testing.assert_close(bank.f_rows(X, n_idx, s_idx), full[n_idx, s_idx], rtol=1e-4,
+                               atol=1e-5)
+
+
+def test_cnn_tree_fits_images():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 256)).astype(np.float32)
+    y = (X.reshape(200, 16, 16)[:, 4:12, 4:12].mean((1, 2)) > 0).astype(int)
+    e = E2EDTClassifier(max_depth=None, max_leaves=3, split_features="cnn", image_shape=(16, 16),
+                        epochs=3, finetune_epochs=2, batch_size=50, random_state=0,
+                        n_jobs=1).fit(X, y)
+    assert e.struct_.n_leaves <= 3
+    assert e.predict(X).shape == (200,)
+
+
+def test_spatial_regulariser_laplacian():
+    L = core.grid_laplacian(3, 4)
+    assert np.allclose(L, L.T) and np.allclose(L.sum(1), 0)
+    assert L[0, 0] == 2 and L[5, 5] == 4
+    X, y = load_digits(return_X_y=True)
+    X = (X / 16).astype(np.float32)
+    e = E2EDTClassifier(max_depth=1, epochs=3, spatial_reg=1e-3, image_shape=(8, 8),
+                        random_state=0, n_jobs=1).fit(X[:300], y[:300])
+    assert e.struct_.n_splits == 1
+
+
+# ----------------------------------------------------------------------------- sklearn contract
+
+
+def test_clone_params_and_yaml_defaults():
+    yaml = pytest.importorskip("yaml")
+    for cls, name in ((E2EDTClassifier, "e2edt"), (E2EDFClassifier, "e2edf")):
+        est = cls(max_depth=5, random_state=3)
+        c = clone(est)
+        assert c.get_params() == est.get_params()
+        c.set_params(**est.get_params())
+        conf = yaml.safe_load((ROOT / "conf" / "method" / f"{name}.yaml").read_text())
+        assert conf["name"] == name
+        defaults = cls().get_params()
+        defaults.pop("random_state")
+        assert conf["params"] == defaults
+
+
+def test_param_validation(iris):
+    X, y = iris
+    with pytest.raises(ValueError, match="max_depth"):
+        E2EDTClassifier(max_depth=0).fit(X, y)
+    with pytest.raises(ValueError, match="inference"):
+        E2EDTClassifier(inference="soft").fit(X, y)
+    with pytest.raises(ValueError, match="image_shape"):
+        E2EDTClassifier(split_features="cnn").fit(X, y)
+
+
+def test_sample_weight_bagging_adaboost(iris):
+    from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
+
+    X, y = iris
+    base = E2EDTClassifier(max_depth=2, epochs=3, batch_size=64, random_state=0, n_jobs=1)
+    AdaBoostClassifier(base, n_estimators=2, random_state=0).fit(X, y)
+    BaggingClassifier(base, n_estimators=2, random_state=0).fit(X, y)
+    e = clone(base).fit(X, y, sample_weight=np.r_[np.ones(75), 2 * np.ones(75)])
+    assert np.isfinite(e.predict_proba(X)).all()
+
+
+def test_string_labels_and_inference_modes(iris):
+    X, y = iris
+    labels = np.array(["a", "b", "c"])[y]
+    e = E2EDTClassifier(max_depth=2, epochs=3, batch_size=64, random_state=0, n_jobs=1,
+                        inference="root_hard").fit(X, labels)
+    assert set(e.predict(X)) <= set(labels)
+    for mode in ("deterministic", "root_hard", "probabilistic"):
+        pr = e.predict_proba(X, inference=mode)
+        np.testing.assert_allclose(pr.sum(1), 1, atol=1e-4)
+    assert e.size_report(X)["split_evals"] == e.struct_.n_splits
+
+
+def test_validation_fraction_records_validation_accuracy(iris):
+    X, y = iris
+    e = E2EDTClassifier(max_depth=2, epochs=3, batch_size=64, validation_fraction=0.2,
+                        random_state=0, n_jobs=1).fit(X, y)
+    info = e.fit_info_
+    assert 0 <= info["val_accuracy"] <= 1 and 0 <= info["greedy_val_accuracy"] <= 1
+    assert 0 <= info["greedy_train_accuracy"] <= 1
+    with pytest.raises(ValueError, match="validation_fraction"):
+        E2EDTClassifier(validation_fraction=1.0).fit(X, y)
+
+
+def test_forest_without_finetune_annealing(iris):
+    X, y = iris
+    f = E2EDFClassifier(n_estimators=2, max_depth=2, epochs=2, steepness_inc=0.1, batch_size=64,
+                        anneal_finetune=False, random_state=0, n_jobs=1).fit(X, y)
+    np.testing.assert_allclose(f.gamma_.numpy(), 1 + 2 * 0.1, rtol=1e-5)
+
+
+def test_single_class_and_diagonal_patches():
+    X = np.random.default_rng(0).normal(size=(30, 64)).astype(np.float32)
+    e = E2EDTClassifier(max_depth=2, epochs=2, random_state=0, n_jobs=1).fit(X, np.zeros(30))
+    assert (e.predict(X) == 0).all() and e.size_report(X)["n_splits"] == 0
+    y = (X[:, 0] > 0).astype(int)
+    f = E2EDFClassifier(n_estimators=2, max_depth=2, patch_size=3, diagonal_patch=True,
+                        image_shape=(8, 8), epochs=2, finetune_epochs=0, random_state=0,
+                        n_jobs=1).fit(X, y)
+    for r in f.bank_.feat.numpy():
+        rows, cols = np.divmod(r, 8)
+        assert rows.min() == cols.min() <= 8 - 3 - 1
+
+
+def test_module_import_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, treebench.methods.e2edt; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip() == "False", out.stderr

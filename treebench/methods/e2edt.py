@@ -1,0 +1,478 @@
+"""E2EDT / E2EDF: end-to-end learned deterministic oblique decision trees and forests.
+
+Hehn, Kooij & Hamprecht, "End-to-End Learning of Decision Trees and Forests", IJCV 2020 (extends
+Hehn & Hamprecht, GCPR 2018).  A probabilistic oblique tree (right with prob. sigma(gamma (w.x + b)))
+is grown greedily (one stump per node, trained on its deterministic data subset), then fine-tuned end
+to end with the paper's EM scheme (E-step once per epoch, closed-form leaves, Adam on the splits,
+steepness gamma annealed by ``steepness_inc`` per epoch and carried from Greedy into Finetune).  At
+test time every node is a step function: one root-to-leaf path per sample.
+
+The torch machinery lives in :mod:`treebench.methods._e2edt_core` (imported inside ``fit``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from treebench.methods.base import (
+    CLASSIFICATION,
+    Capabilities,
+    SizeMixin,
+    import_torch,
+    register,
+    torch_generator,
+)
+
+INFERENCE = ("deterministic", "root_hard", "probabilistic")
+SPLIT_FEATURES = ("linear", "cnn")
+
+
+class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
+    """Shared fit/predict of E2EDT (one tree) and E2EDF (a forest)."""
+
+    capabilities = Capabilities(image_input=True, requires_torch=True, sample_weight=True)
+    _forest = False
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self, n_features):
+        if self.max_depth is not None and int(self.max_depth) < 1:
+            raise ValueError(f"max_depth must be >= 1 or None, got {self.max_depth}")
+        if self.max_leaves is not None and int(self.max_leaves) < 2:
+            raise ValueError(f"max_leaves must be >= 2 or None, got {self.max_leaves}")
+        if self.max_depth is None and self.max_leaves is None:
+            raise ValueError("max_depth and max_leaves cannot both be None")
+        if int(self.epochs) < 1:
+            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+        if self.finetune_epochs is not None and int(self.finetune_epochs) < 0:
+            raise ValueError(f"finetune_epochs must be >= 0 or None, got {self.finetune_epochs}")
+        if self.steepness_inc < 0:
+            raise ValueError(f"steepness_inc must be >= 0, got {self.steepness_inc}")
+        if self.initial_steepness <= 0:
+            raise ValueError(f"initial_steepness must be > 0, got {self.initial_steepness}")
+        if int(self.batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        if int(self.max_attempts) < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
+        if self.inference not in INFERENCE:
+            raise ValueError(f"inference must be one of {INFERENCE}, got {self.inference!r}")
+        if self.split_features not in SPLIT_FEATURES:
+            raise ValueError(
+                f"split_features must be one of {SPLIT_FEATURES}, got {self.split_features!r}"
+            )
+        if not 0 <= self.validation_fraction < 1:
+            raise ValueError(
+                f"validation_fraction must be in [0, 1), got {self.validation_fraction}"
+            )
+        if self.spatial_reg < 0:
+            raise ValueError(f"spatial_reg must be >= 0, got {self.spatial_reg}")
+        needs_image = self.split_features == "cnn" or self.spatial_reg > 0 or self._patch() is not None
+        if needs_image:
+            shape = self._image_hw()
+            if shape is None or shape[0] * shape[1] != n_features:
+                raise ValueError(
+                    f"image_shape must give (height, width) with height*width = {n_features} "
+                    f"features for split_features='cnn', spatial_reg > 0 or patch_size, "
+                    f"got {self.image_shape}"
+                )
+
+    def _image_hw(self):
+        if self.image_shape is None:
+            return None
+        s = tuple(int(v) for v in self.image_shape)
+        if len(s) == 3 and s[0] == 1:
+            s = s[1:]
+        return s if len(s) == 2 else None
+
+    def _patch(self):
+        return None
+
+    def _n_trees(self):
+        return 1
+
+    def _k_features(self, p):
+        return None
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y, sample_weight=None):
+        X, y = validate_data(self, X, y, dtype=np.float32)
+        check_classification_targets(y)
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        n, p = X.shape
+        self._check_params(p)
+        torch = import_torch(self.n_jobs)
+        from treebench.methods import _e2edt_core as core
+
+        rs = check_random_state(self.random_state)
+        gen = torch_generator(rs)
+        X_val = y_val = None
+        if self.validation_fraction > 0:  # hold out a stratified validation part (Sect. 3.1)
+            from sklearn.model_selection import train_test_split
+
+            idx_tr, idx_val = train_test_split(
+                np.arange(n), test_size=self.validation_fraction, random_state=rs,
+                stratify=y_enc if np.bincount(y_enc).min() >= 2 else None)
+            X_val, y_val = X[idx_val], y_enc[idx_val]
+            X, y_enc = X[idx_tr], y_enc[idx_tr]
+            if sample_weight is not None:
+                sample_weight = np.asarray(sample_weight)[idx_tr]
+            n = len(idx_tr)
+        Xt = torch.from_numpy(np.ascontiguousarray(X))
+        yt = torch.from_numpy(y_enc.astype(np.int64))
+        if sample_weight is None:
+            swt = torch.ones(n)
+        else:
+            sw = np.asarray(sample_weight, dtype=np.float64)
+            if sw.shape != (n,) or (sw < 0).any() or sw.sum() <= 0:
+                raise ValueError("sample_weight must be n non-negative values with a positive sum")
+            swt = torch.from_numpy((sw * n / sw.sum()).astype(np.float32))
+        K = len(self.classes_)
+        hw = self._image_hw()
+        lap = None
+        if self.spatial_reg > 0:
+            lap = torch.from_numpy(core.grid_laplacian(*hw))
+        bank_cls = core.CNNBank if self.split_features == "cnn" else core.LinearBank
+        k_feat, patch = self._k_features(p), self._patch()
+        diag = bool(getattr(self, "diagonal_patch", False))
+
+        def make_bank(m):
+            return bank_cls.init(m, p, gen, k=k_feat, image_shape=hw, patch=patch,
+                                 diagonal_patch=diag)
+
+        log = print if self.verbose else None
+        t0 = time.perf_counter()
+        grower = core.Grower(
+            make_bank, Xt, yt, swt, K, n_trees=self._n_trees(),
+            max_depth=None if self.max_depth is None else int(self.max_depth),
+            max_leaves=None if self.max_leaves is None else int(self.max_leaves),
+            epochs=int(self.epochs), dgamma=float(self.steepness_inc),
+            gamma0=float(self.initial_steepness), batch_size=int(self.batch_size), gen=gen,
+            max_attempts=int(self.max_attempts), weight_decay=float(self.weight_decay),
+            lap=lap, reg=float(self.spatial_reg), lr=float(self.learning_rate), log=log,
+        ).grow()
+        bank, struct, gamma, pi = grower.result()
+        t_greedy = time.perf_counter() - t0
+        info = {
+            "greedy_seconds": t_greedy,
+            "greedy_stumps_trained": grower.n_stumps_trained,
+            "greedy_failed_nodes": grower.n_failed,
+            "greedy_splits": struct.n_splits,
+        }
+        self.greedy_ = None
+        if bank is not None:
+            info["greedy_train_accuracy"] = self._acc(core, bank, struct, pi, Xt, y_enc)
+            if X_val is not None:
+                info["greedy_val_accuracy"] = self._acc(core, bank, struct, pi,
+                                                        torch.from_numpy(X_val), y_val)
+        if self.keep_greedy and bank is not None:
+            self.greedy_ = (bank.select(np.arange(len(bank))), struct, gamma.clone(), pi.clone())
+        fe = self._finetune_epochs()
+        t1 = time.perf_counter()
+        if fe > 0 and bank is not None:
+            bank, gamma, pi, finfo = self._finetune(core, torch, bank, struct, gamma, pi, Xt, yt,
+                                                    swt, K, fe, gen, lap, log)
+            info.update(finfo)
+        info["finetune_seconds"] = time.perf_counter() - t1
+        info["finetune_epochs"] = fe
+        info["gamma_mean"] = float(gamma.mean()) if len(gamma) else float("nan")
+        if X_val is not None and bank is not None:
+            info["val_accuracy"] = self._acc(core, bank, struct, pi, torch.from_numpy(X_val), y_val)
+        self.bank_, self.struct_, self.gamma_, self.pi_ = bank, struct, gamma, pi
+        self.fit_info_ = info
+        return self
+
+    @staticmethod
+    def _acc(core, bank, struct, pi, Xt, y_enc):
+        leaves = core.route_hard(bank, struct, Xt)
+        pred = pi[leaves].mean(1).argmax(1).numpy()
+        return float((pred == y_enc).mean())
+
+    def _finetune_epochs(self):
+        if self.finetune_epochs is not None:
+            return int(self.finetune_epochs)
+        return 3 * int(self.epochs) if self._forest else int(self.epochs)
+
+    def _finetune(self, core, torch, bank, struct, gamma, pi, Xt, yt, swt, K, fe, gen, lap, log):
+        """Finetune every tree; trees are independent, so a forest is processed in groups."""
+        lt = struct.leaf_tree
+        per_tree = np.bincount(lt, minlength=struct.n_trees)
+        # trees per group: bounds the [nodes, batch] level-pass tensors (and h) in memory
+        budget = max(1, int(2**24 // (2 * max(int(per_tree.max()), 1) * int(self.batch_size))))
+        groups = [list(range(a, min(a + budget, struct.n_trees)))
+                  for a in range(0, struct.n_trees, budget)]
+        gamma, pi = gamma.clone(), pi.clone()
+        kept = []
+        new_params = [p.clone() for p in bank.params()]
+        for g in groups:
+            sub, split_ids, leaf_ids = core.substructure(struct, g)
+            if sub.n_splits == 0:
+                continue
+            sub_bank = bank.select(split_ids)
+            cb = None
+            if log is not None:
+                def cb(e, g=g):
+                    if (e + 1) % 5 == 0:
+                        log(f"finetune trees {g[0]}..{g[-1]}: epoch {e + 1}/{fe}")
+            sub_bank, sg, spi, info = core.finetune(
+                sub_bank, sub, gamma[split_ids], pi[leaf_ids], Xt, yt, swt, K, fe,
+                float(self.steepness_inc) if getattr(self, "anneal_finetune", True) else 0.0,
+                int(self.batch_size), gen,
+                weight_decay=float(self.weight_decay), lap=lap, reg=float(self.spatial_reg),
+                lr=float(self.learning_rate), callback=cb)
+            sid = torch.as_tensor(split_ids)
+            for dst, src in zip(new_params, sub_bank.params(), strict=True):
+                dst[sid] = src
+            gamma[sid] = sg
+            pi[torch.as_tensor(leaf_ids)] = spi
+            kept.append(info)
+        bank.set_params(new_params)
+        return bank, gamma, pi, {
+            "h_topk_min": min(i["h_topk"] for i in kept) if kept else 0,
+            "h_dropped_max": max(i["h_dropped_max"] for i in kept) if kept else 0.0,
+        }
+
+    # ------------------------------------------------------------------ predict
+    def _tensor(self, X):
+        check_is_fitted(self, "struct_")
+        X = validate_data(self, X, dtype=np.float32, reset=False)
+        torch = import_torch(self.n_jobs)
+        return torch, torch.from_numpy(np.ascontiguousarray(X))
+
+    def _leaves(self, X):
+        """Leaf id [N, T] reached by deterministic routing (step function at every node)."""
+        torch, Xt = self._tensor(X)
+        from treebench.methods import _e2edt_core as core
+
+        if self.bank_ is None:
+            leaf_of_root = torch.as_tensor(self.struct_.leaf[self.struct_.roots])
+            return leaf_of_root[None, :].repeat(len(Xt), 1)
+        return core.route_hard(self.bank_, self.struct_, Xt)
+
+    def apply(self, X):
+        """Leaf index (in level order, over all trees) reached by every sample in every tree."""
+        return self._leaves(X).numpy()
+
+    def predict_proba(self, X, inference=None):
+        """Class probabilities; ``inference`` overrides the estimator's: 'deterministic' (one path
+        per sample), 'root_hard' (the reference's pre-2022 evaluation: hard only at the root) or
+        'probabilistic' (all paths, sigmoid gates)."""
+        mode = self.inference if inference is None else inference
+        if mode not in INFERENCE:
+            raise ValueError(f"inference must be one of {INFERENCE}, got {mode!r}")
+        torch, Xt = self._tensor(X)
+        from treebench.methods import _e2edt_core as core
+
+        if mode == "deterministic" or self.bank_ is None:
+            leaves = self._leaves(X)
+            proba = self.pi_[leaves].mean(1)
+        else:
+            proba = core.soft_proba(self.bank_, self.struct_, self.gamma_, self.pi_, Xt,
+                                    hard_root=(mode == "root_hard"))
+        return proba.numpy().astype(np.float64)
+
+    def predict(self, X, inference=None):
+        return self.classes_[np.argmax(self.predict_proba(X, inference=inference), axis=1)]
+
+    def greedy_predict(self, X):
+        """Deterministic prediction of the tree(s) before Finetune (needs ``keep_greedy=True``)."""
+        if getattr(self, "greedy_", None) is None:
+            raise ValueError("set keep_greedy=True to keep the greedy model")
+        torch, Xt = self._tensor(X)
+        from treebench.methods import _e2edt_core as core
+
+        bank, struct, _g, pi = self.greedy_
+        leaves = core.route_hard(bank, struct, Xt)
+        return self.classes_[np.argmax(pi[leaves].mean(1).numpy(), axis=1)]
+
+    # ------------------------------------------------------------------ size
+    def size_report(self, X):
+        s = self.struct_
+        leaves = self._leaves(X).numpy()  # [N, T]
+        depth_of_leaf = s.leaf_depth
+        visited = depth_of_leaf[leaves]  # split evaluations per sample and tree
+        mean_depth = float(visited.mean()) if visited.size else 0.0
+        if self.inference == "deterministic":
+            split_evals = float(visited.sum(1).mean()) if visited.size else 0.0
+        else:  # a probabilistic evaluation touches every split
+            split_evals = float(s.n_splits)
+        return {
+            "n_trees": int(s.n_trees),
+            "n_splits": int(s.n_splits),
+            "n_leaves": int(s.n_leaves),
+            "depth": int(s.max_depth),
+            "mean_depth": mean_depth,
+            "split_evals": split_evals,
+        }
+
+
+_COMMON_DOC = """
+    epochs : int
+        Epochs per greedy stump (the paper's grid is {20, 35, 50, 65}; 15/30/45 for forests).
+    finetune_epochs : int or None
+        Epochs of the end-to-end Finetune; None = ``epochs`` for a tree, 3 x ``epochs`` for a forest.
+        0 = Greedy only.
+    steepness_inc : float
+        Delta gamma added to every split's steepness after every epoch (Greedy and Finetune);
+        gamma is carried from Greedy into Finetune, never reset.
+    initial_steepness : float
+        gamma of a freshly created stump.
+    batch_size, learning_rate, weight_decay : Adam M-step settings (betas 0.9/0.999, eps 1e-8).
+    max_attempts : int
+        Retrials of a stump whose deterministic split sends all samples one way.
+    split_features : {"linear", "cnn"}
+        Oblique split w.x + b, or the paper's small CNN per split (Sect. 3.4; needs image_shape).
+    spatial_reg : float
+        lambda of the Laplacian smoothness penalty sum_i w_i^T M w_i (Sect. 3.3; image inputs).
+    inference : {"deterministic", "root_hard", "probabilistic"}
+        Test-time routing.  "deterministic" is the paper's model; "root_hard" reproduces the
+        reference code's evaluation before its 2022 fix (hard only at the root).
+    keep_greedy : bool
+        Keep a copy of the greedy model (``greedy_predict``), e.g. for Fig. 2.
+    validation_fraction : float
+        If > 0, hold out this stratified fraction of the training data, train on the rest and
+        record ``fit_info_["val_accuracy"]`` / ``["greedy_val_accuracy"]`` (deterministic), to
+        choose the number of epochs as in Sect. 3.1 (20 % there).
+"""
+
+
+@register("e2edt", CLASSIFICATION,
+          "E2EDT: end-to-end learned deterministic oblique tree (greedy EM stumps + EM finetune, "
+          "steepness annealing; Hehn et al. 2019/2020)")
+class E2EDTClassifier(_E2EDBase):
+    """End-to-end learned deterministic oblique decision tree (E2EDT).
+
+    Parameters
+    ----------
+    max_depth : int or None
+        Level-wise greedy growth to this depth.
+    max_leaves : int or None
+        If set, best-first greedy growth (by information gain) to this many leaves.
+    """
+
+    __doc__ += _COMMON_DOC
+
+    def __init__(self, max_depth=8, max_leaves=None, epochs=20, finetune_epochs=None,
+                 steepness_inc=0.1, initial_steepness=1.0, batch_size=1000, learning_rate=1e-3,
+                 weight_decay=0.0, max_attempts=5, split_features="linear", spatial_reg=0.0,
+                 inference="deterministic", keep_greedy=False, validation_fraction=0.0,
+                 image_shape=None, n_jobs=None, random_state=None, verbose=False):
+        self.max_depth = max_depth
+        self.max_leaves = max_leaves
+        self.epochs = epochs
+        self.finetune_epochs = finetune_epochs
+        self.steepness_inc = steepness_inc
+        self.initial_steepness = initial_steepness
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.max_attempts = max_attempts
+        self.split_features = split_features
+        self.spatial_reg = spatial_reg
+        self.inference = inference
+        self.keep_greedy = keep_greedy
+        self.validation_fraction = validation_fraction
+        self.image_shape = image_shape
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+
+@register("e2edf", CLASSIFICATION,
+          "E2EDF: forest of E2EDT oblique trees on the full data, random feature subset or image "
+          "patch per split, Finetune 3x greedy epochs (Hehn et al. 2020)")
+class E2EDFClassifier(_E2EDBase):
+    """End-to-end learned deterministic decision forest (E2EDF).
+
+    Every tree is grown on the full training set (no bootstrap); each split sees its own random
+    subset of ``max_features`` features, or a random ``patch_size`` x ``patch_size`` image patch.
+    The prediction is the mean of the trees' leaf distributions (deterministic routing).
+
+    Parameters
+    ----------
+    n_estimators : int
+        Number of trees T.
+    max_features : int, float or None
+        Features per split (int, or fraction of p; None = all) when ``patch_size`` is None.
+    patch_size : int or None
+        Square patch width per split for image inputs (needs ``image_shape``).
+    diagonal_patch : bool
+        Replicate the reference code's patch sampler (one start for row and column: diagonal
+        patches only).  False = independent row and column starts.
+    anneal_finetune : bool
+        Keep increasing gamma during the forest's Finetune (the paper).  False replicates the
+        reference forest code, where the increase only reaches trees after Finetune has ended
+        (``set_steepness`` walks ``self.trees``, which is empty until the last epoch).
+    max_depth, max_leaves : as for E2EDT (forests in the paper: depth 10).
+    """
+
+    __doc__ += _COMMON_DOC
+    _forest = True
+
+    def __init__(self, n_estimators=10, max_depth=10, max_leaves=None, max_features=None,
+                 patch_size=None, diagonal_patch=False, anneal_finetune=True, epochs=45,
+                 finetune_epochs=None,
+                 steepness_inc=0.1, initial_steepness=1.0, batch_size=2000, learning_rate=1e-3,
+                 weight_decay=0.0, max_attempts=5, split_features="linear", spatial_reg=0.0,
+                 inference="deterministic", keep_greedy=False, validation_fraction=0.0,
+                 image_shape=None, n_jobs=None, random_state=None, verbose=False):
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.max_leaves = max_leaves
+        self.max_features = max_features
+        self.patch_size = patch_size
+        self.diagonal_patch = diagonal_patch
+        self.anneal_finetune = anneal_finetune
+        self.epochs = epochs
+        self.finetune_epochs = finetune_epochs
+        self.steepness_inc = steepness_inc
+        self.initial_steepness = initial_steepness
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.max_attempts = max_attempts
+        self.split_features = split_features
+        self.spatial_reg = spatial_reg
+        self.inference = inference
+        self.keep_greedy = keep_greedy
+        self.validation_fraction = validation_fraction
+        self.image_shape = image_shape
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_params(self, n_features):
+        if int(self.n_estimators) < 1:
+            raise ValueError(f"n_estimators must be >= 1, got {self.n_estimators}")
+        if self.patch_size is not None and int(self.patch_size) < 1:
+            raise ValueError(f"patch_size must be >= 1 or None, got {self.patch_size}")
+        if self.split_features == "cnn" and (self.patch_size is not None
+                                             or self.max_features is not None):
+            raise ValueError("split_features='cnn' cannot be combined with max_features/patch_size")
+        mf = self.max_features
+        if mf is not None:
+            if isinstance(mf, float) and not 0 < mf <= 1:
+                raise ValueError(f"max_features must be in (0, 1] as a float, got {mf}")
+            if not isinstance(mf, float) and not 1 <= int(mf) <= n_features:
+                raise ValueError(f"max_features must be in [1, {n_features}], got {mf}")
+        super()._check_params(n_features)
+
+    def _n_trees(self):
+        return int(self.n_estimators)
+
+    def _patch(self):
+        return None if self.patch_size is None else int(self.patch_size)
+
+    def _k_features(self, p):
+        mf = self.max_features
+        if mf is None or self.patch_size is not None:
+            return None
+        return max(1, int(round(mf * p))) if isinstance(mf, float) else int(mf)
