@@ -157,7 +157,7 @@ def test_deterministic_predict_is_hard_routing(fitted_tree, iris):
 def test_infinite_steepness_soft_equals_deterministic(fitted_tree, iris):
     X, _ = iris
     est = clone(fitted_tree).set_params(inference="probabilistic")
-    for a in ("bank_", "struct_", "pi_", "classes_", "n_features_in_"):
+    for a in ("bank_", "struct_", "pi_", "classes_", "n_features_in_", "scale_mean_", "scale_sd_"):
         setattr(est, a, getattr(fitted_tree, a))
     est.gamma_ = fitted_tree.gamma_ * 1e6
     soft = est.predict_proba(X)

@@ -103,9 +103,30 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         return None
 
     # ------------------------------------------------------------------ fit
+    def _fit_scaler(self, X):
+        """Standardise with training statistics (the paper standardises inputs on train).
+
+        ``standardize=True``: per feature; ``"global"``: one mean and SD over all features (image
+        inputs, like the reference's MNIST normalisation); ``False``: inputs used as given.
+        """
+        if self.standardize not in (True, False, "global"):
+            raise ValueError(f"standardize must be True, False or 'global', got {self.standardize!r}")
+        if self.standardize == "global":
+            self.scale_mean_, self.scale_sd_ = np.float32(X.mean()), np.float32(X.std() or 1.0)
+        elif self.standardize:
+            sd = X.std(axis=0)
+            self.scale_mean_, self.scale_sd_ = X.mean(axis=0), np.where(sd > 0, sd, 1.0)
+        else:
+            self.scale_mean_, self.scale_sd_ = np.float32(0.0), np.float32(1.0)
+        return self._scale(X)
+
+    def _scale(self, X):
+        return ((X - self.scale_mean_) / self.scale_sd_).astype(np.float32, copy=False)
+
     def fit(self, X, y, sample_weight=None):
         X, y = validate_data(self, X, y, dtype=np.float32)
         check_classification_targets(y)
+        X = self._fit_scaler(X)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         n, p = X.shape
         self._check_params(p)
@@ -244,6 +265,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
     def _tensor(self, X):
         check_is_fitted(self, "struct_")
         X = validate_data(self, X, dtype=np.float32, reset=False)
+        X = self._scale(X)
         torch = import_torch(self.n_jobs)
         return torch, torch.from_numpy(np.ascontiguousarray(X))
 
@@ -364,7 +386,8 @@ class E2EDTClassifier(_E2EDBase):
                  steepness_inc=0.1, initial_steepness=1.0, batch_size=1000, learning_rate=1e-3,
                  weight_decay=0.0, max_attempts=5, split_features="linear", spatial_reg=0.0,
                  inference="deterministic", keep_greedy=False, validation_fraction=0.0,
-                 image_shape=None, n_jobs=None, random_state=None, verbose=False):
+                 standardize=True, image_shape=None, n_jobs=None, random_state=None,
+                 verbose=False):
         self.max_depth = max_depth
         self.max_leaves = max_leaves
         self.epochs = epochs
@@ -380,6 +403,7 @@ class E2EDTClassifier(_E2EDBase):
         self.inference = inference
         self.keep_greedy = keep_greedy
         self.validation_fraction = validation_fraction
+        self.standardize = standardize
         self.image_shape = image_shape
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -423,7 +447,8 @@ class E2EDFClassifier(_E2EDBase):
                  steepness_inc=0.1, initial_steepness=1.0, batch_size=2000, learning_rate=1e-3,
                  weight_decay=0.0, max_attempts=5, split_features="linear", spatial_reg=0.0,
                  inference="deterministic", keep_greedy=False, validation_fraction=0.0,
-                 image_shape=None, n_jobs=None, random_state=None, verbose=False):
+                 standardize=True, image_shape=None, n_jobs=None, random_state=None,
+                 verbose=False):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.max_leaves = max_leaves
@@ -444,6 +469,7 @@ class E2EDFClassifier(_E2EDBase):
         self.inference = inference
         self.keep_greedy = keep_greedy
         self.validation_fraction = validation_fraction
+        self.standardize = standardize
         self.image_shape = image_shape
         self.n_jobs = n_jobs
         self.random_state = random_state
