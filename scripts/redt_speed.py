@@ -35,6 +35,18 @@ from treebench.methods._softcart import build_tree  # noqa: E402
 from treebench.methods.redt import forest_teacher, jackknife_soft_labels  # noqa: E402
 
 
+def make_variants(X, y, H, M, S, k, with_numpy):
+    out = {
+        "sklearn": lambda: DecisionTreeClassifier(min_samples_split=k + 1, random_state=0)
+        .fit(X, y).tree_.node_count,
+        "ours a=1": lambda: build_tree(X, H, y, k=k).node_count,
+        "ours a=.2": lambda: build_tree(X, M, S.argmax(1), k=k).node_count,
+    }
+    if with_numpy:
+        out["numpy a=1"] = lambda: build_tree(X, H, y, k=k, backend="numpy").node_count
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--datasets", nargs="+", default=["letter", "adult", "connect4"])
@@ -51,14 +63,7 @@ def main():
         S = jackknife_soft_labels(lambda s: forest_teacher("rf", {"n_estimators": 20}, s), X, y, K,
                                   n_folds=5, n_repeats=1, random_state=0, n_jobs=1)
         M = 0.2 * H + 0.8 * S
-        variants = {
-            "sklearn": lambda: DecisionTreeClassifier(min_samples_split=args.k + 1, random_state=0)
-            .fit(X, y).tree_.node_count,
-            "ours a=1": lambda: build_tree(X, H, y, k=args.k).node_count,
-            "ours a=.2": lambda: build_tree(X, M, S.argmax(1), k=args.k).node_count,
-        }
-        if args.numpy:
-            variants["numpy a=1"] = lambda: build_tree(X, H, y, k=args.k, backend="numpy").node_count
+        variants = make_variants(X, y, H, M, S, args.k, args.numpy)
         times = {v: [] for v in variants}
         nodes = {}
         with threadpool_limits(1):

@@ -119,8 +119,8 @@ def summary(path):
           f"{'ReDTv':>6s} {'a_v':>4s} | {'ReDTt':>6s} {'a_t':>4s} {'paper':>6s} {'a*':>4s} | "
           f"{'DTn':>6s} {'pDTn':>6s} {'Rv_n':>6s} {'Rt_n':>6s} {'pRn':>6s} | rules DT/Rv/Rt")
     for (name, teacher), rs in sorted(by.items(), key=lambda kv: (kv[0][1], redt_data.DATASETS.index(kv[0][0]))):
-        m = lambda key: 100 * np.mean([r[key] for r in rs])  # noqa: E731
-        n = lambda key: np.mean([r[key] for r in rs])  # noqa: E731
+        m = lambda key, rs=rs: 100 * np.mean([r[key] for r in rs])  # noqa: E731
+        n = lambda key, rs=rs: np.mean([r[key] for r in rs])  # noqa: E731
         pa, pn = PAPER_ACC[name], PAPER_NODES[name]
         j = 0 if teacher == "rf" else 3
         print(f"{name:10s} {teacher:4s} {len(rs):<2d} | {m('dt_acc'):6.2f} {pa[0]:6.2f} | "
