@@ -28,6 +28,7 @@ import numpy as np
 FEATURE_THRESHOLD = 1e-7  # scikit-learn: values closer than this are treated as equal
 EPSILON = np.finfo(np.float64).eps
 CRITERIA = {"gini": 0, "entropy": 1}
+PRESORT_MAX_ENTRIES = 8_000_000  # presorted index lists of at most 64 MB
 
 try:  # numba is optional: the numpy builder below computes the same tree, only slower
     import numba
@@ -177,7 +178,7 @@ def _build_numpy(X, Y, W, pseudo, k, min_leaf, crit, max_depth):
 if HAVE_NUMBA:
 
     @numba.njit(cache=True, nogil=True)
-    def _build_numba(X, Y, W, pseudo, k, min_leaf, crit, max_depth):  # pragma: no cover - compiled
+    def _build_numba(X, Y, W, pseudo, k, min_leaf, crit, max_depth, presort):  # pragma: no cover - compiled
         n, d = X.shape
         K = Y.shape[1]
         cap = 2 * n + 1
@@ -191,6 +192,15 @@ if HAVE_NUMBA:
         idx = np.arange(n)
         tmp = np.empty(n, np.int64)
         xf = np.empty(n, np.float32)
+        order = np.empty(n, np.int64)
+        sid = np.empty(n, np.int64)
+        goes_left = np.zeros(n, np.bool_)
+        if presort:
+            P = np.empty((d, n), np.int64)
+            for f in range(d):
+                P[f] = np.argsort(X[:, f], kind="mergesort")
+        else:
+            P = np.empty((1, 1), np.int64)
         xs = np.empty(n, np.float64)
         tot = np.empty(K, np.float64)
         L = np.empty(K, np.float64)
@@ -255,25 +265,46 @@ if HAVE_NUMBA:
             best_f = -1
             best_thr = 0.0
             for f in range(d):
-                lo = np.inf
-                hi = -np.inf
-                for i in range(m):
-                    v = X[idx[s + i], f]
-                    xf[i] = v
-                    if v < lo:
-                        lo = v
-                    if v > hi:
-                        hi = v
-                if np.float64(hi) <= np.float64(lo) + 1e-7:  # constant in this node: no sort
-                    continue
-                order = np.argsort(xf[:m], kind="mergesort")
-                for i in range(m):
-                    xs[i] = xf[order[i]]
+                if presort:  # the node's samples in value order: a slice of the presorted list
+                    if np.float64(X[P[f, e - 1], f]) <= np.float64(X[P[f, s], f]) + 1e-7:
+                        continue  # constant in this node
+                    for i in range(m):
+                        jj = P[f, s + i]
+                        sid[i] = jj
+                        xs[i] = X[jj, f]
+                else:
+                    lo = np.inf
+                    hi = -np.inf
+                    for i in range(m):
+                        v = X[idx[s + i], f]
+                        xf[i] = v
+                        if v < lo:
+                            lo = v
+                        if v > hi:
+                            hi = v
+                    if np.float64(hi) <= np.float64(lo) + 1e-7:  # constant in this node: no sort
+                        continue
+                    if m <= 24:  # stable insertion sort: same order as mergesort, no allocation
+                        for i in range(m):
+                            order[i] = i
+                        for i in range(1, m):
+                            oi = order[i]
+                            v = xf[oi]
+                            j2 = i - 1
+                            while j2 >= 0 and xf[order[j2]] > v:
+                                order[j2 + 1] = order[j2]
+                                j2 -= 1
+                            order[j2 + 1] = oi
+                    else:
+                        order[:m] = np.argsort(xf[:m], kind="mergesort")
+                    for i in range(m):
+                        sid[i] = idx[s + order[i]]
+                        xs[i] = xf[order[i]]
                 for c in range(K):
                     L[c] = 0.0
                 nl = 0.0
                 for i in range(m - 1):
-                    j = idx[s + order[i]]
+                    j = sid[i]
                     nl += W[j]
                     for c in range(K):
                         L[c] += Y[j, c]
@@ -326,6 +357,24 @@ if HAVE_NUMBA:
                     nright += 1
             for i in range(nright):
                 idx[s + nleft + i] = tmp[i]
+            if presort:  # stable partition of every feature's sorted slice (keeps value order)
+                for i in range(s, s + nleft):
+                    goes_left[idx[i]] = True
+                for i in range(s + nleft, e):
+                    goes_left[idx[i]] = False
+                for f in range(d):
+                    a = s
+                    b = 0
+                    for i in range(s, e):
+                        jj = P[f, i]
+                        if goes_left[jj]:
+                            P[f, a] = jj
+                            a += 1
+                        else:
+                            tmp[b] = jj
+                            b += 1
+                    for i in range(b):
+                        P[f, a + i] = tmp[i]
             # push right first so the left child is numbered first (pre-order, like scikit-learn)
             st_start[sp] = s + nleft
             st_end[sp] = e
@@ -344,7 +393,8 @@ if HAVE_NUMBA:
 
 
 def build_tree(X, Y, pseudo, k: int = 5, min_samples_leaf: int = 1, criterion: str = "gini",
-               max_depth: int | None = None, backend: str = "auto", sample_weight=None) -> FlatTree:
+               max_depth: int | None = None, backend: str = "auto", sample_weight=None,
+               presort="auto") -> FlatTree:
     """Grow a soft-label CART.
 
     Parameters
@@ -362,11 +412,15 @@ def build_tree(X, Y, pseudo, k: int = 5, min_samples_leaf: int = 1, criterion: s
     criterion : {"gini", "entropy"}
     max_depth : int or None
     backend : {"auto", "numba", "numpy"}
+    presort : bool or "auto"
+        numba only: sort every feature once at the root and partition the sorted lists at each
+        split (O(n d) per level, no per-node sorting; needs ``8 n d`` bytes). "auto" = when
+        ``n * d <= PRESORT_MAX_ENTRIES``. The tree is the same either way.
     sample_weight : array (n,) or None
         Weights multiply the label vectors; node sizes in the impurity are weight sums, while
         ``k`` and ``min_samples_leaf`` count samples (as scikit-learn's ``min_samples_split``).
     """
-    X = np.ascontiguousarray(X, dtype=np.float32)
+    X = np.asfortranarray(X, dtype=np.float32)  # column reads in the split search are local
     Y = np.asarray(Y, dtype=np.float64)
     W = np.ones(len(Y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     if sample_weight is not None:
@@ -381,7 +435,9 @@ def build_tree(X, Y, pseudo, k: int = 5, min_samples_leaf: int = 1, criterion: s
     if backend == "numba":
         if not HAVE_NUMBA:
             raise ImportError("backend='numba' needs numba; use backend='numpy'")
-        out = _build_numba(X, Y, W, pseudo, int(k), int(min_samples_leaf), crit, md)
+        if presort == "auto":
+            presort = X.shape[0] * X.shape[1] <= PRESORT_MAX_ENTRIES
+        out = _build_numba(X, Y, W, pseudo, int(k), int(min_samples_leaf), crit, md, bool(presort))
     elif backend == "numpy":
         out = _build_numpy(X, Y, W, pseudo, int(k), int(min_samples_leaf), crit, md)
     else:
