@@ -1,0 +1,444 @@
+"""ReDT: rectified decision trees distilled from a teacher (Li et al., arXiv 2008.09413).
+
+A soft-label CART (``treebench.methods._softcart``) is grown on mixed labels
+``y_mixed = alpha * onehot(y) + (1 - alpha) * y_soft``, where the soft labels come from a teacher:
+
+* forest teachers (``rf``, ``gbdt``, or any scikit-learn classifier given as an estimator): the paper's
+  M-fold jackknife repeated R times (Alg. 1; 5 x 5) - every sample's soft label is the mean of
+  out-of-fold ``predict_proba`` of teachers that never saw it;
+* DNN teachers (``mlp`` = 784-256 hidden units, ``lenet`` = LeNet-5): trained on the whole training set,
+  soft label = ``softmax(logits / T)`` with ``T = 4`` (the paper's "standard temperature-based method");
+  ``dnn_soft_labels="jackknife"`` applies Alg. 1 to them as well.
+
+A node is split only if it holds more than ``k`` samples and its pseudo-labels (argmax of the soft
+labels, Eq. 4; ``pseudo_labels="mixed"`` uses the mixed labels) are not all equal. Leaves predict the
+mean mixed label (Eq. 6). With ``alpha = 1`` and ``pseudo_labels="mixed"`` the tree is a Gini CART with
+``min_samples_split = k + 1``.
+
+``alpha="auto"`` (default) picks alpha from ``alpha_grid`` (0, 0.1, ..., 1) by accuracy on a stratified
+validation split of the training data (``val_size``), then refits the tree on all training data. The
+paper's protocol (best alpha per run by test accuracy) is a sweep of fixed ``alpha`` values with the
+same seed, which reuses identical soft labels: see ``conf/experiment/redt_alpha.yaml``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.model_selection import KFold, train_test_split
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from treebench.methods._softcart import CRITERIA, build_tree
+from treebench.methods.base import (
+    CLASSIFICATION,
+    Capabilities,
+    SizeMixin,
+    import_torch,
+    node_depths,
+    register,
+    torch_generator,
+)
+
+FOREST_TEACHERS = ("rf", "gbdt")
+DNN_TEACHERS = ("mlp", "lenet")
+DEFAULT_ALPHA_GRID = tuple(round(0.1 * i, 1) for i in range(11))
+
+
+# ----------------------------------------------------------------------------- teachers
+
+
+def forest_teacher(name: str, params: dict | None, random_state):
+    """The paper's forest teachers: 100 trees, minimum leaf size 5 (GBDT depth 3 = sklearn default)."""
+    from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+
+    params = dict(params or {})
+    if name == "rf":
+        kw = {"n_estimators": 100, "min_samples_leaf": 5, "max_features": "sqrt", "n_jobs": 1}
+        kw.update(params)
+        return RandomForestClassifier(random_state=random_state, **kw)
+    kw = {"n_estimators": 100, "min_samples_leaf": 5, "max_depth": 3, "learning_rate": 0.1}
+    kw.update(params)
+    return GradientBoostingClassifier(random_state=random_state, **kw)
+
+
+class TorchTeacher(ClassifierMixin, BaseEstimator):
+    """DNN teacher (torch, imported lazily): ``mlp`` (two hidden layers, 784 and 256 units) or LeNet-5.
+
+    ``predict_proba`` returns ``softmax(logits / temperature)``. Trained with Adam (the paper: 50 epochs,
+    lr divided by 10 at epochs 20 and 40; its initial lr 0.1 diverges with Adam, so lr = 1e-3 here).
+    Inputs are standardised with one global mean and standard deviation fitted on the training data.
+    """
+
+    def __init__(self, arch="mlp", epochs=50, lr=1e-3, batch_size=128, milestones=(20, 40),
+                 weight_decay=0.0, temperature=4.0, image_shape=None, n_jobs=None,
+                 random_state=None, verbose=0):
+        self.arch = arch
+        self.epochs = epochs
+        self.lr = lr
+        self.batch_size = batch_size
+        self.milestones = milestones
+        self.weight_decay = weight_decay
+        self.temperature = temperature
+        self.image_shape = image_shape
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _net(self, torch, d, K):
+        nn = torch.nn
+        if self.arch == "mlp":
+            return nn.Sequential(nn.Linear(d, 784), nn.ReLU(), nn.Linear(784, 256), nn.ReLU(),
+                                 nn.Linear(256, K))
+        if self.arch != "lenet":
+            raise ValueError(f"arch must be 'mlp' or 'lenet', got {self.arch!r}")
+        shape = tuple(self.image_shape) if self.image_shape is not None else None
+        if shape is None:
+            side = int(round(np.sqrt(d)))
+            if side * side != d:
+                raise ValueError("lenet needs image_shape (features are not a square image)")
+            shape = (side, side)
+        c, h, w = (1, *shape) if len(shape) == 2 else shape
+        self._shape = (c, h, w)
+        h1, w1 = h // 2, w // 2  # conv 5x5 pad 2 keeps size, pool halves it
+        h2, w2 = (h1 - 4) // 2, (w1 - 4) // 2
+        return nn.Sequential(
+            nn.Unflatten(1, (c, h, w)),
+            nn.Conv2d(c, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+            nn.Linear(16 * h2 * w2, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, K),
+        )
+
+    def fit(self, X, y, sample_weight=None):
+        torch = import_torch(self.n_jobs)
+        X = np.asarray(X, dtype=np.float32)
+        self.classes_, yi = np.unique(y, return_inverse=True)
+        self.mean_, self.std_ = float(X.mean()), float(X.std()) or 1.0
+        gen = torch_generator(self.random_state)
+        net = self._net(torch, X.shape[1], len(self.classes_))
+        with torch.no_grad():  # PyTorch's default init bounds, drawn from our own generator
+            for m in net.modules():
+                if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)):
+                    bound = 1.0 / np.sqrt(m.weight[0].numel())
+                    m.weight.uniform_(-bound, bound, generator=gen)
+                    m.bias.uniform_(-bound, bound, generator=gen)
+        Xt = torch.from_numpy((X - self.mean_) / self.std_)
+        yt = torch.from_numpy(yi.astype(np.int64))
+        opt = torch.optim.Adam(net.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        sched = torch.optim.lr_scheduler.MultiStepLR(opt, list(self.milestones), gamma=0.1)
+        n = len(Xt)
+        net.train()
+        for ep in range(int(self.epochs)):
+            perm = torch.randperm(n, generator=gen)
+            tot = 0.0
+            for b in range(0, n, int(self.batch_size)):
+                ib = perm[b:b + int(self.batch_size)]
+                loss = torch.nn.functional.cross_entropy(net(Xt[ib]), yt[ib])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                tot += loss.item() * len(ib)
+            sched.step()
+            if self.verbose:
+                print(f"[{self.arch}] epoch {ep + 1}/{self.epochs} loss {tot / n:.4f}")
+        net.eval()
+        self.net_ = net
+        return self
+
+    def logits(self, X):
+        torch = import_torch(self.n_jobs)
+        X = (np.asarray(X, dtype=np.float32) - self.mean_) / self.std_
+        out = []
+        with torch.no_grad():
+            for b in range(0, len(X), 2048):
+                out.append(self.net_(torch.from_numpy(X[b:b + 2048])).numpy())
+        return np.concatenate(out).astype(np.float64)
+
+    def predict_proba(self, X):
+        z = self.logits(X) / float(self.temperature)
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        return self.classes_[self.logits(X).argmax(axis=1)]
+
+
+def _fit_proba(teacher, X, y, tr, te, K, sample_weight):
+    """Fit ``teacher`` on rows ``tr`` and return its probabilities on rows ``te`` as (len(te), K)."""
+    kw = {} if sample_weight is None else {"sample_weight": sample_weight[tr]}
+    teacher.fit(X[tr], y[tr], **kw)
+    P = np.zeros((len(te), K))
+    P[:, np.asarray(teacher.classes_, dtype=np.int64)] = teacher.predict_proba(X[te])
+    return P
+
+
+def jackknife_soft_labels(make_teacher, X, y, K, n_folds=5, n_repeats=5, random_state=None,
+                          n_jobs=None, sample_weight=None):
+    """Alg. 1 repeated ``n_repeats`` times: out-of-fold teacher probabilities, averaged.
+
+    ``make_teacher(seed)`` returns an unfitted classifier; ``y`` holds integer codes 0..K-1. A sample's
+    soft label only ever comes from teachers whose training folds exclude it.
+    """
+    rs = check_random_state(random_state)
+    tasks = []
+    for _ in range(int(n_repeats)):
+        kf = KFold(int(n_folds), shuffle=True, random_state=rs.randint(2**31 - 1))
+        for tr, te in kf.split(X):
+            tasks.append((make_teacher(rs.randint(2**31 - 1)), tr, te))
+    outs = Parallel(n_jobs=n_jobs, prefer="threads")(  # sklearn forests release the GIL
+
+        delayed(_fit_proba)(t, X, y, tr, te, K, sample_weight) for t, tr, te in tasks
+    )
+    S = np.zeros((len(y), K))
+    for (_, _, te), P in zip(tasks, outs, strict=True):
+        S[te] += P
+    S /= int(n_repeats)
+    return S / S.sum(axis=1, keepdims=True)
+
+
+# ----------------------------------------------------------------------------- the estimator
+
+
+@register("redt", CLASSIFICATION,
+          "ReDT: soft-label CART distilled from an RF/GBDT (jackknife) or DNN (temperature) teacher")
+class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
+    """Rectified decision tree (ReDT).
+
+    Parameters
+    ----------
+    teacher : {"rf", "gbdt", "mlp", "lenet"} or estimator
+        Soft-label teacher; an unfitted scikit-learn classifier with ``predict_proba`` is cloned.
+    teacher_params : dict or None
+        Overrides of the teacher's parameters (e.g. ``{"n_estimators": 100}`` or ``{"epochs": 50}``).
+    alpha : float in [0, 1] or "auto"
+        Weight of the hard label in the mixed label; "auto" selects it on a validation split.
+    alpha_grid : list of float or None
+        Candidates for ``alpha="auto"``; ``None`` = 0, 0.1, ..., 1.
+    val_size : float
+        Fraction of the training data held out to select alpha.
+    n_folds, n_repeats : int
+        Jackknife folds M and repetitions R (paper: 5 and 5).
+    temperature : float
+        Softmax temperature T of DNN teachers (paper: 4).
+    dnn_soft_labels : {"full", "jackknife"}
+        DNN soft labels from one teacher trained on all data (paper) or by the jackknife.
+    pseudo_labels : {"soft", "mixed"}
+        Labels whose argmax decides the purity stop (Eq. 4 uses the soft labels).
+    k : int
+        Split a node only if it holds more than ``k`` samples (paper: 5).
+    min_samples_leaf : int
+        Minimum samples per child (1: the paper has no such rule).
+    criterion : {"gini", "entropy"}
+    max_depth : int or None
+    backend : {"auto", "numba", "numpy"}
+        Split-search implementation (same tree; numba is much faster).
+    image_shape : tuple or None
+        Filled by the runner for image data (LeNet teacher).
+    n_jobs : int or None
+        Parallel jackknife fits (joblib) and torch threads.
+    random_state : int, RandomState or None
+    verbose : int
+    """
+
+    capabilities = Capabilities(needs_validation=True, image_input=True, sample_weight=True)
+
+    def __init__(self, teacher="rf", teacher_params=None, alpha="auto", alpha_grid=None,
+                 val_size=0.2, n_folds=5, n_repeats=5, temperature=4.0, dnn_soft_labels="full",
+                 pseudo_labels="soft", k=5, min_samples_leaf=1, criterion="gini", max_depth=None,
+                 backend="auto", image_shape=None, n_jobs=None, random_state=None, verbose=0):
+        self.teacher = teacher
+        self.teacher_params = teacher_params
+        self.alpha = alpha
+        self.alpha_grid = alpha_grid
+        self.val_size = val_size
+        self.n_folds = n_folds
+        self.n_repeats = n_repeats
+        self.temperature = temperature
+        self.dnn_soft_labels = dnn_soft_labels
+        self.pseudo_labels = pseudo_labels
+        self.k = k
+        self.min_samples_leaf = min_samples_leaf
+        self.criterion = criterion
+        self.max_depth = max_depth
+        self.backend = backend
+        self.image_shape = image_shape
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ validation
+
+    def _check_params(self):
+        t = self.teacher
+        if isinstance(t, str):
+            if t not in FOREST_TEACHERS + DNN_TEACHERS:
+                raise ValueError(f"teacher must be one of {FOREST_TEACHERS + DNN_TEACHERS} or an "
+                                 f"estimator, got {t!r}")
+        elif not (hasattr(t, "fit") and hasattr(t, "predict_proba")):
+            raise ValueError(f"teacher must be a name or a classifier with predict_proba, got {t!r}")
+        if isinstance(self.alpha, str):
+            if self.alpha != "auto":
+                raise ValueError(f"alpha must be in [0, 1] or 'auto', got {self.alpha!r}")
+        elif not (isinstance(self.alpha, numbers.Real) and 0.0 <= self.alpha <= 1.0):
+            raise ValueError(f"alpha must be in [0, 1] or 'auto', got {self.alpha!r}")
+        grid = DEFAULT_ALPHA_GRID if self.alpha_grid is None else tuple(self.alpha_grid)
+        if not grid or any(not 0.0 <= float(a) <= 1.0 for a in grid):
+            raise ValueError(f"alpha_grid must be non-empty values in [0, 1], got {self.alpha_grid!r}")
+        if not 0.0 < float(self.val_size) < 1.0:
+            raise ValueError(f"val_size must be in (0, 1), got {self.val_size!r}")
+        if int(self.n_folds) < 2:
+            raise ValueError(f"n_folds must be >= 2, got {self.n_folds!r}")
+        if int(self.n_repeats) < 1:
+            raise ValueError(f"n_repeats must be >= 1, got {self.n_repeats!r}")
+        if not float(self.temperature) > 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
+        if self.dnn_soft_labels not in ("full", "jackknife"):
+            raise ValueError(f"dnn_soft_labels must be 'full' or 'jackknife', got {self.dnn_soft_labels!r}")
+        if self.pseudo_labels not in ("soft", "mixed"):
+            raise ValueError(f"pseudo_labels must be 'soft' or 'mixed', got {self.pseudo_labels!r}")
+        if int(self.k) < 1:
+            raise ValueError(f"k must be >= 1, got {self.k!r}")
+        if int(self.min_samples_leaf) < 1:
+            raise ValueError(f"min_samples_leaf must be >= 1, got {self.min_samples_leaf!r}")
+        if self.criterion not in CRITERIA:
+            raise ValueError(f"criterion must be one of {list(CRITERIA)}, got {self.criterion!r}")
+        if self.max_depth is not None and int(self.max_depth) < 1:
+            raise ValueError(f"max_depth must be None or >= 1, got {self.max_depth!r}")
+        if self.backend not in ("auto", "numba", "numpy"):
+            raise ValueError(f"backend must be 'auto', 'numba' or 'numpy', got {self.backend!r}")
+        return grid
+
+    # ------------------------------------------------------------------ soft labels
+
+    def _threads(self):
+        return None if self.n_jobs is None else int(self.n_jobs)
+
+    def _make_teacher(self, seed):
+        t = self.teacher
+        if not isinstance(t, str):
+            est = clone(t)
+            if self.teacher_params:
+                est.set_params(**self.teacher_params)
+            if "random_state" in est.get_params():
+                est.set_params(random_state=seed)
+            return est
+        if t in FOREST_TEACHERS:
+            return forest_teacher(t, self.teacher_params, seed)
+        kw = {"temperature": float(self.temperature), "image_shape": self.image_shape,
+              "n_jobs": self.n_jobs, "verbose": self.verbose}
+        kw.update(self.teacher_params or {})
+        return TorchTeacher(arch=t, random_state=seed, **kw)
+
+    def soft_labels(self, X, y_codes, K, random_state, sample_weight=None):
+        """Teacher soft labels of the training samples (jackknife, or temperature for DNNs)."""
+        is_dnn = isinstance(self.teacher, str) and self.teacher in DNN_TEACHERS
+        if is_dnn and self.dnn_soft_labels == "full":
+            teacher = self._make_teacher(random_state.randint(2**31 - 1))
+            teacher.fit(X, y_codes)
+            S = np.zeros((len(y_codes), K))
+            S[:, np.asarray(teacher.classes_, dtype=np.int64)] = teacher.predict_proba(X)
+            return S
+        n_jobs = 1 if is_dnn else self._threads()  # torch uses the threads itself
+        return jackknife_soft_labels(self._make_teacher, X, y_codes, K, self.n_folds,
+                                     self.n_repeats, random_state, n_jobs, sample_weight)
+
+    # ------------------------------------------------------------------ fit / predict
+
+    def _grow(self, X, y_codes, S, alpha, K, sample_weight=None):
+        Y = alpha * np.eye(K)[y_codes] + (1.0 - alpha) * S
+        pseudo = S.argmax(axis=1) if self.pseudo_labels == "soft" else Y.argmax(axis=1)
+        return build_tree(X, Y, pseudo, k=int(self.k), min_samples_leaf=int(self.min_samples_leaf),
+                          criterion=self.criterion, max_depth=self.max_depth, backend=self.backend,
+                          sample_weight=sample_weight)
+
+    def fit(self, X, y, sample_weight=None):
+        grid = self._check_params()
+        X, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite=True)
+        enc = LabelEncoder()
+        yc = enc.fit_transform(y)
+        self.classes_ = enc.classes_
+        K = len(self.classes_)
+        sw = None
+        if sample_weight is not None:
+            sw = np.asarray(sample_weight, dtype=np.float64)
+            if sw.shape != (len(yc),) or (sw < 0).any() or not sw.any():
+                raise ValueError("sample_weight must be (n_samples,) non-negative, not all zero")
+            keep = sw > 0  # zero-weight samples are ignored, as in scikit-learn's trees
+            X, yc, sw = X[keep], yc[keep], sw[keep]
+        rs = check_random_state(self.random_state)
+
+        t0 = time.perf_counter()
+        S = self.soft_labels(X, yc, K, rs, sw)
+        teacher_s = time.perf_counter() - t0
+        self.soft_labels_ = S
+
+        t0 = time.perf_counter()
+        info = {}
+        if self.alpha == "auto":
+            alpha, val_acc = self._select_alpha(X, yc, S, K, grid, rs, sw)
+            info["alpha_val_accuracy"] = val_acc
+        else:
+            alpha = float(self.alpha)
+        self.alpha_ = alpha
+        self.tree_ = self._grow(X, yc, S, alpha, K, sw)
+        tree_s = time.perf_counter() - t0
+        self.n_nodes_ = self.tree_.node_count
+        self.n_rules_ = self.tree_.n_leaves
+        self.fit_info_ = {
+            "alpha": alpha,
+            **info,
+            "n_nodes": int(self.n_nodes_),
+            "n_rules": int(self.n_rules_),
+            "teacher_oof_accuracy": float((S.argmax(axis=1) == yc).mean()),
+            "teacher_seconds": teacher_s,
+            "tree_seconds": tree_s,
+        }
+        return self
+
+    def _select_alpha(self, X, yc, S, K, grid, rs, sw):
+        """Alpha with the best accuracy on a stratified validation split (first best in grid order)."""
+        idx = np.arange(len(yc))
+        counts = np.bincount(yc, minlength=K)
+        strat = yc if counts.min() >= 2 else None
+        tr, va = train_test_split(idx, test_size=float(self.val_size), stratify=strat,
+                                  random_state=rs.randint(2**31 - 1))
+        best_a, best_acc = None, -1.0
+        for a in grid:
+            tree = self._grow(X[tr], yc[tr], S[tr], float(a), K, None if sw is None else sw[tr])
+            pred = tree.predict_value(X[va]).argmax(axis=1)
+            acc = float((pred == yc[va]).mean())
+            if self.verbose:
+                print(f"[redt] alpha={float(a):.2f} val_acc={acc:.4f} nodes={tree.node_count}")
+            if acc > best_acc:
+                best_a, best_acc = float(a), acc
+        return best_a, best_acc
+
+    def predict_proba(self, X):
+        check_is_fitted(self, "tree_")
+        X = validate_data(self, X, dtype=np.float32, reset=False)
+        P = self.tree_.predict_value(X)
+        return P / P.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+
+    def size_report(self, X):
+        check_is_fitted(self, "tree_")
+        t = self.tree_
+        X = validate_data(self, X, dtype=np.float32, reset=False)
+        depth = node_depths(t.left, t.right)
+        mean_depth = float(depth[t.apply(X)].mean()) if len(X) else 0.0
+        return {
+            "n_trees": 1,
+            "n_splits": int(t.node_count - t.n_leaves),
+            "n_leaves": int(t.n_leaves),
+            "depth": int(depth.max()),
+            "mean_depth": mean_depth,
+            "split_evals": mean_depth,
+        }
