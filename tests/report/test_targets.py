@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from treebench.methods import available_methods
 from treebench.report.targets import (
     TargetError,
     experiment_names,
@@ -20,8 +21,7 @@ DATASETS = set("""iris digits wine breast_cancer diabetes mnist fashion_mnist us
 pendigits optdigits satimage dna protein sensit adult crx eeg bank german cmc landcover isolet abalone abalone_reg
 har madelon poker ionosphere pima spectf hepatitis wine_red wine_white bike spambase magic04 yeast ecoli glass
 housing airfoil fertility messidor megawatt1 credit_default fri586 fri589 fri620""".split())
-METHODS = set("""tnt tnt_bagging tnt_adaboost ndg cart rf bagged_cart gbdt adaboost redt e2edt e2edf hinge_forest
-hinge_fern onestage sdt""".split())
+METHODS = set(available_methods())
 REFERENCE_ONLY = {"adf", "sndf"}
 
 
