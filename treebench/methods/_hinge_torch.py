@@ -117,7 +117,7 @@ class HingeForest(nn.Module):
         gs = torch.empty(D, B, M, dtype=torch.long, device=z.device)
         for d in range(D):
             gs[d] = g
-            r = torch.sub(z.gather(1, feats[g]), thr[g], out=rs[d])
+            r = torch.sub(z.gather(1, feats.take(g)), thr.take(g), out=rs[d])
             g = g.mul_(2).add_(step).add_(r > 0)
         # argmin returns the first minimum: on ties the shallower decision wins (strict <)
         k = rs.abs_().argmin(dim=0, keepdim=True)
