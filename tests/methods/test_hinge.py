@@ -204,3 +204,19 @@ def test_yaml_defaults_match_constructor(name):
     params = est.get_params()
     params.pop("random_state")
     assert cfg["params"] == params
+
+
+def test_bagging_and_adaboost_accept_it():
+    from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
+
+    X, y = load_iris(return_X_y=True)
+    base = HingeFernClassifier(n_estimators=4, max_depth=2, n_iterations=60, snapshot_every=30,
+                               random_state=0, n_jobs=1)
+    bag = BaggingClassifier(base, n_estimators=2, random_state=0).fit(X, y)
+    ada = AdaBoostClassifier(base, n_estimators=2, random_state=0).fit(X, y)
+    assert bag.predict(X).shape == ada.predict(X).shape == (150,)
+    # sample weights change the fit
+    w = np.where(y == 0, 10.0, 0.1)
+    a = clone(base).fit(X, y).predict_proba(X)
+    b = clone(base).fit(X, y, sample_weight=w).predict_proba(X)
+    assert not np.allclose(a, b)
