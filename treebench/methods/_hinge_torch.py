@@ -108,21 +108,21 @@ class HingeForest(nn.Module):
             bits = (r > 0).long()
             pows = 2 ** torch.arange(D - 1, -1, -1, device=z.device)
             leaf = (bits * pows).sum(-1)
-            vstar = r.abs().argmin(dim=-1)  # first (shallowest) minimum on ties
+            vstar = r.abs().min(dim=-1).indices  # first (shallowest) minimum on ties
             return leaf, vstar
         # global (flattened) node index g = node + tree offset; children: 2g + 1 - offset (+1 right)
         g = self._dec_off.view(1, M).expand(B, M).clone()
         step = (1 - self._dec_off).view(1, M)
         rs = torch.empty(D, B, M, dtype=z.dtype, device=z.device)
-        gs = torch.empty(D, B, M, dtype=torch.long, device=z.device)
         for d in range(D):
-            gs[d] = g
             r = torch.sub(z.gather(1, feats.take(g)), thr.take(g), out=rs[d])
             g = g.mul_(2).add_(step).add_(r > 0)
-        # argmin returns the first minimum: on ties the shallower decision wins (strict <)
-        k = rs.abs_().argmin(dim=0, keepdim=True)
-        vstar = gs.gather(0, k)[0] - self._dec_off.view(1, M)
         leaf = g - self._leaf_base.view(1, M)
+        # depth of the min-|margin| decision; min() returns the first minimum, so on ties the
+        # shallower decision wins (the strict < of Alg. 3)
+        k = rs.abs_().min(dim=0).indices
+        # its node: the ancestor of the leaf at depth k, (1-based heap index >> (D - k)) - 1
+        vstar = torch.bitwise_right_shift(leaf + 2**D, D - k) - 1
         return leaf, vstar
 
     def forward(self, z):
