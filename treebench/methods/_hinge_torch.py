@@ -110,7 +110,9 @@ class HingeForest(nn.Module):
             leaf = (bits * pows).sum(-1)
             vstar = r.abs().min(dim=-1).indices  # first (shallowest) minimum on ties
             return leaf, vstar
-        # global (flattened) node index g = node + tree offset; children: 2g + 1 - offset (+1 right)
+        # r = z[f_v] - t_v with the *current* node's feature f_v (the paper's Alg. 3 prints x_{f_i},
+        # an index typo). Global (flattened) node index g = node + tree offset; the children of g
+        # are 2g + 1 - offset (left) and 2g + 2 - offset (right); right iff r > 0.
         g = self._dec_off.view(1, M).expand(B, M).clone()
         step = (1 - self._dec_off).view(1, M)
         rs = torch.empty(D, B, M, dtype=z.dtype, device=z.device)
