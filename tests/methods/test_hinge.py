@@ -1,0 +1,222 @@
+"""Random Hinge Forest / Ferns: exact paper gradients, fern == tree at depth 1, deterministic inference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from sklearn.base import clone
+from sklearn.datasets import load_diabetes, load_iris
+
+torch = pytest.importorskip("torch")
+torch.set_num_threads(1)
+
+from treebench.methods._hinge_torch import HingeForest, HingeNet, RunningBatchNorm  # noqa: E402
+from treebench.methods.hinge import (  # noqa: E402
+    HingeFernClassifier,
+    HingeFernRegressor,
+    HingeForestClassifier,
+    HingeForestRegressor,
+)
+
+CONF = Path(__file__).resolve().parents[2] / "conf" / "method"
+
+
+def _reference(forest: HingeForest, z: np.ndarray):
+    """Alg. 3 with the notes' fix (x_{f_v}), per sample and tree, plus Eqs. 11-12 closed forms."""
+    f = forest.features.numpy()
+    t = forest.thresholds.detach().numpy().astype(np.float64)
+    w = forest.weights.detach().numpy().astype(np.float64)
+    B, (M, D) = z.shape[0], (forest.n_trees, forest.depth)
+    out = np.zeros((B, M, w.shape[2]))
+    info = np.zeros((B, M, 3))  # leaf, v*, r*
+    for b in range(B):
+        for m in range(M):
+            leaf, v = 0, 0
+            rstar, vstar = np.inf, 0
+            for d in range(D):
+                node = v if forest.kind == "tree" else d
+                r = z[b, f[m, node]] - t[m, node]
+                if abs(r) < abs(rstar):
+                    rstar, vstar = r, node
+                leaf = 2 * leaf + int(r > 0)
+                v = 2 * v + 1 + int(r > 0)
+            out[b, m] = w[m, leaf] * abs(rstar)
+            info[b, m] = leaf, vstar, rstar
+    return out, info
+
+
+def _closed_form_grads(forest, z, info, G):
+    """dL/dz, dL/dt, dL/dw for L = sum(G * h) from the paper's sparse derivatives."""
+    f = forest.features.numpy()
+    w = forest.weights.detach().numpy().astype(np.float64)
+    gz, gt, gw = np.zeros(z.shape), np.zeros(forest.thresholds.shape), np.zeros(w.shape)
+    for b in range(z.shape[0]):
+        for m in range(forest.n_trees):
+            leaf, v, r = int(info[b, m, 0]), int(info[b, m, 1]), info[b, m, 2]
+            gw[m, leaf] += G[b, m] * abs(r)                    # Eq. 12: |r*|
+            s = float(G[b, m] @ w[m, leaf]) * np.sign(r)
+            gt[m, v] += -s                                     # -sgn(r*) w_leaf
+            gz[b, f[m, v]] += s                                # Eq. 11: +sgn(r*) w_leaf
+    return gz, gt, gw
+
+
+@pytest.mark.parametrize("kind", ["tree", "fern"])
+@pytest.mark.parametrize("depth", [1, 3, 6])
+def test_gradients_equal_paper_closed_form(kind, depth):
+    g = torch.Generator().manual_seed(depth)
+    forest = HingeForest(7, 5, depth, 3, kind, leaf_std=1.0, generator=g).double()
+    z_np = np.random.default_rng(depth).normal(size=(40, 7))
+    z = torch.tensor(z_np, requires_grad=True)
+    G = np.random.default_rng(100 + depth).normal(size=(40, 5, 3))
+    out = forest(z)
+    ref_out, info = _reference(forest, z_np)
+    np.testing.assert_allclose(out.detach().numpy(), ref_out, rtol=1e-12, atol=1e-12)
+    (out * torch.tensor(G)).sum().backward()
+    gz, gt, gw = _closed_form_grads(forest, z_np, info, G)
+    np.testing.assert_allclose(z.grad.numpy(), gz, atol=1e-12)
+    np.testing.assert_allclose(forest.thresholds.grad.numpy(), gt, atol=1e-12)
+    np.testing.assert_allclose(forest.weights.grad.numpy(), gw, atol=1e-12)
+    # sparsity: per sample and tree one threshold and one leaf
+    leaf, vstar = forest.route(z.detach())
+    assert leaf.shape == vstar.shape == (40, 5)
+    assert int(leaf.max()) < 2**depth and int(vstar.max()) < forest.n_decisions
+
+
+def test_ties_take_the_shallower_node_and_zero_goes_left():
+    forest = HingeForest(1, 1, 2, 1, "tree", generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        forest.features.zero_()
+        forest.thresholds.copy_(torch.tensor([[0.0, -1.0, 1.0]]))
+    z = torch.tensor([[0.0], [1.0], [-1.0], [-0.5]])
+    leaf, vstar = forest.route(z)
+    # z=0: r=0 at the root goes left (right iff r > 0); z=1: right, then r=0 at node 2 goes left;
+    # z=-0.5: |r| = 0.5 at the root and at node 1: the tie goes to the shallower root
+    assert leaf[:, 0].tolist() == [1, 2, 0, 1]
+    assert vstar[:, 0].tolist() == [0, 2, 1, 0]
+
+
+def test_fern_depth1_equals_tree_depth1():
+    a = HingeForest(6, 8, 1, 4, "tree", leaf_std=1.0, generator=torch.Generator().manual_seed(3))
+    b = HingeForest(6, 8, 1, 4, "fern", leaf_std=1.0, generator=torch.Generator().manual_seed(3))
+    z = torch.randn(30, 6, generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(a(z), b(z), rtol=0, atol=0)
+    X, y = load_iris(return_X_y=True)
+    kw = dict(n_estimators=10, max_depth=1, n_iterations=150, snapshot_every=50, random_state=0,
+              n_jobs=1)
+    pa = HingeForestClassifier(**kw).fit(X, y).predict_proba(X)
+    pb = HingeFernClassifier(**kw).fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(pa, pb)
+
+
+def test_running_batchnorm():
+    bn = RunningBatchNorm(3)
+    x = torch.randn(50, 3, generator=torch.Generator().manual_seed(0)) * 4 + 2
+    y0 = bn(x)  # forward uses the initial statistics mean 0, var 1
+    torch.testing.assert_close(y0, x / (1 + 1e-7) ** 0.5)
+    bn.update()  # first update: alpha = 0 -> the batch statistics (unbiased variance)
+    torch.testing.assert_close(bn.running_mean, x.mean(0))
+    torch.testing.assert_close(bn.running_var, x.var(0, unbiased=True))
+    x2 = torch.randn(50, 3, generator=torch.Generator().manual_seed(1))
+    bn(x2)
+    bn.update()  # alpha = 1/2: cumulative average
+    torch.testing.assert_close(bn.running_mean, (x.mean(0) + x2.mean(0)) / 2)
+    # gradient treats the statistics as constants
+    xg = x.clone().requires_grad_(True)
+    bn(xg).sum().backward()
+    torch.testing.assert_close(xg.grad, (1 / (bn.running_var + 1e-7).sqrt()).expand(50, 3))
+
+
+def test_deterministic_inference_train_equals_eval():
+    X, y = load_iris(return_X_y=True)
+    est = HingeForestClassifier(n_estimators=10, max_depth=3, n_iterations=200,
+                                snapshot_every=100, random_state=1, n_jobs=1).fit(X, y)
+    net = est.net_
+    Xt = torch.tensor(X, dtype=torch.float32)
+    with torch.no_grad():
+        net.eval()
+        a = net(Xt)
+        net.train()
+        b = net(Xt)
+        net.eval()
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    np.testing.assert_array_equal(est.predict_proba(X), est.predict_proba(X))
+    # same seed -> same model
+    est2 = clone(est).fit(X, y)
+    np.testing.assert_array_equal(est.predict_proba(X), est2.predict_proba(X))
+
+
+def test_conv_pool_and_sum_aggregation_shapes():
+    net = HingeNet(28 * 28, 10, 4, 3, "tree", pool="conv", n_features=80, aggregation="sum",
+                   image_shape=(28, 28), generator=torch.Generator().manual_seed(0))
+    assert net.n_pool == 80 * 8 * 8
+    assert net(torch.randn(5, 784)).shape == (5, 10)
+
+
+@pytest.mark.parametrize("cls", [HingeForestClassifier, HingeFernClassifier])
+def test_sklearn_contract_and_iris(cls):
+    est = cls(n_estimators=10, max_depth=3, n_iterations=600, random_state=0, n_jobs=1)
+    c = clone(est)
+    assert c.get_params() == est.get_params()
+    c.set_params(max_depth=4)
+    assert c.get_params()["max_depth"] == 4
+    X, y = load_iris(return_X_y=True)
+    est.set_params(snapshot_every=100).fit(X, y)
+    proba = est.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(1), 1, rtol=1e-6)
+    assert est.score(X, y) > 0.9
+    rep = est.size_report(X)
+    n_dec = 7 if cls is HingeForestClassifier else 3
+    assert rep["n_splits"] == 10 * n_dec and rep["n_leaves"] == 80 and rep["split_evals"] == 30
+    with pytest.raises(ValueError, match="max_depth"):
+        clone(est).set_params(max_depth=0).fit(X, y)
+    with pytest.raises(ValueError, match="eval_set"):
+        clone(est).set_params(selection="test").fit(X, y)
+
+
+def test_test_selection_is_labelled():
+    X, y = load_iris(return_X_y=True)
+    est = HingeFernClassifier(n_estimators=5, max_depth=2, n_iterations=200, snapshot_every=50,
+                              selection="test", validation_fraction=0, random_state=0, n_jobs=1)
+    est.fit(X[::2], y[::2], eval_set=(X[1::2], y[1::2]))
+    info = est.fit_info_
+    assert info["selection"] == "test"
+    assert info["eval_selected_error"] == info["eval_best_error"]
+    assert np.isclose(1 - est.score(X[1::2], y[1::2]), info["eval_best_error"])
+
+
+@pytest.mark.parametrize("cls", [HingeForestRegressor, HingeFernRegressor])
+def test_regression_diabetes(cls):
+    X, y = load_diabetes(return_X_y=True)
+    est = cls(n_estimators=50, max_depth=1, n_iterations=1500, snapshot_every=100,
+              random_state=0, n_jobs=1).fit(X[:330], y[:330])
+    assert est.predict(X[330:]).shape == (112,)
+    assert est.score(X[330:], y[330:]) > 0.3
+
+
+@pytest.mark.parametrize("name", ["hinge_forest", "hinge_fern"])
+def test_yaml_defaults_match_constructor(name):
+    cfg = yaml.safe_load((CONF / f"{name}.yaml").read_text())
+    assert cfg["name"] == name
+    est = {"hinge_forest": HingeForestClassifier, "hinge_fern": HingeFernClassifier}[name]()
+    params = est.get_params()
+    params.pop("random_state")
+    assert cfg["params"] == params
+
+
+def test_bagging_and_adaboost_accept_it():
+    from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
+
+    X, y = load_iris(return_X_y=True)
+    base = HingeFernClassifier(n_estimators=4, max_depth=2, n_iterations=60, snapshot_every=30,
+                               random_state=0, n_jobs=1)
+    bag = BaggingClassifier(base, n_estimators=2, random_state=0).fit(X, y)
+    ada = AdaBoostClassifier(base, n_estimators=2, random_state=0).fit(X, y)
+    assert bag.predict(X).shape == ada.predict(X).shape == (150,)
+    # sample weights change the fit
+    w = np.where(y == 0, 10.0, 0.1)
+    a = clone(base).fit(X, y).predict_proba(X)
+    b = clone(base).fit(X, y, sample_weight=w).predict_proba(X)
+    assert not np.allclose(a, b)

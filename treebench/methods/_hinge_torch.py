@@ -1,0 +1,231 @@
+"""Torch modules of Random Hinge Forest / Ferns (Lay et al. 2018). Imported lazily by ``hinge.py``.
+
+Traversal (which leaf, which decision has the smallest |margin|) is computed without autograd,
+vectorised over samples and trees with a loop over depth levels only. The differentiable output is
+then ``w[leaf] * |z[f_v*] - t_v*|``, built from three gathers, so autograd yields exactly the paper's
+sparse derivatives (Eqs. 11-12): d/dw_leaf = |r*|, d/dt_v* = -sgn(r*) w_leaf,
+d/dz_{f_v*} = +sgn(r*) w_leaf, and zero for every other component.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+class RunningBatchNorm(nn.Module):
+    """The paper's modified batch normalisation (bleak ``BatchNormalization``), no affine.
+
+    The forward pass always uses the stored running mean/variance (train and test alike), so the
+    statistics are constants for the backward pass. In training mode the forward pass remembers the
+    current batch's mean and unbiased variance; :meth:`update` (called after each optimiser step)
+    folds them in with ``alpha = min(it / (it + 1), 0.99)``. Initial statistics: mean 0, var 1.
+
+    ``channel_dim`` = 1 normalises per channel over the batch and spatial positions (conv inputs).
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-7, max_momentum: float = 0.99):
+        super().__init__()
+        self.eps = eps
+        self.max_momentum = max_momentum
+        self.register_buffer("running_mean", torch.zeros(num_features))
+        self.register_buffer("running_var", torch.ones(num_features))
+        self.register_buffer("n_updates", torch.zeros((), dtype=torch.long))
+        self._pending = None
+
+    def _shape(self, x):
+        return (1, -1) + (1,) * (x.dim() - 2)
+
+    def forward(self, x):
+        if self.training and x.shape[0] > 1:
+            with torch.no_grad():
+                dims = [0] + list(range(2, x.dim()))
+                self._pending = (x.mean(dim=dims), x.var(dim=dims, unbiased=True))
+        shape = self._shape(x)
+        mean = self.running_mean.view(shape)
+        std = (self.running_var.abs() + self.eps).sqrt().view(shape)
+        return (x - mean) / std
+
+    @torch.no_grad()
+    def update(self) -> None:
+        """Fold the last training batch's statistics into the running estimates."""
+        if self._pending is None:
+            return
+        mean, var = self._pending
+        it = int(self.n_updates)
+        alpha = min(it / (it + 1.0), self.max_momentum)
+        self.running_mean.mul_(alpha).add_(mean, alpha=1 - alpha)
+        self.running_var.mul_(alpha).add_(var, alpha=1 - alpha)
+        self.n_updates += 1
+        self._pending = None
+
+
+class HingeForest(nn.Module):
+    """M hinge trees (``kind="tree"``) or hinge ferns (``kind="fern"``) of depth D as one layer.
+
+    Input ``z``: [B, F] (normalised features). Output: [B, M, K] tree predictions ``w_leaf * |r*|``.
+
+    Trees: heap-ordered nodes (children of v are 2v+1, 2v+2), 2^D - 1 decisions each, leaf index
+    ``node - (2^D - 1)`` (the paper's ``l <- 2l + I(r > 0)``). Ferns: D decisions per fern, one per
+    level, leaf = D-bit code with the first level as the most significant bit.
+    Routing: right iff r > 0. r* = the smallest-|r| decision on the path, ties -> the shallower one.
+    """
+
+    def __init__(self, in_features: int, n_trees: int, depth: int, n_outputs: int = 1,
+                 kind: str = "tree", threshold_range: float = 3.0, leaf_std: float = 0.01,
+                 generator: torch.Generator | None = None):
+        super().__init__()
+        if kind not in ("tree", "fern"):
+            raise ValueError(f"kind must be 'tree' or 'fern', got {kind!r}")
+        self.in_features, self.n_trees, self.depth = int(in_features), int(n_trees), int(depth)
+        self.n_outputs, self.kind = int(n_outputs), kind
+        n_dec = (2**depth - 1) if kind == "tree" else depth
+        self.n_decisions = n_dec
+        self.n_leaves = 2**depth
+        g = generator
+        feats = torch.randint(0, self.in_features, (n_trees, n_dec), generator=g)
+        self.register_buffer("features", feats)
+        thr = (torch.rand(n_trees, n_dec, generator=g) * 2 - 1) * threshold_range
+        self.thresholds = nn.Parameter(thr)
+        w = torch.randn(n_trees, self.n_leaves, self.n_outputs, generator=g) * leaf_std
+        self.weights = nn.Parameter(w)
+        # flat offsets of each tree's first decision / leaf
+        self.register_buffer("_dec_off", torch.arange(n_trees) * n_dec)
+        self.register_buffer("_leaf_off", torch.arange(n_trees) * self.n_leaves)
+        # after D tree levels g = offset + heap index = offset + (2^D - 1) + leaf
+        self.register_buffer("_leaf_base", torch.arange(n_trees) * n_dec + (2**depth - 1))
+
+    @torch.no_grad()
+    def route(self, z):
+        """Leaf index [B, M] and index v* (within the tree's decisions) of the min-|margin| node."""
+        B = z.shape[0]
+        M, D = self.n_trees, self.depth
+        feats, thr = self.features.reshape(-1), self.thresholds.detach().reshape(-1)
+        if self.kind == "fern":
+            r = z[:, feats].view(B, M, D) - thr.view(1, M, D)
+            bits = (r > 0).long()
+            pows = 2 ** torch.arange(D - 1, -1, -1, device=z.device)
+            leaf = (bits * pows).sum(-1)
+            vstar = r.abs().min(dim=-1).indices  # first (shallowest) minimum on ties
+            return leaf, vstar
+        # r = z[f_v] - t_v with the *current* node's feature f_v (the paper's Alg. 3 prints x_{f_i},
+        # an index typo). Global (flattened) node index g = node + tree offset; the children of g
+        # are 2g + 1 - offset (left) and 2g + 2 - offset (right); right iff r > 0.
+        g = self._dec_off.view(1, M).expand(B, M).clone()
+        step = (1 - self._dec_off).view(1, M)
+        rs = torch.empty(D, B, M, dtype=z.dtype, device=z.device)
+        for d in range(D):
+            r = torch.sub(z.gather(1, feats.take(g)), thr.take(g), out=rs[d])
+            g = g.mul_(2).add_(step).add_(r > 0)
+        leaf = g - self._leaf_base.view(1, M)
+        # depth of the min-|margin| decision; min() returns the first minimum, so on ties the
+        # shallower decision wins (the strict < of Alg. 3)
+        k = rs.abs_().min(dim=0).indices
+        # its node: the ancestor of the leaf at depth k, (1-based heap index >> (D - k)) - 1
+        vstar = torch.bitwise_right_shift(leaf + 2**D, D - k) - 1
+        return leaf, vstar
+
+    def forward(self, z):
+        leaf, vstar = self.route(z)
+        flat_v = vstar + self._dec_off.view(1, -1)
+        B, M, K = z.shape[0], self.n_trees, self.n_outputs
+        zv = z.gather(1, self.features.reshape(-1)[flat_v])                         # [B, M]
+        tv = self.thresholds.reshape(-1).index_select(0, flat_v.reshape(-1)).view(B, M)
+        rows = (leaf + self._leaf_off.view(1, -1)).reshape(-1)
+        w = self.weights.reshape(-1, K).index_select(0, rows).view(B, M, K)
+        return w * (zv - tv).abs().unsqueeze(-1)
+
+
+class HingeNet(nn.Module):
+    """Feature pool -> modified BN -> hinge forest/ferns -> aggregation.
+
+    ``pool``: ``"linear"`` (inner products, no bias), ``"conv"`` (5x5 filters, stride 3, no padding,
+    no bias, flattened) or ``"none"`` (the raw inputs). ``aggregation``: ``"linear"`` (scalar tree
+    outputs -> Linear(M, K) with bias) or ``"sum"`` (K-vector leaves summed over trees).
+    """
+
+    def __init__(self, n_inputs: int, n_outputs: int, n_trees: int, depth: int, kind: str,
+                 pool: str = "linear", n_features: int = 100, aggregation: str = "linear",
+                 image_shape=None, kernel_size: int = 5, stride: int = 3,
+                 threshold_range: float = 3.0, leaf_std: float = 0.01,
+                 generator: torch.Generator | None = None):
+        super().__init__()
+        self.pool_kind, self.aggregation = pool, aggregation
+        if pool == "linear":
+            self.pool = _skip(nn.Linear, n_inputs, n_features, bias=False)
+            _reinit(self.pool, generator)
+            self.bn = RunningBatchNorm(n_features)
+            n_pool = n_features
+        elif pool == "conv":
+            c, h, w = _chw(image_shape, n_inputs)
+            self.image_chw = (c, h, w)
+            self.pool = _skip(nn.Conv2d, c, n_features, kernel_size, stride=stride, bias=False)
+            _reinit(self.pool, generator)
+            self.bn = RunningBatchNorm(n_features)
+            oh, ow = (h - kernel_size) // stride + 1, (w - kernel_size) // stride + 1
+            if oh < 1 or ow < 1:
+                raise ValueError(f"image_shape {image_shape} is smaller than the {kernel_size}x"
+                                 f"{kernel_size} convolution")
+            n_pool = n_features * oh * ow
+        elif pool == "none":
+            self.pool = nn.Identity()
+            self.bn = RunningBatchNorm(n_inputs)
+            n_pool = n_inputs
+        else:
+            raise ValueError(f"features must be 'linear', 'conv' or 'none', got {pool!r}")
+        self.n_pool = n_pool
+        k_leaf = n_outputs if aggregation == "sum" else 1
+        self.forest = HingeForest(n_pool, n_trees, depth, k_leaf, kind, threshold_range, leaf_std,
+                                  generator)
+        if aggregation == "linear":
+            self.head = _skip(nn.Linear, n_trees, n_outputs)
+            _reinit(self.head, generator)
+        elif aggregation != "sum":
+            raise ValueError(f"aggregation must be 'linear' or 'sum', got {aggregation!r}")
+
+    def features(self, x):
+        if self.pool_kind == "conv":
+            x = x.view(x.shape[0], *self.image_chw)
+        z = self.bn(self.pool(x))
+        return z.flatten(1)
+
+    def forward(self, x):
+        out = self.forest(self.features(x))  # [B, M, K]
+        if self.aggregation == "sum":
+            return out.sum(1)
+        return self.head(out.squeeze(-1))
+
+
+def _chw(image_shape, n_inputs):
+    if image_shape is None:
+        side = int(round(math.sqrt(n_inputs)))
+        if side * side != n_inputs:
+            raise ValueError("features='conv' needs image_shape (the runner fills it for image data)")
+        return 1, side, side
+    shp = tuple(int(s) for s in image_shape)
+    if len(shp) == 2:
+        c, h, w = 1, *shp
+    elif len(shp) == 3:
+        c, h, w = shp if shp[0] <= 4 else (shp[2], shp[0], shp[1])
+    else:
+        raise ValueError(f"image_shape must have 2 or 3 entries, got {image_shape}")
+    if c * h * w != n_inputs:
+        raise ValueError(f"image_shape {image_shape} does not match {n_inputs} input features")
+    return c, h, w
+
+
+def _skip(cls, *args, **kwargs):
+    """Build a layer without touching the global RNG (its weights are drawn by :func:`_reinit`)."""
+    return cls(*args, device="meta", **kwargs).to_empty(device="cpu")
+
+
+def _reinit(layer, generator):
+    """PyTorch's default (Kaiming-uniform) init, drawn from ``generator`` instead of the global RNG."""
+    with torch.no_grad():
+        fan_in = layer.weight[0].numel()
+        bound = 1.0 / math.sqrt(fan_in)
+        layer.weight.uniform_(-bound, bound, generator=generator)
+        if getattr(layer, "bias", None) is not None:
+            layer.bias.uniform_(-bound, bound, generator=generator)

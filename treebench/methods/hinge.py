@@ -1,0 +1,346 @@
+"""Random Hinge Forest and Random Hinge Ferns (Lay et al., arXiv 1802.03882, 2018).
+
+ReLU "hinge" trees whose output is ``w_leaf * |r*|`` with r* the smallest-|margin| decision on the
+sample's path, trained end to end in PyTorch together with a learnable feature pool (inner products
+or 5x5/stride-3 convolutions) behind the paper's running-statistics batch normalisation.
+
+Registered as ``hinge_forest`` and ``hinge_fern`` for classification and regression. Torch is
+imported only inside ``fit``/``predict`` (see ``_hinge_torch.py`` for the modules).
+
+Model selection: minibatch training for ``n_iterations`` steps with a snapshot every
+``snapshot_every`` steps. ``selection="validation"`` (default) keeps the snapshot with the lowest
+loss on a validation part held out from the training data (``validation_fraction``, drawn with
+``random_state``); ``"last"`` keeps the final state. ``"test"`` is the papers' protocol for
+Letter/USPS/MNIST, *best test error over model states*: it needs ``fit(..., eval_set=(X_test,
+y_test))`` and is optimistic; results that use it must be labelled (``fit_info_["selection"]``).
+Whatever the selection, when ``eval_set`` is given ``fit_info_`` also records the eval-set error of
+every snapshot's best (``eval_best_error``) and at the selected state (``eval_selected_error``).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from treebench.methods.base import (
+    CLASSIFICATION,
+    REGRESSION,
+    Capabilities,
+    SizeMixin,
+    import_torch,
+    register,
+    torch_generator,
+)
+
+_OPTIMIZERS = ("adagrad", "adam")
+_SELECTIONS = ("validation", "last", "test")
+
+
+class _HingeBase(SizeMixin, BaseEstimator):
+    """Shared implementation; subclasses fix ``_kind`` ("tree"/"fern") and the task."""
+
+    capabilities = Capabilities(needs_validation=True, image_input=True, requires_torch=True,
+                                sample_weight=True)
+    _kind = "tree"
+    _is_classifier = True
+
+    def __init__(self, n_estimators=100, max_depth=10, features="linear", n_features=100,
+                 aggregation="linear", optimizer="adagrad", learning_rate=0.05,
+                 n_iterations=40000, batch_size=53, snapshot_every=500, selection="validation",
+                 validation_fraction=0.25, threshold_init=3.0, leaf_init_std=0.01,
+                 image_shape=None, n_jobs=None, random_state=None, verbose=0):
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.features = features
+        self.n_features = n_features
+        self.aggregation = aggregation
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.n_iterations = n_iterations
+        self.batch_size = batch_size
+        self.snapshot_every = snapshot_every
+        self.selection = selection
+        self.validation_fraction = validation_fraction
+        self.threshold_init = threshold_init
+        self.leaf_init_std = leaf_init_std
+        self.image_shape = image_shape
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self):
+        def pos_int(name):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+
+        for name in ("n_estimators", "max_depth", "n_features", "n_iterations", "batch_size",
+                     "snapshot_every"):
+            pos_int(name)
+        if self.max_depth > 30:
+            raise ValueError(f"max_depth must be <= 30, got {self.max_depth}")
+        if self.features not in ("linear", "conv", "none"):
+            raise ValueError(f"features must be 'linear', 'conv' or 'none', got {self.features!r}")
+        if self.aggregation not in ("linear", "sum"):
+            raise ValueError(f"aggregation must be 'linear' or 'sum', got {self.aggregation!r}")
+        if self.optimizer not in _OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}")
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+        if self.selection not in _SELECTIONS:
+            raise ValueError(f"selection must be one of {_SELECTIONS}, got {self.selection!r}")
+        if not 0 <= self.validation_fraction < 1:
+            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+        if self.selection == "validation" and self.validation_fraction == 0:
+            raise ValueError("selection='validation' needs validation_fraction > 0")
+        if not self.threshold_init >= 0:
+            raise ValueError(f"threshold_init must be >= 0, got {self.threshold_init}")
+        if not self.leaf_init_std >= 0:
+            raise ValueError(f"leaf_init_std must be >= 0, got {self.leaf_init_std}")
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y, sample_weight=None, eval_set=None):
+        """Train the whole network; ``eval_set=(X, y)`` is only needed for ``selection="test"``."""
+        self._check_params()
+        X, y = validate_data(self, X, y, dtype=np.float32, y_numeric=not self._is_classifier)
+        if self.selection == "test" and eval_set is None:
+            raise ValueError("selection='test' (best test error over model states) needs "
+                             "fit(..., eval_set=(X_test, y_test))")
+        torch = import_torch(self.n_jobs)
+        from treebench.methods._hinge_torch import HingeNet
+
+        rs = check_random_state(self.random_state)
+        gen = torch_generator(rs)
+        n = X.shape[0]
+        sw = np.ones(n, dtype=np.float32) if sample_weight is None else \
+            np.asarray(sample_weight, dtype=np.float32).reshape(-1)
+        if sw.shape[0] != n:
+            raise ValueError("sample_weight has a different length than X")
+        sw = sw * (n / max(float(sw.sum()), 1e-12))
+
+        if self._is_classifier:
+            self._le = LabelEncoder().fit(y)
+            self.classes_ = self._le.classes_
+            yt = self._le.transform(y).astype(np.int64)
+            n_out = len(self.classes_)
+            self._y_mu, self._y_sd = 0.0, 1.0
+        else:
+            y = y.astype(np.float64)
+            self._y_mu = float(y.mean())
+            self._y_sd = float(y.std()) or 1.0
+            yt = ((y - self._y_mu) / self._y_sd).astype(np.float32)
+            n_out = 1
+
+        idx = np.arange(n)
+        if self.selection == "validation":
+            strat = yt if self._is_classifier and np.bincount(yt).min() >= 2 else None
+            try:
+                tr, va = train_test_split(idx, test_size=self.validation_fraction,
+                                          random_state=rs.randint(2**31 - 1), stratify=strat)
+            except ValueError:
+                tr, va = train_test_split(idx, test_size=self.validation_fraction,
+                                          random_state=rs.randint(2**31 - 1))
+        else:
+            tr, va = idx, idx[:0]
+
+        net = HingeNet(X.shape[1], n_out, self.n_estimators, self.max_depth, self._kind,
+                       pool=self.features, n_features=self.n_features,
+                       aggregation=self.aggregation, image_shape=self.image_shape,
+                       threshold_range=self.threshold_init, leaf_std=self.leaf_init_std,
+                       generator=gen)
+        opt = self._make_optimizer(torch, net.parameters())
+
+        Xt = torch.from_numpy(np.ascontiguousarray(X))
+        Yt = torch.from_numpy(yt)
+        Wt = torch.from_numpy(sw)
+        X_tr, Y_tr, W_tr = Xt[tr], Yt[tr], Wt[tr]
+        X_va, Y_va = Xt[va], Yt[va]
+        uniform_w = sample_weight is None
+        if eval_set is not None:
+            Xe = np.asarray(validate_data(self, eval_set[0], dtype=np.float32, reset=False))
+            Xe = torch.from_numpy(np.ascontiguousarray(Xe))
+            ye = np.asarray(eval_set[1])
+        n_tr = len(tr)
+        bs = min(self.batch_size, n_tr)
+
+        def loss_fn(out, yb, wb):
+            if self._is_classifier:
+                per = torch.nn.functional.cross_entropy(out, yb, reduction="none")
+            else:
+                per = (out.squeeze(-1) - yb) ** 2
+            return per.mean() if wb is None else (per * wb).mean()
+
+        def eval_error(Xs, ys):
+            pred = self._predict_net(net, Xs)
+            if self._is_classifier:
+                return float(np.mean(self.classes_[pred.argmax(1)] != ys))
+            pr = pred[:, 0] * self._y_sd + self._y_mu
+            return float(np.mean((pr - ys) ** 2))
+
+        best_state, best_score, best_it = None, np.inf, 0
+        eval_best, eval_curve = np.inf, []
+        perm, pos = torch.randperm(n_tr, generator=gen), 0
+        t0 = time.perf_counter()
+        net.train()
+        for it in range(1, self.n_iterations + 1):
+            if pos + bs > n_tr:
+                perm, pos = torch.randperm(n_tr, generator=gen), 0
+            b = perm[pos:pos + bs]
+            pos += bs
+            loss = loss_fn(net(X_tr[b]), Y_tr[b], None if uniform_w else W_tr[b])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            net.bn.update()
+            if it % self.snapshot_every == 0 or it == self.n_iterations:
+                score = None
+                if self.selection == "validation":
+                    with torch.no_grad():
+                        net.eval()
+                        score = float(loss_fn(self._forward_chunks(net, X_va), Y_va, None))
+                        net.train()
+                e_err = None
+                if eval_set is not None:
+                    e_err = eval_error(Xe, ye)
+                    eval_curve.append((it, e_err))
+                    eval_best = min(eval_best, e_err)
+                    if self.selection == "test":
+                        score = e_err
+                if self.selection == "last":
+                    score = -it
+                if score < best_score:
+                    best_score, best_it = score, it
+                    best_state = copy.deepcopy(net.state_dict())
+                if self.verbose:
+                    print(f"[hinge] it {it} loss {float(loss):.4f} score {score:.4f} "
+                          f"eval {e_err} {time.perf_counter() - t0:.1f}s", flush=True)
+        train_s = time.perf_counter() - t0
+        net.load_state_dict(best_state)
+        net.eval()
+        self.net_ = net
+        self.n_features_pool_ = net.n_pool
+        info = {
+            "selection": self.selection,
+            "best_iteration": int(best_it),
+            "n_iterations": int(self.n_iterations),
+            "n_train_used": int(n_tr),
+            "n_validation": int(len(va)),
+            "train_seconds": float(train_s),
+            "seconds_per_1000_iterations": float(1000 * train_s / self.n_iterations),
+            "n_parameters": int(sum(p.numel() for p in net.parameters())),
+        }
+        if self.selection == "validation":
+            info["best_validation_loss"] = float(best_score)
+        if eval_set is not None:
+            info["eval_best_error"] = float(eval_best)  # best over model states (optimistic)
+            info["eval_selected_error"] = float(dict(eval_curve)[best_it])
+            info["eval_last_error"] = float(eval_curve[-1][1])
+        self.fit_info_ = info
+        self.eval_curve_ = eval_curve
+        return self
+
+    def _make_optimizer(self, torch, params):
+        params = list(params)
+        cls = torch.optim.Adam if self.optimizer == "adam" else torch.optim.Adagrad
+        kw = {"lr": float(self.learning_rate)}
+        try:
+            return cls(params, fused=True, **kw)
+        except (RuntimeError, TypeError, ValueError):  # pragma: no cover - older torch
+            return cls(params, foreach=True, **kw)
+
+    # ------------------------------------------------------------------ inference
+    @staticmethod
+    def _forward_chunks(net, Xt, chunk=8192):
+        torch = import_torch()
+        with torch.no_grad():
+            outs = [net(Xt[i:i + chunk]) for i in range(0, Xt.shape[0], chunk)]
+        return torch.cat(outs) if outs else net(Xt)
+
+    def _predict_net(self, net, Xt):
+        was = net.training
+        net.eval()
+        out = self._forward_chunks(net, Xt).numpy()
+        net.train(was)
+        return out
+
+    def _raw(self, X):
+        check_is_fitted(self, "net_")
+        X = validate_data(self, X, dtype=np.float32, reset=False)
+        torch = import_torch(self.n_jobs)
+        return self._predict_net(self.net_, torch.from_numpy(np.ascontiguousarray(X)))
+
+    def size_report(self, X):
+        check_is_fitted(self, "net_")
+        f = self.net_.forest
+        M, D = f.n_trees, f.depth
+        return {
+            "n_trees": int(M),
+            "n_splits": int(M * f.n_decisions),
+            "n_leaves": int(M * f.n_leaves),
+            "depth": int(D),
+            "mean_depth": float(D),
+            "split_evals": float(M * D),
+        }
+
+
+class _HingeClassifier(ClassifierMixin, _HingeBase):
+    _is_classifier = True
+
+    def decision_function(self, X):
+        return self._raw(X)
+
+    def predict_proba(self, X):
+        z = self._raw(X).astype(np.float64)
+        z -= z.max(1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(1, keepdims=True)
+
+    def predict(self, X):
+        return self.classes_[self._raw(X).argmax(1)]
+
+
+class _HingeRegressor(RegressorMixin, _HingeBase):
+    _is_classifier = False
+
+    def predict(self, X):
+        return self._raw(X)[:, 0].astype(np.float64) * self._y_sd + self._y_mu
+
+
+_DESC_F = "Random Hinge Forest (Lay et al. 2018): ReLU hinge trees trained end to end (PyTorch)"
+_DESC_R = "Random Hinge Ferns (Lay et al. 2018): ReLU hinge ferns trained end to end (PyTorch)"
+
+
+@register("hinge_forest", CLASSIFICATION, _DESC_F)
+class HingeForestClassifier(_HingeClassifier):
+    """Random Hinge Forest classifier (softmax loss)."""
+
+    _kind = "tree"
+
+
+@register("hinge_forest", REGRESSION)
+class HingeForestRegressor(_HingeRegressor):
+    """Random Hinge Forest regressor (L2 loss on the standardised target)."""
+
+    _kind = "tree"
+
+
+@register("hinge_fern", CLASSIFICATION, _DESC_R)
+class HingeFernClassifier(_HingeClassifier):
+    """Random Hinge Ferns classifier (softmax loss)."""
+
+    _kind = "fern"
+
+
+@register("hinge_fern", REGRESSION)
+class HingeFernRegressor(_HingeRegressor):
+    """Random Hinge Ferns regressor (L2 loss on the standardised target)."""
+
+    _kind = "fern"
