@@ -48,3 +48,12 @@ def test_collect_flattens(tmp_path):
     assert len(df) == 2 and {"param.a", "test_accuracy", "n_splits"} <= set(df.columns)
     assert (tmp_path / "results" / "results.parquet").exists()
     assert (tmp_path / "results" / "results.csv").exists()
+
+
+def test_collect_writes_parquet_with_mixed_param_types(tmp_path):
+    s = Store(tmp_path / "store")
+    s.write(_rec("k1", params={"verbose": False}))
+    s.write(_rec("k2", params={"verbose": 0}))
+    df = collect(tmp_path / "store", tmp_path / "results")
+    assert list(df["param.verbose"]) in ([False, 0], [0, False])
+    assert (tmp_path / "results" / "results.parquet").exists()

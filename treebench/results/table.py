@@ -27,6 +27,17 @@ def to_frame(records) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy whose object columns holding several value types (e.g. verbose False and 0 from two
+    methods) are strings, which Parquet needs; the returned table keeps the original values."""
+    out = df.copy()
+    for col in out.columns[out.dtypes == object]:
+        kinds = {type(v) for v in out[col].dropna()}
+        if len(kinds) > 1:
+            out[col] = out[col].map(lambda v: v if v is None or v != v else str(v))
+    return out
+
+
 def collect(store_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
             experiment: str | None = None, status: str | None = None) -> pd.DataFrame:
     """Merge stored records into one table, optionally written as Parquet and CSV to ``out_dir``."""
@@ -41,7 +52,7 @@ def collect(store_dir: str | os.PathLike, out_dir: str | os.PathLike | None = No
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         stem = f"results-{experiment}" if experiment else "results"
-        for suffix, write in ((".parquet", df.to_parquet), (".csv", df.to_csv)):
+        for suffix, write in ((".parquet", _parquet_safe(df).to_parquet), (".csv", df.to_csv)):
             tmp = out / f".{stem}{suffix}.tmp"
             write(tmp, index=False)
             os.replace(tmp, out / f"{stem}{suffix}")
