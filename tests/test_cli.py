@@ -105,5 +105,7 @@ def test_submitit_local_sweep_then_nothing_submitted(tmp_path):
     res = run_cli(args, tmp_path, env, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "2 records" in res.stdout
+    # cart and adaboost hint different resources: two submitit launches
+    assert len(list((tmp_path / "out" / "multirun").glob("*/.submitit/[0-9]*"))) == 2
     again = run_cli(args, tmp_path, env, timeout=600)
     assert again.returncode == 0 and "2 done already, 0 to launch" in again.stdout

@@ -2,6 +2,7 @@
 
 import json
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional  # noqa: UP035 - plugin modules are loaded without __future__
@@ -32,6 +33,8 @@ class TreebenchSweeper(BasicSweeper):
     Each job's config is composed before launch (so a typo fails before anything is submitted),
     its run keys are looked up in the store, and only jobs with unfinished keys are launched. The
     keys of skipped jobs are written to ``<sweep dir>/_done/keys.json`` for the sweep summary.
+    With a submitit launcher, jobs are launched in groups that share the resources hinted by their
+    method and dataset configs (``resources:``); a ``hydra.launcher.<key>=`` override wins over hints.
     """
 
     def __init__(self, max_batch_size: int | None = None, params: dict | None = None,
@@ -43,6 +46,7 @@ class TreebenchSweeper(BasicSweeper):
         from treebench.app import _abspath
         from treebench.progress import SweepProgress
         from treebench.report.console import print_plan
+        from treebench.resources import explicit_launcher_keys, group_by_resources, job_resources
         from treebench.results.store import Store
         from treebench.runner import job_keys
 
@@ -56,11 +60,12 @@ class TreebenchSweeper(BasicSweeper):
             cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
             keys = job_keys(cfg)
             n_done = sum(store.is_done(k) for k in keys)
-            plan.append((overrides, len(keys), n_done))
+            res = job_resources(cfg, n_runs=len(keys) - n_done) if self._hints_used() else {}
+            plan.append((overrides, len(keys), n_done, res))
             if n_done == len(keys):
                 done_keys += keys
             else:
-                todo.append(list(overrides))
+                todo.append((list(overrides), res))
         sweep_dir = Path(_abspath(self.config.hydra.sweep.dir))
         if self.dry_run:
             print_plan(plan)
@@ -70,9 +75,8 @@ class TreebenchSweeper(BasicSweeper):
         if done_keys:
             (sweep_dir / "_done").mkdir(parents=True, exist_ok=True)
             (sweep_dir / "_done" / "keys.json").write_text(json.dumps(done_keys))
-        self.overrides = self.split_overrides_to_chunks(todo, self.max_batch_size) if todo else []
-        self.overrides = list(self.overrides)
-        self.batch_index = 0
+        explicit = explicit_launcher_keys(self.config.hydra.overrides.hydra)
+        groups = group_by_resources(todo, explicit) if todo else []
         returns = []
         initial_job_idx = 0
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -81,14 +85,37 @@ class TreebenchSweeper(BasicSweeper):
         if bar is not None:
             bar.start()
         try:
-            while not self.is_done():
-                batch = self.get_job_batch()
-                results = self.launcher.launch(batch, initial_job_idx=initial_job_idx)
-                for r in results:
-                    _ = r.return_value
-                initial_job_idx += len(batch)
-                returns.append(results)
+            for request, overrides in groups:
+                if request:
+                    log.info(f"launching {len(overrides)} job(s) with resources {request}")
+                self.overrides = list(self.split_overrides_to_chunks(overrides, self.max_batch_size))
+                self.batch_index = 0
+                with self._launcher_resources(request):
+                    while not self.is_done():
+                        batch = self.get_job_batch()
+                        results = self.launcher.launch(batch, initial_job_idx=initial_job_idx)
+                        for r in results:
+                            _ = r.return_value
+                        initial_job_idx += len(batch)
+                        returns.append(results)
         finally:
             if bar is not None:
                 bar.stop()
         return returns
+
+    def _hints_used(self) -> bool:
+        """Whether the launcher takes resource requests (the submitit ones keep them in ``params``)."""
+        return isinstance(getattr(self.launcher, "params", None), dict)
+
+    @contextmanager
+    def _launcher_resources(self, request: dict):
+        """Set the launcher's resource parameters for one group of jobs, then restore them."""
+        if not request or not self._hints_used():
+            yield
+            return
+        saved = dict(self.launcher.params)
+        self.launcher.params.update(request)
+        try:
+            yield
+        finally:
+            self.launcher.params = saved

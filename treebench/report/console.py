@@ -85,11 +85,18 @@ def print_plan(plan) -> None:
     t.add_column("job")
     t.add_column("records done", justify="right")
     t.add_column("state")
-    for i, (overrides, n, done) in enumerate(plan):
+    with_res = any(len(p) > 3 and p[3] for p in plan)
+    if with_res:
+        t.add_column("resources")
+    for i, (overrides, n, done, *res) in enumerate(plan):
         state = "done" if done == n else ("partial" if done else "to run")
-        t.add_row(str(i), " ".join(overrides), f"{done}/{n}", state)
+        row = [str(i), " ".join(overrides), f"{done}/{n}", state]
+        if with_res:
+            req = res[0] if res and done < n else {}
+            row.append(" ".join(f"{k}={v}" for k, v in req.items()))
+        t.add_row(*row)
     console.print(t)
-    todo = sum(1 for _, n, d in plan if d < n)
+    todo = sum(1 for _, n, d, *_ in plan if d < n)
     console.print(f"{len(plan) - todo} done, {todo} to run (dry run: nothing launched)")
 
 
