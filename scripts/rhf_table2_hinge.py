@@ -1,4 +1,4 @@
-"""One cell of RHF Table 2 (Lay et al. 2018) on the UCI mirror files, read directly (no runner).
+"""One cell of RHF Table 2 (Lay et al. 2018) on the mirror, loaded through treebench.api (no runner).
 
   python scripts/rhf_table2_hinge.py iris forest --trees 10 --depth 5 --runs 15 --iterations 40000
   python scripts/rhf_table2_hinge.py abalone rf --runs 10
@@ -26,7 +26,6 @@ import numpy as np
 from sklearn.datasets import load_iris
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
-UCI = "/work/shared/data/uci"
 LR = {"iris": 0.05, "abalone": 0.05, "abalone_reg": 0.05, "madelon": 0.01}
 VAL = {"iris": 0.5, "abalone": 1044 / 3133, "abalone_reg": 1044 / 3133, "madelon": 0.25}
 
@@ -45,21 +44,11 @@ def splits(name, runs):
                 te = parts[(k + 2) % 3]
                 yield X[tr], y[tr], X[te], y[te]
         return
-    if name.startswith("abalone"):
-        raw = np.loadtxt(f"{UCI}/abalone/abalone.data", delimiter=",", dtype=str)
-        sex = np.searchsorted(np.array(["F", "I", "M"]), raw[:, 0])
-        sex = np.array([1, 2, 0])[sex]  # M/F/I -> 0/1/2 as in bleak
-        X = np.column_stack([sex, raw[:, 1:-1].astype(float)]).astype(np.float32)
-        rings = raw[:, -1].astype(int)
-        y = rings.astype(float) if name == "abalone_reg" else np.digitize(rings, [9, 11])
-        data = X[:3133], y[:3133], X[3133:], y[3133:]
-    elif name == "madelon":
-        d = f"{UCI}/madelon"
-        Xtr = np.loadtxt(f"{d}/MADELON/madelon_train.data", dtype=np.float32)
-        ytr = np.loadtxt(f"{d}/MADELON/madelon_train.labels").astype(int)
-        Xte = np.loadtxt(f"{d}/MADELON/madelon_valid.data", dtype=np.float32)
-        yte = np.loadtxt(f"{d}/madelon_valid.labels").astype(int)
-        data = Xtr, ytr, Xte, yte
+    if name.startswith("abalone") or name == "madelon":  # treebench's loaders and given splits
+        from treebench.api import load_fold
+
+        f = load_fold(name, overrides=["++dataset.preprocess.categorical=ordinal"])
+        data = f.X_train.astype(np.float32), f.y_train, f.X_test.astype(np.float32), f.y_test
     else:
         raise ValueError(name)
     for _ in range(runs):

@@ -11,40 +11,24 @@ Usage: python scripts/rhf_table3_hinge.py letter forest --iterations 40000 --see
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import time
-from pathlib import Path
-
-import numpy as np
-
-DATA = Path("/work/shared/data")
 
 
 def load(name):
-    if name == "letter":
-        d = np.loadtxt(DATA / "uci/letter-recognition/letter-recognition.data", delimiter=",",
-                       dtype=str)
-        y, X = d[:, 0], d[:, 1:].astype(np.float32)
-        return X[:16000], y[:16000], X[16000:], y[16000:], None, 53, "linear", 100
-    if name == "usps":  # ESL zip.train / zip.test: label, then 256 pixels in [-1, 1]
-        tr = np.loadtxt(DATA / "esl/zip/zip.train.gz", dtype=np.float32)
-        te = np.loadtxt(DATA / "esl/zip/zip.test.gz", dtype=np.float32)
-        return (tr[:, 1:], tr[:, 0].astype(int), te[:, 1:], te[:, 0].astype(int), (16, 16), 29,
-                "linear", 100)
-    if name == "mnist":
-        def idx(path):
-            with gzip.open(path) as f:
-                raw = f.read()
-            nd = raw[3]
-            dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(nd)]
-            return np.frombuffer(raw, np.uint8, offset=4 + 4 * nd).reshape(dims)
+    """(X_train, y_train, X_test, y_test, image_shape, batch, head, epochs) via treebench's loaders."""
+    from treebench.api import load_fold
 
-        m = DATA / "mnist"
-        Xtr = idx(m / "train-images-idx3-ubyte.gz").reshape(60000, -1).astype(np.float32) / 255
-        Xte = idx(m / "t10k-images-idx3-ubyte.gz").reshape(10000, -1).astype(np.float32) / 255
-        return (Xtr, idx(m / "train-labels-idx1-ubyte.gz"), Xte,
-                idx(m / "t10k-labels-idx1-ubyte.gz"), (28, 28), 53, "conv", 80)
+    if name == "letter":  # UCI file order 16000/4000, raw integer features
+        f = load_fold("letter")
+        return f.X_train, f.y_train, f.X_test, f.y_test, None, 53, "linear", 100
+    if name == "usps":  # ESL zip.train / zip.test, pixels in [-1, 1]
+        f = load_fold("usps")
+        return f.X_train, f.y_train.astype(int), f.X_test, f.y_test.astype(int), (16, 16), 29, \
+            "linear", 100
+    if name == "mnist":  # pixels / 255
+        f = load_fold("mnist")
+        return f.X_train / 255, f.y_train, f.X_test / 255, f.y_test, (28, 28), 53, "conv", 80
     raise ValueError(name)
 
 

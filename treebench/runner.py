@@ -183,6 +183,13 @@ class Skip(Exception):
     """A job that cannot run for a recorded reason (wrong task type, unusable data)."""
 
 
+def preprocess_fold(cfg: DictConfig, fold, ds) -> tuple:
+    """The dataset's preprocessing fitted on the fold's train part: (X_train, y_train, X_test, y_test)."""
+    pre = instantiate(cfg.dataset.preprocess)
+    pre.fit(fold.train.X, fold.train.y, categorical=ds.categorical)
+    return pre.transform(fold.train.X), fold.train.y, pre.transform(fold.test.X), fold.test.y
+
+
 def run_fold(job: Job, fold, ds, threads: int) -> dict:
     """Fit and evaluate one fold; return the measured fields of the record."""
     cfg = job.cfg
@@ -194,10 +201,7 @@ def run_fold(job: Job, fold, ds, threads: int) -> dict:
     if task == "classification" and np.unique(fold.train.y).size < 2:
         raise Skip("training data has a single class")
 
-    pre = instantiate(cfg.dataset.preprocess)
-    pre.fit(fold.train.X, fold.train.y, categorical=ds.categorical)
-    X_tr, X_te = pre.transform(fold.train.X), pre.transform(fold.test.X)
-    y_tr, y_te = fold.train.y, fold.test.y
+    X_tr, y_tr, X_te, y_te = preprocess_fold(cfg, fold, ds)
 
     params = instantiate(job.params, _convert_="all") if job.params else {}
     est = cls(**params)

@@ -1,0 +1,113 @@
+"""Python API for scripts: the runner's own data path (load, split, preprocess) and estimators by name."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.utils import instantiate
+
+from treebench.data import DataContext, load_dataset
+from treebench.methods.base import get_method
+from treebench.runner import derive_seed, preprocess_fold
+
+
+@dataclass
+class FoldArrays:
+    """One fold of a dataset, preprocessed exactly as the runner does it.
+
+    Attributes
+    ----------
+    X_train, y_train, X_test, y_test : ndarray
+        The fold's parts after the dataset's preprocessing (fitted on the train part).
+    task : str
+        ``classification`` or ``regression``.
+    image_shape : tuple or None
+        Pixel grid of image datasets (e.g. (28, 28)).
+    split_id : str
+        The split's identifier, as recorded by the runner.
+    """
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    task: str
+    image_shape: tuple | None
+    split_id: str
+
+
+def compose_config(overrides: Sequence[str] = ()):
+    """Compose ``conf/config.yaml`` with command-line style overrides (``dataset=letter``, ...)."""
+    from treebench.app import CONF_DIR
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+def load_fold(
+    dataset: str,
+    seed: int = 0,
+    fold: int = 0,
+    overrides: Sequence[str] = (),
+    mirror: str | None = None,
+    allow_fetch: bool = False,
+) -> FoldArrays:
+    """Load, split and preprocess one fold of ``dataset`` the way ``treebench run`` does.
+
+    Parameters
+    ----------
+    dataset : str
+        A name of ``conf/dataset`` (``treebench list`` shows them).
+    seed, fold : int
+        The run's seed and fold; the split depends on (seed, dataset) only, as in the runner.
+    overrides : sequence of str
+        Extra config overrides, e.g. ``["split=holdout", "dataset.preprocess.scale=standard"]``.
+    mirror : str, optional
+        Mirror directory or URL; default ``$TREEBENCH_MIRROR`` / the config's ``data.mirror``.
+    allow_fetch : bool
+        May download missing files (otherwise a missing file names the fetch command).
+
+    Returns
+    -------
+    FoldArrays
+    """
+    cfg = compose_config([f"dataset={dataset}", *overrides])
+    mirror = (
+        mirror if mirror is not None else (os.environ.get("TREEBENCH_MIRROR") or cfg.data.mirror)
+    )
+    ctx = DataContext(Path(cfg.paths.data), mirror, allow_fetch)
+    ds = load_dataset(cfg.dataset, ctx)
+    split = instantiate(cfg.get("split") or cfg.dataset.split)
+    (f,) = list(split.folds(ds, derive_seed(seed, dataset), only=fold))
+    X_tr, y_tr, X_te, y_te = preprocess_fold(cfg, f, ds)
+    return FoldArrays(X_tr, y_tr, X_te, y_te, cfg.dataset.task, ds.image_shape, f.split_id)
+
+
+def make_estimator(
+    method: str,
+    task: str = "classification",
+    params: dict | None = None,
+    random_state: int | None = 0,
+):
+    """An estimator of a registered method with its YAML's parameters, updated by ``params``.
+
+    ``method`` is a ``conf/method`` file name (a variant such as ``tnt_finetune`` works too).
+    """
+    cfg = compose_config([f"method={method}"])
+    kwargs = (
+        dict(instantiate(cfg.method.params, _convert_="all") or {})
+        if cfg.method.get("params")
+        else {}
+    )
+    kwargs.update(params or {})
+    est = get_method(cfg.method.name, task)(**kwargs)
+    if "random_state" in est.get_params(deep=False):
+        est.set_params(random_state=random_state)
+    return est
