@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sklearn.utils._param_validation import InvalidParameterError  # noqa: F401 - re-exported
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"

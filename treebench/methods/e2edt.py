@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from treebench.methods.base import (
     CLASSIFICATION,
     Capabilities,
+    InvalidParameterError,
     SizeMixin,
     import_torch,
     register,
@@ -42,44 +43,44 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
     # ------------------------------------------------------------------ validation
     def _check_params(self, n_features):
         if self.max_depth is not None and int(self.max_depth) < 1:
-            raise ValueError(f"max_depth must be >= 1 or None, got {self.max_depth}")
+            raise InvalidParameterError(f"max_depth must be >= 1 or None, got {self.max_depth}")
         if self.max_leaves is not None and int(self.max_leaves) < 2:
-            raise ValueError(f"max_leaves must be >= 2 or None, got {self.max_leaves}")
+            raise InvalidParameterError(f"max_leaves must be >= 2 or None, got {self.max_leaves}")
         if self.max_depth is None and self.max_leaves is None:
-            raise ValueError("max_depth and max_leaves cannot both be None")
+            raise InvalidParameterError("max_depth and max_leaves cannot both be None")
         if int(self.epochs) < 1:
-            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+            raise InvalidParameterError(f"epochs must be >= 1, got {self.epochs}")
         if self.finetune_epochs is not None and int(self.finetune_epochs) < 0:
-            raise ValueError(f"finetune_epochs must be >= 0 or None, got {self.finetune_epochs}")
+            raise InvalidParameterError(f"finetune_epochs must be >= 0 or None, got {self.finetune_epochs}")
         if self.steepness_inc < 0:
-            raise ValueError(f"steepness_inc must be >= 0, got {self.steepness_inc}")
+            raise InvalidParameterError(f"steepness_inc must be >= 0, got {self.steepness_inc}")
         if self.initial_steepness <= 0:
-            raise ValueError(f"initial_steepness must be > 0, got {self.initial_steepness}")
+            raise InvalidParameterError(f"initial_steepness must be > 0, got {self.initial_steepness}")
         if int(self.batch_size) < 1:
-            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+            raise InvalidParameterError(f"batch_size must be >= 1, got {self.batch_size}")
         if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
+            raise InvalidParameterError(f"learning_rate must be > 0, got {self.learning_rate}")
         if self.weight_decay < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+            raise InvalidParameterError(f"weight_decay must be >= 0, got {self.weight_decay}")
         if int(self.max_attempts) < 1:
-            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
+            raise InvalidParameterError(f"max_attempts must be >= 1, got {self.max_attempts}")
         if self.inference not in INFERENCE:
-            raise ValueError(f"inference must be one of {INFERENCE}, got {self.inference!r}")
+            raise InvalidParameterError(f"inference must be one of {INFERENCE}, got {self.inference!r}")
         if self.split_features not in SPLIT_FEATURES:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"split_features must be one of {SPLIT_FEATURES}, got {self.split_features!r}"
             )
         if not 0 <= self.validation_fraction < 1:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"validation_fraction must be in [0, 1), got {self.validation_fraction}"
             )
         if self.spatial_reg < 0:
-            raise ValueError(f"spatial_reg must be >= 0, got {self.spatial_reg}")
+            raise InvalidParameterError(f"spatial_reg must be >= 0, got {self.spatial_reg}")
         needs_image = self.split_features == "cnn" or self.spatial_reg > 0 or self._patch() is not None
         if needs_image:
             shape = self._image_hw()
             if shape is None or shape[0] * shape[1] != n_features:
-                raise ValueError(
+                raise InvalidParameterError(
                     f"image_shape must give (height, width) with height*width = {n_features} "
                     f"features for split_features='cnn', spatial_reg > 0 or patch_size, "
                     f"got {self.image_shape}"
@@ -477,18 +478,18 @@ class E2EDFClassifier(_E2EDBase):
 
     def _check_params(self, n_features):
         if int(self.n_estimators) < 1:
-            raise ValueError(f"n_estimators must be >= 1, got {self.n_estimators}")
+            raise InvalidParameterError(f"n_estimators must be >= 1, got {self.n_estimators}")
         if self.patch_size is not None and int(self.patch_size) < 1:
-            raise ValueError(f"patch_size must be >= 1 or None, got {self.patch_size}")
+            raise InvalidParameterError(f"patch_size must be >= 1 or None, got {self.patch_size}")
         if self.split_features == "cnn" and (self.patch_size is not None
                                              or self.max_features is not None):
-            raise ValueError("split_features='cnn' cannot be combined with max_features/patch_size")
+            raise InvalidParameterError("split_features='cnn' cannot be combined with max_features/patch_size")
         mf = self.max_features
         if mf is not None:
             if isinstance(mf, float) and not 0 < mf <= 1:
-                raise ValueError(f"max_features must be in (0, 1] as a float, got {mf}")
+                raise InvalidParameterError(f"max_features must be in (0, 1] as a float, got {mf}")
             if not isinstance(mf, float) and not 1 <= int(mf) <= n_features:
-                raise ValueError(f"max_features must be in [1, {n_features}], got {mf}")
+                raise InvalidParameterError(f"max_features must be in [1, {n_features}], got {mf}")
         super()._check_params(n_features)
 
     def _n_trees(self):

@@ -33,6 +33,7 @@ from treebench.methods.base import (
     CLASSIFICATION,
     REGRESSION,
     Capabilities,
+    InvalidParameterError,
     SizeMixin,
     import_torch,
     register,
@@ -80,31 +81,31 @@ class _HingeBase(SizeMixin, BaseEstimator):
         def pos_int(name):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+                raise InvalidParameterError(f"{name} must be a positive integer, got {v!r}")
 
         for name in ("n_estimators", "max_depth", "n_features", "n_iterations", "batch_size",
                      "snapshot_every"):
             pos_int(name)
         if self.max_depth > 30:
-            raise ValueError(f"max_depth must be <= 30, got {self.max_depth}")
+            raise InvalidParameterError(f"max_depth must be <= 30, got {self.max_depth}")
         if self.features not in ("linear", "conv", "none"):
-            raise ValueError(f"features must be 'linear', 'conv' or 'none', got {self.features!r}")
+            raise InvalidParameterError(f"features must be 'linear', 'conv' or 'none', got {self.features!r}")
         if self.aggregation not in ("linear", "sum"):
-            raise ValueError(f"aggregation must be 'linear' or 'sum', got {self.aggregation!r}")
+            raise InvalidParameterError(f"aggregation must be 'linear' or 'sum', got {self.aggregation!r}")
         if self.optimizer not in _OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}")
+            raise InvalidParameterError(f"optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}")
         if not self.learning_rate > 0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+            raise InvalidParameterError(f"learning_rate must be > 0, got {self.learning_rate!r}")
         if self.selection not in _SELECTIONS:
-            raise ValueError(f"selection must be one of {_SELECTIONS}, got {self.selection!r}")
+            raise InvalidParameterError(f"selection must be one of {_SELECTIONS}, got {self.selection!r}")
         if not 0 <= self.validation_fraction < 1:
-            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+            raise InvalidParameterError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
         if self.selection == "validation" and self.validation_fraction == 0:
-            raise ValueError("selection='validation' needs validation_fraction > 0")
+            raise InvalidParameterError("selection='validation' needs validation_fraction > 0")
         if not self.threshold_init >= 0:
-            raise ValueError(f"threshold_init must be >= 0, got {self.threshold_init}")
+            raise InvalidParameterError(f"threshold_init must be >= 0, got {self.threshold_init}")
         if not self.leaf_init_std >= 0:
-            raise ValueError(f"leaf_init_std must be >= 0, got {self.leaf_init_std}")
+            raise InvalidParameterError(f"leaf_init_std must be >= 0, got {self.leaf_init_std}")
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None, eval_set=None):
@@ -112,7 +113,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
         self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float32, y_numeric=not self._is_classifier)
         if self.selection == "test" and eval_set is None:
-            raise ValueError("selection='test' (best test error over model states) needs "
+            raise InvalidParameterError("selection='test' (best test error over model states) needs "
                              "fit(..., eval_set=(X_test, y_test))")
         torch = import_torch(self.n_jobs)
         from treebench.methods._hinge_torch import HingeNet

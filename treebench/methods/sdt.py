@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from treebench.methods.base import (
     CLASSIFICATION,
     Capabilities,
+    InvalidParameterError,
     SizeMixin,
     import_torch,
     register,
@@ -66,15 +67,15 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
 
     def _check_params(self):
         if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 14):
-            raise ValueError(f"max_depth must be an int in [1, 14], got {self.max_depth!r}")
+            raise InvalidParameterError(f"max_depth must be an int in [1, 14], got {self.max_depth!r}")
         for name in ("batch_size", "max_epochs"):
             v = getattr(self, name)
             if not (isinstance(v, (int, np.integer)) and v >= 1):
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+                raise InvalidParameterError(f"{name} must be an int >= 1, got {v!r}")
         if not self.learning_rate > 0:
-            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+            raise InvalidParameterError(f"learning_rate must be > 0, got {self.learning_rate!r}")
         if self.lam < 0 or self.weight_decay < 0:
-            raise ValueError("lam and weight_decay must be >= 0")
+            raise InvalidParameterError("lam and weight_decay must be >= 0")
 
     def _mu(self, torch, Xa, Wn):
         """Leaf path probabilities (B, 2**D) and the per-layer routing probabilities."""
