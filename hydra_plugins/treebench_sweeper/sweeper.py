@@ -1,15 +1,16 @@
-"""A basic sweeper that skips finished jobs before launching them, and can list a sweep's plan."""
+"""A sweeper that skips finished jobs before launching, crosses explicit rows with params, and plans."""
 
 import json
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional  # noqa: UP035 - plugin modules are loaded without __future__
+from typing import Any, Dict, List, Optional  # noqa: UP035 - plugin modules load without __future__
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 log = logging.getLogger(__name__)
@@ -21,10 +22,13 @@ class TreebenchSweeperConf:
     max_batch_size: Optional[int] = None  # noqa: UP045
     params: Optional[Dict[str, str]] = None  # noqa: UP006, UP045
     dry_run: bool = False  # list the jobs and whether each is done; launch nothing
+    # explicit jobs, each a string of single-valued overrides, crossed with ``params``
+    rows: Optional[List[str]] = None  # noqa: UP006, UP045
 
 
-ConfigStore.instance().store(group="hydra/sweeper", name="treebench", node=TreebenchSweeperConf,
-                             provider="treebench")
+ConfigStore.instance().store(
+    group="hydra/sweeper", name="treebench", node=TreebenchSweeperConf, provider="treebench"
+)
 
 
 class TreebenchSweeper(BasicSweeper):
@@ -37,10 +41,46 @@ class TreebenchSweeper(BasicSweeper):
     method and dataset configs (``resources:``); a ``hydra.launcher.<key>=`` override wins over hints.
     """
 
-    def __init__(self, max_batch_size: int | None = None, params: dict | None = None,
-                 dry_run: bool = False) -> None:
+    def __init__(
+        self,
+        max_batch_size: int | None = None,
+        params: dict | None = None,
+        dry_run: bool = False,
+        rows: list | None = None,
+    ) -> None:
         super().__init__(max_batch_size=max_batch_size, params=params)
         self.dry_run = dry_run
+        self.rows = list(rows or [])
+
+    def _jobs(self, arguments: list[str]) -> list[list[str]]:
+        """Every job's overrides: the cartesian product of ``params`` (and the command line),
+        crossed with ``rows`` when the experiment lists explicit rows."""
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        params_conf = self._parse_config() + list(arguments)
+        batches = self.split_arguments(parser.parse_overrides(params_conf), None)
+        grid = [list(j) for j in batches[0]] if batches else [[]]
+        if not self.rows:
+            return grid
+        jobs = []
+        for row in self.rows:
+            row_overrides = row.split() if isinstance(row, str) else [str(o) for o in row]
+            parsed = parser.parse_overrides(row_overrides)
+            for o in parsed:
+                if o.is_sweep_override():
+                    raise ConfigCompositionException(
+                        f"sweeper row {row!r}: {o.input_line!r} has several values; "
+                        "a row is one job, put sweeps in hydra.sweeper.params"
+                    )
+            row_keys = {o.get_key_element() for o in parsed}
+            for combo in grid:
+                clash = row_keys & {c.split("=", 1)[0] for c in combo}
+                if clash:
+                    raise ConfigCompositionException(
+                        f"sweeper row {row!r} and the sweep both set {sorted(clash)}; "
+                        "set each key in one place"
+                    )
+                jobs.append(row_overrides + combo)
+        return jobs
 
     def sweep(self, arguments: list[str]) -> Any:
         from treebench.app import _abspath
@@ -50,10 +90,7 @@ class TreebenchSweeper(BasicSweeper):
         from treebench.results.store import Store
         from treebench.runner import job_keys
 
-        params_conf = self._parse_config() + list(arguments)
-        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        batches = self.split_arguments(parser.parse_overrides(params_conf), None)
-        jobs = batches[0] if batches else []
+        jobs = self._jobs(arguments)
         store = Store(_abspath(self.config.paths.store))
         todo, done_keys, plan = [], [], []
         for overrides in jobs:
@@ -71,7 +108,9 @@ class TreebenchSweeper(BasicSweeper):
             print_plan(plan)
             return []
         log.info(f"{len(jobs) - len(todo)} of {len(jobs)} jobs already done, {len(todo)} to launch")
-        print(f"sweep: {len(jobs)} jobs, {len(jobs) - len(todo)} done already, {len(todo)} to launch")
+        print(
+            f"sweep: {len(jobs)} jobs, {len(jobs) - len(todo)} done already, {len(todo)} to launch"
+        )
         if done_keys:
             (sweep_dir / "_done").mkdir(parents=True, exist_ok=True)
             (sweep_dir / "_done" / "keys.json").write_text(json.dumps(done_keys))
@@ -88,7 +127,9 @@ class TreebenchSweeper(BasicSweeper):
             for request, overrides in groups:
                 if request:
                     log.info(f"launching {len(overrides)} job(s) with resources {request}")
-                self.overrides = list(self.split_overrides_to_chunks(overrides, self.max_batch_size))
+                self.overrides = list(
+                    self.split_overrides_to_chunks(overrides, self.max_batch_size)
+                )
                 self.batch_index = 0
                 with self._launcher_resources(request):
                     while not self.is_done():

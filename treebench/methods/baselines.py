@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from joblib import parallel_config
 from sklearn.ensemble import (
     AdaBoostClassifier,
     AdaBoostRegressor,
@@ -79,16 +80,36 @@ class RandomForestReg(_EnsembleSize, RandomForestRegressor):
     """Random forest regressor with a size report."""
 
 
+class _Threaded:
+    """Run joblib-parallel member fits and predictions on threads, not processes.
+
+    sklearn's trees release the GIL, so threads use both cores; Bagging's default process pool
+    costs seconds of start-up per fit (measured 19.8 s vs 0.13 s for 3 trees on digits).
+    """
+
+    def fit(self, X, y, *args, **kwargs):
+        with parallel_config(backend="threading"):
+            return super().fit(X, y, *args, **kwargs)
+
+    def predict(self, X, *args, **kwargs):
+        with parallel_config(backend="threading"):
+            return super().predict(X, *args, **kwargs)
+
+    def predict_proba(self, X, *args, **kwargs):
+        with parallel_config(backend="threading"):
+            return super().predict_proba(X, *args, **kwargs)
+
+
 _BAG = "Bagged full CART without feature subsampling (TnT paper's 'Random Forest')"
 
 
 @register("bagged_cart", CLASSIFICATION, _BAG)
-class BaggedCART(_EnsembleSize, BaggingClassifier):
+class BaggedCART(_Threaded, _EnsembleSize, BaggingClassifier):
     """Bagging of CART classifiers (``estimator=None`` means a full-depth CART)."""
 
 
 @register("bagged_cart", REGRESSION)
-class BaggedCARTReg(_EnsembleSize, BaggingRegressor):
+class BaggedCARTReg(_Threaded, _EnsembleSize, BaggingRegressor):
     """Bagging of CART regressors."""
 
 

@@ -1,0 +1,31 @@
+"""The treebench sweeper's explicit rows: one job per row, crossed with the sweep's params."""
+
+from __future__ import annotations
+
+from tests.conftest import run_cli
+
+
+def _plan(tmp_path, *args):
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    return run_cli(["run", *args, "--dry-run"], tmp_path, env)
+
+
+def test_rows_cross_params(tmp_path):
+    res = _plan(tmp_path, "experiment=tnt_table2_reduced")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 done, 8 to run" in res.stdout  # 4 rows x 2 seeds
+    assert all(m in res.stdout for m in ("tnt_bagging", "bagged_cart", "tnt_adaboost"))
+
+
+def test_row_and_sweep_setting_one_key_is_an_error(tmp_path):
+    res = _plan(tmp_path, "experiment=tnt_table2_reduced", "method=cart")
+    assert res.returncode == 1
+    assert "both set ['method']; set each key in one place" in res.stderr + res.stdout
+
+
+def test_a_row_with_several_values_is_an_error(tmp_path):
+    res = _plan(
+        tmp_path, "-m", "experiment=tnt_table2_reduced", 'hydra.sweeper.rows=["method=cart,rf"]'
+    )
+    assert res.returncode == 1
+    assert "has several values; a row is one job" in res.stderr + res.stdout
