@@ -85,12 +85,21 @@ def sklearn_tree(tree_est, K=None, class_map=None, feature_map=None, normalize=T
     else:
         v = raw.copy()
     ns = t.n_node_samples.astype(np.float64)
+    wn = t.weighted_n_node_samples.astype(np.float64)
     return DecisionGraph(
         left=left, right=right, value=v, feature=feat, threshold=thr,
-        n_samples=ns, weighted_n=t.weighted_n_node_samples.astype(np.float64),
-        n_right=np.where(leaf, 0.0, ns[np.maximum(right, 0)]), impurity=t.impurity.copy(),
+        n_samples=ns, weighted_n=wn, n_right=np.where(leaf, 0.0, ns[np.maximum(right, 0)]),
+        impurity=t.impurity.copy(), gain=tree_gain(left, right, wn, t.impurity),
         info={"source": "sklearn"},
     )
+
+
+def tree_gain(left, right, wn, imp):
+    """Weighted impurity decrease of every split of a tree (children with their own statistics)."""
+    leaf = left < 0
+    lc, rc = np.maximum(left, 0), np.maximum(right, 0)
+    g = wn * imp - wn[lc] * imp[lc] - wn[rc] * imp[rc]
+    return np.where(leaf, 0.0, g)
 
 
 def _member_graph(m, K, class_map, feature_map, task):
@@ -225,7 +234,9 @@ def redt_graph(est) -> GraphEnsemble:
     g = DecisionGraph(left=t.left, right=t.right, value=v, feature=np.where(leaf, -1, t.feature),
                       threshold=np.where(leaf, 0.0, t.threshold), n_samples=ns,
                       weighted_n=ns, n_right=np.where(leaf, 0.0, ns[np.maximum(t.right, 0)]),
-                      impurity=1.0 - (v**2).sum(1), info={"alpha": float(est.alpha_)})
+                      impurity=1.0 - (v**2).sum(1),
+                      gain=tree_gain(t.left, t.right, ns, 1.0 - (v**2).sum(1)),
+                      info={"alpha": float(est.alpha_)})
     return GraphEnsemble([g], task="classification", classes=list(est.classes_),
                          n_features=int(est.n_features_in_), transform=[CAST32],
                          combine="mean", output="proba",

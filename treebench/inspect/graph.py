@@ -16,7 +16,7 @@ OUTPUTS = ("proba", "normalize", "softmax", "logistic", "samme", "identity")
 LEAF_MODES = ("value", "hinge")
 
 _ARRAYS = ("left", "right", "value", "feature", "threshold", "weight", "weight_feature", "bias",
-           "n_samples", "weighted_n", "n_right", "impurity", "class_counts")
+           "n_samples", "weighted_n", "n_right", "impurity", "gain", "class_counts")
 _INT_ARRAYS = ("left", "right", "feature", "weight_feature")
 
 
@@ -54,9 +54,11 @@ class DecisionGraph:
         Axis-aligned split of each node (-1 / 0 at leaves).
     weight, bias, weight_feature : ndarray or None
         Oblique split of each node (rows of zeros at leaves).
-    n_samples, weighted_n, n_right, impurity, class_counts : ndarray or None
+    n_samples, weighted_n, n_right, impurity, gain, class_counts : ndarray or None
         Training statistics per node: samples reaching it, their total weight, how many went right,
-        the node impurity (Gini or variance) and per-class counts.
+        the node impurity (Gini or variance), the weighted impurity decrease of its split
+        (``W_node imp_node - W_left imp_left - W_right imp_right`` over the samples of this node,
+        also correct for shared children) and per-class counts.
     root : int
         Root node id.
     leaf_mode : {"value", "hinge"}
@@ -83,6 +85,7 @@ class DecisionGraph:
     weighted_n: np.ndarray | None = None
     n_right: np.ndarray | None = None
     impurity: np.ndarray | None = None
+    gain: np.ndarray | None = None
     class_counts: np.ndarray | None = None
     root: int = 0
     leaf_mode: str = "value"
@@ -274,7 +277,7 @@ class DecisionGraph:
         self.n_samples = np.bincount(nodes, minlength=n_nodes).astype(np.float64)
         self.weighted_n = np.bincount(nodes, weights=w[rows], minlength=n_nodes)
         nr = np.zeros(n_nodes)
-        for r, nd, right in steps:
+        for _r, nd, right in steps:
             if right is not None:
                 nr += np.bincount(nd[right], minlength=n_nodes)
         self.n_right = nr
@@ -287,16 +290,32 @@ class DecisionGraph:
             cc = np.bincount(nodes * K + codes[rows], weights=w[rows],
                              minlength=n_nodes * K).reshape(n_nodes, K)
             self.class_counts = cc
-            tot = cc.sum(1)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                p = cc / np.where(tot > 0, tot, 1)[:, None]
-            self.impurity = 1.0 - (p**2).sum(1)
+            self.impurity = _gini(cc)
+            cr = np.zeros((n_nodes, K))
+            for r, nd, right in steps:
+                if right is not None:
+                    cr += np.bincount(nd[right] * K + codes[r[right]], weights=w[r[right]],
+                                      minlength=n_nodes * K).reshape(n_nodes, K)
+            cl = cc - cr
+            self.gain = (cc.sum(1) * self.impurity - cl.sum(1) * _gini(cl)
+                         - cr.sum(1) * _gini(cr))
         else:
-            yv = y.astype(np.float64)[rows]
-            s1 = np.bincount(nodes, weights=w[rows] * yv, minlength=n_nodes)
-            s2 = np.bincount(nodes, weights=w[rows] * yv * yv, minlength=n_nodes)
-            W = np.where(self.weighted_n > 0, self.weighted_n, 1)
-            self.impurity = np.maximum(s2 / W - (s1 / W) ** 2, 0.0)
+            yv = y.astype(np.float64)
+            st = np.zeros((2, 3, n_nodes))  # (left/right) x (weight, sum, sum of squares)
+            for r, nd, right in steps:
+                if right is None:
+                    continue
+                for side, sel in ((0, ~right), (1, right)):
+                    ww, yy = w[r[sel]], yv[r[sel]]
+                    for j, val in enumerate((ww, ww * yy, ww * yy * yy)):
+                        st[side, j] += np.bincount(nd[sel], weights=val, minlength=n_nodes)
+            s1 = np.bincount(nodes, weights=w[rows] * yv[rows], minlength=n_nodes)
+            s2 = np.bincount(nodes, weights=w[rows] * yv[rows] ** 2, minlength=n_nodes)
+            self.impurity = _var(self.weighted_n, s1, s2)
+            self.gain = (self.weighted_n * self.impurity
+                         - st[0, 0] * _var(st[0, 0], st[0, 1], st[0, 2])
+                         - st[1, 0] * _var(st[1, 0], st[1, 1], st[1, 2]))
+        self.gain = np.where(self.left < 0, 0.0, np.maximum(self.gain, 0.0))
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
@@ -321,6 +340,18 @@ class DecisionGraph:
         return cls(**kw, root=int(d.get("root", 0)), leaf_mode=d.get("leaf_mode", "value"),
                    soft=bool(d.get("soft", False)), dtype=d.get("dtype", "float64"),
                    info=d.get("info") or {})
+
+
+def _gini(counts):
+    tot = counts.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = counts / np.where(tot > 0, tot, 1)[:, None]
+    return 1.0 - (p**2).sum(1)
+
+
+def _var(W, s1, s2):
+    W1 = np.where(W > 0, W, 1)
+    return np.maximum(s2 / W1 - (s1 / W1) ** 2, 0.0)
 
 
 def _plain(obj):
