@@ -36,10 +36,9 @@ def split_space(model: GraphEnsemble) -> tuple[list[str], tuple[np.ndarray, np.n
 
 
 def _learned_width(model):
-    for g in model.graphs:
-        if g.feature is not None and (g.feature >= 0).any():
-            return int(max(int(g.feature.max()) + 1, 1))
-    return 1
+    from treebench.inspect.graph import apply_transform
+
+    return int(apply_transform(model.transform, np.zeros((1, model.n_features))).shape[1])
 
 
 def _transform_is_identity(model):
