@@ -28,8 +28,12 @@ FAST = {
     "tnt": {"N2": 2},
     "tnt_bagging": {"n_estimators": 3, "N2": 2},
     "tnt_adaboost": {"n_estimators": 3, "N2": 2},
-    "redt": {"n_repeats": 1, "alpha": 0.5, "teacher_params": {"n_estimators": 10},
-             "backend": "numpy"},
+    "redt": {
+        "n_repeats": 1,
+        "alpha": 0.5,
+        "teacher_params": {"n_estimators": 10},
+        "backend": "numpy",
+    },
     "e2edt": {"max_depth": 3, "epochs": 3},
     "e2edf": {"n_estimators": 2, "max_depth": 3, "epochs": 2, "max_features": 2},
     "onestage": {"max_depth": 3, "max_epochs": 5},
@@ -66,7 +70,9 @@ def data():
 def test_every_method_exports():
     for name, entry in discover().items():
         for cls in entry.classes.values():
-            assert callable(getattr(cls, "to_graph", None)), f"{name}: {cls.__name__} lacks to_graph"
+            assert callable(getattr(cls, "to_graph", None)), (
+                f"{name}: {cls.__name__} lacks to_graph"
+            )
 
 
 @pytest.mark.parametrize(("name", "task"), CASES)
@@ -79,8 +85,9 @@ def test_json_round_trip_predicts_identically(name, task, data):
     assert model.to_json() == text  # stable serialisation
     if task == "classification":
         np.testing.assert_array_equal(model.predict(X), est.predict(X))
-        np.testing.assert_allclose(model.predict_proba(X), est.predict_proba(X), rtol=1e-5,
-                                   atol=1e-6)
+        np.testing.assert_allclose(
+            model.predict_proba(X), est.predict_proba(X), rtol=1e-5, atol=1e-6
+        )
     else:
         np.testing.assert_allclose(model.predict(X), est.predict(X), rtol=1e-5, atol=1e-4)
     imp, names = feature_importances(model)
@@ -194,8 +201,9 @@ def test_oblique_rules_read_in_input_units(data):
 def test_render_matplotlib_and_images(tmp_path):
     X, y = load_digits(return_X_y=True)
     X, y = X[:300], y[:300]
-    est = fast_estimator("e2edt", "classification", max_depth=2, epochs=2,
-                         image_shape=(8, 8)).fit(X, y)
+    est = fast_estimator("e2edt", "classification", max_depth=2, epochs=2, image_shape=(8, 8)).fit(
+        X, y
+    )
     model = export_graph(est, X, y)
     res = render(model, tmp_path, name="e2edt", engine="matplotlib")
     assert res["engine"] == "matplotlib" and res["images"][0].stat().st_size > 1000
@@ -209,8 +217,18 @@ def test_render_matplotlib_and_images(tmp_path):
 def test_cli_show_end_to_end(tmp_path):
     out = tmp_path / "outputs"
     env = {"TREEBENCH_OUTPUTS": str(out)}
-    r = run_cli(["run", "method=cart", "dataset=iris", "method.params.max_depth=3", "threads=1",
-                 "save_model=true"], cwd=tmp_path, env=env)
+    r = run_cli(
+        [
+            "run",
+            "method=cart",
+            "dataset=iris",
+            "method.params.max_depth=3",
+            "threads=1",
+            "save_model=true",
+        ],
+        cwd=tmp_path,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     models = list((out / "store").glob("*/*.model.json.gz"))
     assert len(models) == 1

@@ -80,8 +80,9 @@ def oblique_text(names, w, b, max_terms=3) -> str:
     return " ".join(parts) if parts else "0"
 
 
-def split_text(model: GraphEnsemble, g: DecisionGraph, i: int, right: bool, max_terms=3,
-               raw=True) -> str:
+def split_text(
+    model: GraphEnsemble, g: DecisionGraph, i: int, right: bool, max_terms=3, raw=True
+) -> str:
     """The test of node ``i`` as text, for the branch ``right`` (true) or left (false)."""
     names, amap = split_space(model)
     if g.oblique:
@@ -117,11 +118,15 @@ def leaf_parts(model: GraphEnsemble, g: DecisionGraph, i: int) -> tuple[str, str
     if g.leaf_mode == "hinge":
         vs = ", ".join(_fmt(x) for x in v[:4]) + (", ..." if len(v) > 4 else "")
         head = f"[{vs}] x |min margin|"
-    elif model.task == "regression" or model.combine in ("sum", "linear") \
-            or model.output == "softmax":
+    elif (
+        model.task == "regression"
+        or model.combine in ("sum", "linear")
+        or model.output == "softmax"
+    ):
         if model.task == "regression" and v.shape[0] == 1:
-            val = v[0] * model.output_scale + model.output_shift \
-                if model.combine == "mean" else v[0]
+            val = (
+                v[0] * model.output_scale + model.output_shift if model.combine == "mean" else v[0]
+            )
             head = f"value {_fmt(val)}"
         else:
             kind = "logits" if model.output == "softmax" else "scores"
@@ -199,13 +204,17 @@ def _rule_line(model, g, leaf, path, names, amap, max_terms):
 
 def rules_text(model: GraphEnsemble, max_graphs=3, max_rules=500, max_terms=3) -> str:
     """Rule listing of the first ``max_graphs`` graphs, with a header on how they combine."""
-    lines = [f"# {model.meta.get('method') or 'model'}: {len(model.graphs)} graph(s), "
-             f"combine={model.combine}, output={model.output}"]
+    lines = [
+        f"# {model.meta.get('method') or 'model'}: {len(model.graphs)} graph(s), "
+        f"combine={model.combine}, output={model.output}"
+    ]
     if _learned_features(model):
         lines.append("# tests use learned features h_k = batchnorm(pool(x))_k (see the JSON)")
     if any(g.soft for g in model.graphs):
-        lines.append("# soft routing: a sample follows every path with the product of "
-                     "sigmoid(test) probabilities; rules show the tests")
+        lines.append(
+            "# soft routing: a sample follows every path with the product of "
+            "sigmoid(test) probabilities; rules show the tests"
+        )
     for m, g in enumerate(model.graphs[:max_graphs]):
         w = "" if model.weights is None else f" (weight {_fmt(float(model.weights[m]))})"
         lines.append(f"\n## graph {m}{w}")
@@ -263,8 +272,10 @@ def feature_importances(model: GraphEnsemble, oblique_weighting="normalized", pr
     for m, g in enumerate(model.graphs):
         imp = graph_importances(model, g, oblique_weighting)
         if imp is None:
-            raise ValueError("the model has no training statistics: export it with training "
-                             "data (export_graph(est, X, y)) or call model.annotate(X, y)")
+            raise ValueError(
+                "the model has no training statistics: export it with training "
+                "data (export_graph(est, X, y)) or call model.annotate(X, y)"
+            )
         if (g.left[g.reachable()] >= 0).any():
             if model.combine == "sum":  # boosting: per-tree decreases are comparable (sklearn)
                 root_w = g.weighted_n if g.weighted_n is not None else g.n_samples
@@ -272,8 +283,7 @@ def feature_importances(model: GraphEnsemble, oblique_weighting="normalized", pr
             else:
                 tot = imp.sum()
                 per.append(imp / tot if tot > 0 else imp)
-            wts.append(1.0 if model.combine not in ("samme", "median") else
-                       float(model.weights[m]))
+            wts.append(1.0 if model.combine not in ("samme", "median") else float(model.weights[m]))
     if not per:
         imp = np.zeros(len(names))
     else:

@@ -28,8 +28,12 @@ def _meta(est, **extra) -> dict:
     params = {}
     for k, v in est.get_params(deep=False).items():
         params[k] = v if isinstance(v, int | float | str | bool | type(None)) else repr(v)
-    return {"method": getattr(type(est), "_tb_name", None), "estimator": type(est).__name__,
-            "params": params, **extra}
+    return {
+        "method": getattr(type(est), "_tb_name", None),
+        "estimator": type(est).__name__,
+        "params": params,
+        **extra,
+    }
 
 
 def _normalize_rows(v):
@@ -54,8 +58,9 @@ def _image_shape(est):
 # ----------------------------------------------------------------------------- scikit-learn trees
 
 
-def sklearn_tree(tree_est, K=None, class_map=None, feature_map=None, normalize=True,
-                 column=None) -> DecisionGraph:
+def sklearn_tree(
+    tree_est, K=None, class_map=None, feature_map=None, normalize=True, column=None
+) -> DecisionGraph:
     """DecisionGraph of a fitted scikit-learn tree (``tree_`` arrays, left iff x <= threshold).
 
     Classification: leaf rows are the (normalised) class distributions, mapped to the ``K`` global
@@ -87,9 +92,16 @@ def sklearn_tree(tree_est, K=None, class_map=None, feature_map=None, normalize=T
     ns = t.n_node_samples.astype(np.float64)
     wn = t.weighted_n_node_samples.astype(np.float64)
     return DecisionGraph(
-        left=left, right=right, value=v, feature=feat, threshold=thr,
-        n_samples=ns, weighted_n=wn, n_right=np.where(leaf, 0.0, ns[np.maximum(right, 0)]),
-        impurity=t.impurity.copy(), gain=tree_gain(left, right, wn, t.impurity),
+        left=left,
+        right=right,
+        value=v,
+        feature=feat,
+        threshold=thr,
+        n_samples=ns,
+        weighted_n=wn,
+        n_right=np.where(leaf, 0.0, ns[np.maximum(right, 0)]),
+        impurity=t.impurity.copy(),
+        gain=tree_gain(left, right, wn, t.impurity),
         info={"source": "sklearn"},
     )
 
@@ -111,8 +123,11 @@ def _member_graph(m, K, class_map, feature_map, task):
     if not hasattr(m, "to_graph"):
         raise TypeError(f"ensemble member {type(m).__name__} cannot be exported")
     sub = m.to_graph()
-    if len(sub.graphs) != 1 or sub.combine != "mean" or any(
-            s["op"] != "cast" for s in sub.transform):
+    if (
+        len(sub.graphs) != 1
+        or sub.combine != "mean"
+        or any(s["op"] != "cast" for s in sub.transform)
+    ):
         raise TypeError(f"ensemble member {type(m).__name__} is not a single hard graph")
     g = sub.graphs[0]
     if feature_map is not None and g.feature is not None:
@@ -150,49 +165,66 @@ def sklearn_ensemble(est, inner=None, meta=None) -> GraphEnsemble:
     classes = list(est.classes_) if task == "classification" else None
     K = len(classes) if classes is not None else None
     n_features = int(est.n_features_in_)
-    kw = {"task": task, "classes": classes, "n_features": n_features, "transform": [CAST32],
-          "meta": meta or _meta(est), "feature_names": _feature_names(est)}
+    kw = {
+        "task": task,
+        "classes": classes,
+        "n_features": n_features,
+        "transform": [CAST32],
+        "meta": meta or _meta(est),
+        "feature_names": _feature_names(est),
+    }
     if hasattr(inner, "tree_"):  # a single CART
         g = sklearn_tree(inner, K=K) if task == "classification" else sklearn_tree(inner)
-        return GraphEnsemble([g], combine="mean",
-                             output="proba" if task == "classification" else "identity", **kw)
+        return GraphEnsemble(
+            [g], combine="mean", output="proba" if task == "classification" else "identity", **kw
+        )
     if isinstance(inner, GradientBoostingClassifier | GradientBoostingRegressor):
         stages = inner.estimators_
         n_col = stages.shape[1]
-        graphs = [sklearn_tree(stages[s, k], K=n_col, column=k)
-                  for s in range(stages.shape[0]) for k in range(n_col)]
-        init = np.asarray(inner._raw_predict_init(np.zeros((1, n_features), np.float32))[0],
-                          dtype=np.float64)
+        graphs = [
+            sklearn_tree(stages[s, k], K=n_col, column=k)
+            for s in range(stages.shape[0])
+            for k in range(n_col)
+        ]
+        init = np.asarray(
+            inner._raw_predict_init(np.zeros((1, n_features), np.float32))[0], dtype=np.float64
+        )
         lr = float(inner.learning_rate)
         if task == "classification":
             out = "logistic" if n_col == 1 else "softmax"
         else:
             out = "identity"
         kw["meta"] = {**kw["meta"], "learning_rate": lr}
-        return GraphEnsemble(graphs, combine="sum", weights=[lr] * len(graphs),
-                             init=init.tolist(), output=out, **kw)
+        return GraphEnsemble(
+            graphs, combine="sum", weights=[lr] * len(graphs), init=init.tolist(), output=out, **kw
+        )
     members = list(inner.estimators_)
     feats = getattr(inner, "estimators_features_", None)
     encoded = isinstance(inner, BaggingClassifier | BaggingRegressor) or not isinstance(
-        inner, AdaBoostClassifier)
+        inner, AdaBoostClassifier
+    )
     graphs = []
     for i, m in enumerate(members):
-        cm = (_class_map(m.classes_, classes, encoded)
-              if task == "classification" and hasattr(m, "classes_") else None)
+        cm = (
+            _class_map(m.classes_, classes, encoded)
+            if task == "classification" and hasattr(m, "classes_")
+            else None
+        )
         fm = None if feats is None else feats[i]
         graphs.append(_member_graph(m, K, cm, fm, task))
     if isinstance(inner, AdaBoostClassifier):
         w = np.asarray(inner.estimator_weights_, dtype=np.float64)
-        if w[len(members):].any():  # pragma: no cover - sklearn zero-fills unused weights
+        if w[len(members) :].any():  # pragma: no cover - sklearn zero-fills unused weights
             raise ValueError("AdaBoost weights beyond the fitted members are not zero")
-        return GraphEnsemble(graphs, combine="samme", weights=w[:len(members)].tolist(),
-                             output="samme", **kw)
+        return GraphEnsemble(
+            graphs, combine="samme", weights=w[: len(members)].tolist(), output="samme", **kw
+        )
     if isinstance(inner, AdaBoostRegressor):
-        w = np.asarray(inner.estimator_weights_, dtype=np.float64)[:len(members)]
-        return GraphEnsemble(graphs, combine="median", weights=w.tolist(), output="identity",
-                             **kw)
-    return GraphEnsemble(graphs, combine="mean",
-                         output="proba" if task == "classification" else "identity", **kw)
+        w = np.asarray(inner.estimator_weights_, dtype=np.float64)[: len(members)]
+        return GraphEnsemble(graphs, combine="median", weights=w.tolist(), output="identity", **kw)
+    return GraphEnsemble(
+        graphs, combine="mean", output="proba" if task == "classification" else "identity", **kw
+    )
 
 
 def _feature_names(est):
@@ -212,13 +244,25 @@ def tnt_graph(est) -> GraphEnsemble:
     leaf = left < 0
     v = np.zeros((len(left), K))
     v[np.flatnonzero(leaf), est.value_[leaf]] = 1.0  # leaves carry a label: one-hot
-    g = DecisionGraph(left=left, right=est.children_right_, value=v,
-                      feature=np.where(leaf, -1, est.feature_), threshold=est.threshold_,
-                      info={"graph": "dag"})
-    return GraphEnsemble([g], task="classification", classes=list(est.classes_),
-                         n_features=int(est.n_features_in_), transform=[CAST32],
-                         combine="mean", output="proba", meta=_meta(est),
-                         feature_names=_feature_names(est))
+    g = DecisionGraph(
+        left=left,
+        right=est.children_right_,
+        value=v,
+        feature=np.where(leaf, -1, est.feature_),
+        threshold=est.threshold_,
+        info={"graph": "dag"},
+    )
+    return GraphEnsemble(
+        [g],
+        task="classification",
+        classes=list(est.classes_),
+        n_features=int(est.n_features_in_),
+        transform=[CAST32],
+        combine="mean",
+        output="proba",
+        meta=_meta(est),
+        feature_names=_feature_names(est),
+    )
 
 
 # ----------------------------------------------------------------------------- ReDT
@@ -231,17 +275,31 @@ def redt_graph(est) -> GraphEnsemble:
     v = np.asarray(t.value, dtype=np.float64)
     v = v / v.sum(axis=1, keepdims=True)  # the estimator's predict_proba arithmetic
     ns = np.asarray(t.n_samples, dtype=np.float64)
-    g = DecisionGraph(left=t.left, right=t.right, value=v, feature=np.where(leaf, -1, t.feature),
-                      threshold=np.where(leaf, 0.0, t.threshold), n_samples=ns,
-                      weighted_n=ns, n_right=np.where(leaf, 0.0, ns[np.maximum(t.right, 0)]),
-                      impurity=1.0 - (v**2).sum(1),
-                      gain=tree_gain(t.left, t.right, ns, 1.0 - (v**2).sum(1)),
-                      info={"alpha": float(est.alpha_)})
-    return GraphEnsemble([g], task="classification", classes=list(est.classes_),
-                         n_features=int(est.n_features_in_), transform=[CAST32],
-                         combine="mean", output="proba",
-                         meta=_meta(est, alpha=float(est.alpha_)),
-                         feature_names=_feature_names(est), image_shape=_image_shape(est))
+    g = DecisionGraph(
+        left=t.left,
+        right=t.right,
+        value=v,
+        feature=np.where(leaf, -1, t.feature),
+        threshold=np.where(leaf, 0.0, t.threshold),
+        n_samples=ns,
+        weighted_n=ns,
+        n_right=np.where(leaf, 0.0, ns[np.maximum(t.right, 0)]),
+        impurity=1.0 - (v**2).sum(1),
+        gain=tree_gain(t.left, t.right, ns, 1.0 - (v**2).sum(1)),
+        info={"alpha": float(est.alpha_)},
+    )
+    return GraphEnsemble(
+        [g],
+        task="classification",
+        classes=list(est.classes_),
+        n_features=int(est.n_features_in_),
+        transform=[CAST32],
+        combine="mean",
+        output="proba",
+        meta=_meta(est, alpha=float(est.alpha_)),
+        feature_names=_feature_names(est),
+        image_shape=_image_shape(est),
+    )
 
 
 # ----------------------------------------------------------------------------- E2EDT / E2EDF
@@ -261,8 +319,10 @@ def e2edt_graph(est) -> GraphEnsemble:
     s, bank = est.struct_, est.bank_
     p = int(est.n_features_in_)
     if bank is not None and getattr(bank, "kind", "linear") != "linear":
-        raise NotImplementedError("E2EDT with split_features='cnn' has CNN splits, not oblique "
-                                  "hyperplanes; it cannot be exported as a decision graph")
+        raise NotImplementedError(
+            "E2EDT with split_features='cnn' has CNN splits, not oblique "
+            "hyperplanes; it cannot be exported as a decision graph"
+        )
     pi = _np(est.pi_).astype(np.float64)
     soft = est.inference == "probabilistic" and bank is not None
     W = _np(bank.w) if bank is not None else np.zeros((0, p), np.float32)
@@ -294,19 +354,39 @@ def e2edt_graph(est) -> GraphEnsemble:
         lf = s.leaf[nodes]
         v[~inner] = pi[lf[~inner]]
         root = int(new[s.roots[t]])
-        graphs.append(DecisionGraph(left=left, right=right, value=v, weight=w, bias=b,
-                                    weight_feature=wf, root=root, soft=soft, dtype="float32"))
+        graphs.append(
+            DecisionGraph(
+                left=left,
+                right=right,
+                value=v,
+                weight=w,
+                bias=b,
+                weight_feature=wf,
+                root=root,
+                soft=soft,
+                dtype="float32",
+            )
+        )
     mean = np.broadcast_to(np.asarray(est.scale_mean_, dtype=np.float32), (p,))
     sd = np.broadcast_to(np.asarray(est.scale_sd_, dtype=np.float32), (p,))
     notes = {}
     if est.inference == "root_hard":
         notes["note"] = "inference='root_hard' is not representable; exported deterministic routing"
     return GraphEnsemble(
-        graphs, task="classification", classes=list(est.classes_), n_features=p,
-        transform=[CAST32, {"op": "standardize", "mean": mean.tolist(), "scale": sd.tolist(),
-                            "dtype": "float32"}],
-        combine="mean", output="proba", meta=_meta(est, **notes),
-        feature_names=_feature_names(est), image_shape=_image_shape(est))
+        graphs,
+        task="classification",
+        classes=list(est.classes_),
+        n_features=p,
+        transform=[
+            CAST32,
+            {"op": "standardize", "mean": mean.tolist(), "scale": sd.tolist(), "dtype": "float32"},
+        ],
+        combine="mean",
+        output="proba",
+        meta=_meta(est, **notes),
+        feature_names=_feature_names(est),
+        image_shape=_image_shape(est),
+    )
 
 
 # ----------------------------------------------------------------------------- One-Stage Tree
@@ -349,18 +429,39 @@ def onestage_graph(est) -> GraphEnsemble:
         kw = {"classes": list(est.classes_), "output": "proba"}
     else:
         vals = vals[:, :1]
-        kw = {"output": "identity", "output_scale": float(est.y_scale_),
-              "output_shift": float(est.y_mean_)}
-    g = DecisionGraph(left=left, right=right, value=vals, weight=w, bias=b, dtype="float32",
-                      info={"level_order_id": ids.tolist()})
+        kw = {
+            "output": "identity",
+            "output_scale": float(est.y_scale_),
+            "output_shift": float(est.y_mean_),
+        }
+    g = DecisionGraph(
+        left=left,
+        right=right,
+        value=vals,
+        weight=w,
+        bias=b,
+        dtype="float32",
+        info={"level_order_id": ids.tolist()},
+    )
     return GraphEnsemble(
-        [g], task=task, n_features=p,
-        transform=[{"op": "cast", "dtype": "float64"},
-                   {"op": "standardize", "mean": np.asarray(est.x_mean_).tolist(),
-                    "scale": np.asarray(est.x_scale_).tolist(), "dtype": "float64"},
-                   CAST32],
-        combine="mean", meta=_meta(est, importance="|w| weighted (One-Stage paper Sect. 4.5.2)"),
-        feature_names=_feature_names(est), **kw)
+        [g],
+        task=task,
+        n_features=p,
+        transform=[
+            {"op": "cast", "dtype": "float64"},
+            {
+                "op": "standardize",
+                "mean": np.asarray(est.x_mean_).tolist(),
+                "scale": np.asarray(est.x_scale_).tolist(),
+                "dtype": "float64",
+            },
+            CAST32,
+        ],
+        combine="mean",
+        meta=_meta(est, importance="|w| weighted (One-Stage paper Sect. 4.5.2)"),
+        feature_names=_feature_names(est),
+        **kw,
+    )
 
 
 # ----------------------------------------------------------------------------- Soft Decision Tree
@@ -385,15 +486,36 @@ def sdt_graph(est) -> GraphEnsemble:
     L = np.asarray(est.leaf_logits_, dtype=np.float64)
     v = np.zeros((n_all, L.shape[1]))
     v[n_int:] = L
-    g = DecisionGraph(left=left, right=right, value=v, weight=w, bias=b, soft=True,
-                      dtype="float32", info={"values": "leaf logits"})
+    g = DecisionGraph(
+        left=left,
+        right=right,
+        value=v,
+        weight=w,
+        bias=b,
+        soft=True,
+        dtype="float32",
+        info={"values": "leaf logits"},
+    )
     return GraphEnsemble(
-        [g], task="classification", classes=list(est.classes_), n_features=p,
-        transform=[{"op": "cast", "dtype": "float64"},
-                   {"op": "standardize", "mean": np.asarray(est.x_mean_).tolist(),
-                    "scale": np.asarray(est.x_scale_).tolist(), "dtype": "float64"},
-                   CAST32],
-        combine="mean", output="softmax", meta=_meta(est), feature_names=_feature_names(est))
+        [g],
+        task="classification",
+        classes=list(est.classes_),
+        n_features=p,
+        transform=[
+            {"op": "cast", "dtype": "float64"},
+            {
+                "op": "standardize",
+                "mean": np.asarray(est.x_mean_).tolist(),
+                "scale": np.asarray(est.x_scale_).tolist(),
+                "dtype": "float64",
+            },
+            CAST32,
+        ],
+        combine="mean",
+        output="softmax",
+        meta=_meta(est),
+        feature_names=_feature_names(est),
+    )
 
 
 # ----------------------------------------------------------------------------- Hinge forest / ferns
@@ -413,8 +535,9 @@ def hinge_graph(est) -> GraphEnsemble:
         mean = _np(bn.running_mean).astype(np.float32)
         std = _np((bn.running_var.abs() + bn.eps).sqrt()).astype(np.float32)
         if net.pool_kind == "linear":
-            steps.append({"op": "linear", "weight": _np(net.pool.weight).tolist(),
-                          "dtype": "float32"})
+            steps.append(
+                {"op": "linear", "weight": _np(net.pool.weight).tolist(), "dtype": "float32"}
+            )
         elif net.pool_kind == "conv":
             Wc = _np(net.pool.weight)
             c, h, w_ = net.image_chw
@@ -422,10 +545,18 @@ def hinge_graph(est) -> GraphEnsemble:
             kh, kw_ = Wc.shape[2:]
             rep = ((h - kh) // st + 1) * ((w_ - kw_) // st + 1)
             mean, std = np.repeat(mean, rep), np.repeat(std, rep)
-            steps.append({"op": "conv2d", "weight": Wc.tolist(), "stride": st, "chw": [c, h, w_],
-                          "dtype": "float32"})
-        steps.append({"op": "batchnorm", "mean": mean.tolist(), "std": std.tolist(),
-                      "dtype": "float32"})
+            steps.append(
+                {
+                    "op": "conv2d",
+                    "weight": Wc.tolist(),
+                    "stride": st,
+                    "chw": [c, h, w_],
+                    "dtype": "float32",
+                }
+            )
+        steps.append(
+            {"op": "batchnorm", "mean": mean.tolist(), "std": std.tolist(), "dtype": "float32"}
+        )
         f = net.forest
         feats = _np(f.features).astype(np.int64)
         thr = _np(f.thresholds).astype(np.float32)
@@ -445,14 +576,26 @@ def hinge_graph(est) -> GraphEnsemble:
                 th = np.where(is_split, thr[m][np.minimum(ids, n_int - 1)], 0.0)
             v = np.zeros((len(ids), lw.shape[2]))
             v[n_int:] = lw[m]
-            graphs.append(DecisionGraph(
-                left=np.where(is_split, 2 * ids + 1, -1), right=np.where(is_split, 2 * ids + 2, -1),
-                value=v, feature=fe, threshold=th.astype(np.float32).astype(np.float64),
-                leaf_mode="hinge", dtype="float32", info={"kind": f.kind}))
+            graphs.append(
+                DecisionGraph(
+                    left=np.where(is_split, 2 * ids + 1, -1),
+                    right=np.where(is_split, 2 * ids + 2, -1),
+                    value=v,
+                    feature=fe,
+                    threshold=th.astype(np.float32).astype(np.float64),
+                    leaf_mode="hinge",
+                    dtype="float32",
+                    info={"kind": f.kind},
+                )
+            )
         kw = {}
         if net.aggregation == "linear":
-            kw = {"combine": "linear", "head_weight": _np(net.head.weight).tolist(),
-                  "head_bias": _np(net.head.bias).tolist(), "head_dtype": "float32"}
+            kw = {
+                "combine": "linear",
+                "head_weight": _np(net.head.weight).tolist(),
+                "head_bias": _np(net.head.bias).tolist(),
+                "head_dtype": "float32",
+            }
         else:
             kw = {"combine": "sum"}
     task = _task(est)
@@ -461,8 +604,13 @@ def hinge_graph(est) -> GraphEnsemble:
     else:
         kw.update(output="identity", output_scale=float(est._y_sd), output_shift=float(est._y_mu))
     names = None if net.pool_kind != "none" else _feature_names(est)
-    return GraphEnsemble(graphs, task=task, n_features=p, transform=steps,
-                         meta=_meta(est, features=net.pool_kind, aggregation=net.aggregation,
-                                    kind=f.kind),
-                         feature_names=names if names else None,
-                         image_shape=_image_shape(est), **kw)
+    return GraphEnsemble(
+        graphs,
+        task=task,
+        n_features=p,
+        transform=steps,
+        meta=_meta(est, features=net.pool_kind, aggregation=net.aggregation, kind=f.kind),
+        feature_names=names if names else None,
+        image_shape=_image_shape(est),
+        **kw,
+    )

@@ -15,8 +15,22 @@ COMBINES = ("mean", "sum", "linear", "samme", "median")
 OUTPUTS = ("proba", "normalize", "softmax", "logistic", "samme", "identity")
 LEAF_MODES = ("value", "hinge")
 
-_ARRAYS = ("left", "right", "value", "feature", "threshold", "weight", "weight_feature", "bias",
-           "n_samples", "weighted_n", "n_right", "impurity", "gain", "class_counts")
+_ARRAYS = (
+    "left",
+    "right",
+    "value",
+    "feature",
+    "threshold",
+    "weight",
+    "weight_feature",
+    "bias",
+    "n_samples",
+    "weighted_n",
+    "n_right",
+    "impurity",
+    "gain",
+    "class_counts",
+)
 _INT_ARRAYS = ("left", "right", "feature", "weight_feature")
 
 
@@ -102,8 +116,9 @@ class DecisionGraph:
         for name in _ARRAYS[3:]:
             v = getattr(self, name)
             if v is not None:
-                setattr(self, name, np.asarray(v, dtype=np.int64 if name in _INT_ARRAYS
-                                               else np.float64))
+                setattr(
+                    self, name, np.asarray(v, dtype=np.int64 if name in _INT_ARRAYS else np.float64)
+                )
         if (self.feature is None) == (self.weight is None):
             raise ValueError("a DecisionGraph needs either feature/threshold or weight/bias")
         if self.weight is not None and self.bias is None:
@@ -141,8 +156,9 @@ class DecisionGraph:
         """Reachable nodes, every node after all of its parents (Kahn's algorithm, level by level)."""
         reach = self.reachable()
         inner = np.flatnonzero(reach & (self.left >= 0))
-        indeg = np.bincount(np.concatenate([self.left[inner], self.right[inner]]),
-                            minlength=self.n_nodes)
+        indeg = np.bincount(
+            np.concatenate([self.left[inner], self.right[inner]]), minlength=self.n_nodes
+        )
         order, frontier = [], np.array([self.root])
         while frontier.size:
             order.append(frontier)
@@ -155,8 +171,9 @@ class DecisionGraph:
     def parents(self) -> np.ndarray:
         """Number of parents of every node (more than one = a shared child of a DAG)."""
         inner = np.flatnonzero(self.reachable() & (self.left >= 0))
-        return np.bincount(np.concatenate([self.left[inner], self.right[inner]]),
-                           minlength=self.n_nodes)
+        return np.bincount(
+            np.concatenate([self.left[inner], self.right[inner]]), minlength=self.n_nodes
+        )
 
     def depth(self) -> int:
         """Longest root-to-leaf path (number of tests)."""
@@ -196,8 +213,11 @@ class DecisionGraph:
         n = X.shape[0]
         leaf = np.empty(n, dtype=np.int64)
         hinge = self.leaf_mode == "hinge"
-        margin = np.full(n, np.inf, dtype=np.float32 if self.dtype == "float32" else np.float64) \
-            if hinge else None
+        margin = (
+            np.full(n, np.inf, dtype=np.float32 if self.dtype == "float32" else np.float64)
+            if hinge
+            else None
+        )
         rows = np.arange(n)
         cur = np.full(n, self.root, dtype=np.int64)
         steps = []
@@ -287,18 +307,19 @@ class DecisionGraph:
         if classes is not None:
             codes = np.searchsorted(np.asarray(classes), y)
             K = len(classes)
-            cc = np.bincount(nodes * K + codes[rows], weights=w[rows],
-                             minlength=n_nodes * K).reshape(n_nodes, K)
+            cc = np.bincount(
+                nodes * K + codes[rows], weights=w[rows], minlength=n_nodes * K
+            ).reshape(n_nodes, K)
             self.class_counts = cc
             self.impurity = _gini(cc)
             cr = np.zeros((n_nodes, K))
             for r, nd, right in steps:
                 if right is not None:
-                    cr += np.bincount(nd[right] * K + codes[r[right]], weights=w[r[right]],
-                                      minlength=n_nodes * K).reshape(n_nodes, K)
+                    cr += np.bincount(
+                        nd[right] * K + codes[r[right]], weights=w[r[right]], minlength=n_nodes * K
+                    ).reshape(n_nodes, K)
             cl = cc - cr
-            self.gain = (cc.sum(1) * self.impurity - cl.sum(1) * _gini(cl)
-                         - cr.sum(1) * _gini(cr))
+            self.gain = cc.sum(1) * self.impurity - cl.sum(1) * _gini(cl) - cr.sum(1) * _gini(cr)
         else:
             yv = y.astype(np.float64)
             st = np.zeros((2, 3, n_nodes))  # (left/right) x (weight, sum, sum of squares)
@@ -312,9 +333,11 @@ class DecisionGraph:
             s1 = np.bincount(nodes, weights=w[rows] * yv[rows], minlength=n_nodes)
             s2 = np.bincount(nodes, weights=w[rows] * yv[rows] ** 2, minlength=n_nodes)
             self.impurity = _var(self.weighted_n, s1, s2)
-            self.gain = (self.weighted_n * self.impurity
-                         - st[0, 0] * _var(st[0, 0], st[0, 1], st[0, 2])
-                         - st[1, 0] * _var(st[1, 0], st[1, 1], st[1, 2]))
+            self.gain = (
+                self.weighted_n * self.impurity
+                - st[0, 0] * _var(st[0, 0], st[0, 1], st[0, 2])
+                - st[1, 0] * _var(st[1, 0], st[1, 1], st[1, 2])
+            )
         self.gain = np.where(self.left < 0, 0.0, np.maximum(self.gain, 0.0))
 
     # ------------------------------------------------------------------ JSON
@@ -337,9 +360,14 @@ class DecisionGraph:
         kw = {k: d.get(k) for k in _ARRAYS}
         if kw.get("weight") is not None and len(kw["weight"]) and not len(kw["weight"][0]):
             kw["weight"] = np.zeros((len(kw["left"]), 0))
-        return cls(**kw, root=int(d.get("root", 0)), leaf_mode=d.get("leaf_mode", "value"),
-                   soft=bool(d.get("soft", False)), dtype=d.get("dtype", "float64"),
-                   info=d.get("info") or {})
+        return cls(
+            **kw,
+            root=int(d.get("root", 0)),
+            leaf_mode=d.get("leaf_mode", "value"),
+            soft=bool(d.get("soft", False)),
+            dtype=d.get("dtype", "float64"),
+            info=d.get("info") or {},
+        )
 
 
 def _gini(counts):
@@ -502,8 +530,7 @@ class GraphEnsemble:
             S = np.zeros((n, K))
             for m, o in enumerate(outs):
                 vote = np.argmax(o, axis=1)
-                S += np.where(np.arange(K)[None, :] == vote[:, None], wts[m],
-                              -1 / (K - 1) * wts[m])
+                S += np.where(np.arange(K)[None, :] == vote[:, None], wts[m], -1 / (K - 1) * wts[m])
             S /= wts.sum()
             if K == 2:
                 S[:, 0] *= -1

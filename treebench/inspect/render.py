@@ -11,8 +11,18 @@ import numpy as np
 from treebench.inspect.explain import leaf_parts, node_class, oblique_terms, split_text
 from treebench.inspect.graph import DecisionGraph, GraphEnsemble
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-           "#7f7f7f", "#bcbd22", "#17becf")
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 NEUTRAL = "#dddddd"
 
 
@@ -70,7 +80,7 @@ def node_color(model, g, i) -> tuple[str, float]:
 
 
 def _blend(hex_color: str, alpha: float) -> str:
-    c = np.array([int(hex_color[j:j + 2], 16) for j in (1, 3, 5)], dtype=float)
+    c = np.array([int(hex_color[j : j + 2], 16) for j in (1, 3, 5)], dtype=float)
     mix = 255 - (255 - c) * (0.15 + 0.85 * alpha)
     return "#" + "".join(f"{int(round(v)):02x}" for v in mix)
 
@@ -127,8 +137,14 @@ def _q(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def to_dot(model: GraphEnsemble, index: int = 0, max_depth: int | None = None,
-           images: dict[int, Path] | None = None, max_terms: int = 3, name: str = "G") -> str:
+def to_dot(
+    model: GraphEnsemble,
+    index: int = 0,
+    max_depth: int | None = None,
+    images: dict[int, Path] | None = None,
+    max_terms: int = 3,
+    name: str = "G",
+) -> str:
     """Graphviz DOT text of graph ``index``: nodes coloured by dominant class (shade = purity),
     edge width proportional to the training samples on the edge, shared children drawn once.
 
@@ -138,17 +154,22 @@ def to_dot(model: GraphEnsemble, index: int = 0, max_depth: int | None = None,
     g = model.graphs[index]
     depth, cut = visible_nodes(g, max_depth)
     total = float(g.n_samples[g.root]) if g.n_samples is not None and g.n_samples[g.root] else None
-    lines = [f"digraph {name} {{",
-             '  graph [rankdir=TB, fontname="Helvetica", nodesep=0.25, ranksep=0.35];',
-             '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];',
-             '  edge [fontname="Helvetica", fontsize=9, arrowsize=0.6];']
+    lines = [
+        f"digraph {name} {{",
+        '  graph [rankdir=TB, fontname="Helvetica", nodesep=0.25, ranksep=0.35];',
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];',
+        '  edge [fontname="Helvetica", fontsize=9, arrowsize=0.6];',
+    ]
     if g.soft:
-        lines.append('  labelloc="t"; label="soft routing: right (no) with probability '
-                     'sigmoid(test)";')
+        lines.append(
+            '  labelloc="t"; label="soft routing: right (no) with probability sigmoid(test)";'
+        )
     for i in sorted(depth):
         color, purity = node_color(model, g, i)
-        attrs = {"label": _q(node_label(model, g, i, max_terms)),
-                 "fillcolor": _q(_blend(color, purity) if color != NEUTRAL else color)}
+        attrs = {
+            "label": _q(node_label(model, g, i, max_terms)),
+            "fillcolor": _q(_blend(color, purity) if color != NEUTRAL else color),
+        }
         if g.left[i] < 0:
             attrs["shape"] = "box"
         else:
@@ -182,8 +203,13 @@ def render_dot(dot_path: Path, fmt: str = "svg") -> Path | None:
     if exe is None:
         return None
     out = dot_path.with_suffix(f".{fmt}")
-    subprocess.run([exe, f"-T{fmt}", str(dot_path.name), "-o", out.name], check=True,
-                   cwd=dot_path.parent, capture_output=True, timeout=120)
+    subprocess.run(
+        [exe, f"-T{fmt}", str(dot_path.name), "-o", out.name],
+        check=True,
+        cwd=dot_path.parent,
+        capture_output=True,
+        timeout=120,
+    )
     return out
 
 
@@ -224,8 +250,15 @@ def _layout(g: DecisionGraph, depth: dict, cut: set):
     return x, level
 
 
-def draw_matplotlib(model: GraphEnsemble, path, index: int = 0, max_depth: int | None = None,
-                    images: dict[int, Path] | None = None, max_terms: int = 3, title=None):
+def draw_matplotlib(
+    model: GraphEnsemble,
+    path,
+    index: int = 0,
+    max_depth: int | None = None,
+    images: dict[int, Path] | None = None,
+    max_terms: int = 3,
+    title=None,
+):
     """Draw graph ``index`` with matplotlib (no Graphviz needed) to ``path`` (.png or .svg)."""
     import matplotlib
 
@@ -259,20 +292,37 @@ def draw_matplotlib(model: GraphEnsemble, path, index: int = 0, max_depth: int |
             lw = 1.0 if flow is None or not total else 0.4 + 7.0 * flow / total
             xc, yc = x[c], -level[c]
             ax.plot([xi, xc], [yi, yc], color="#555555", lw=lw, zorder=1, solid_capstyle="round")
-            ax.text((xi + xc) / 2, (yi + yc) / 2, lab, fontsize=6, color="#333333",
-                    ha="center", va="center", zorder=2,
-                    bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none"})
+            ax.text(
+                (xi + xc) / 2,
+                (yi + yc) / 2,
+                lab,
+                fontsize=6,
+                color="#333333",
+                ha="center",
+                va="center",
+                zorder=2,
+                bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none"},
+            )
     for i in depth:
         color, purity = node_color(model, g, i)
         fc = _blend(color, purity) if color != NEUTRAL else color
         label = node_label(model, g, i, max_terms)
-        ax.text(x[i], -level[i], label, ha="center", va="center", fontsize=6.5, zorder=3,
-                bbox={"boxstyle": "round,pad=0.3", "fc": fc, "ec": "#333333", "lw": 0.6},
-                wrap=True)
+        ax.text(
+            x[i],
+            -level[i],
+            label,
+            ha="center",
+            va="center",
+            fontsize=6.5,
+            zorder=3,
+            bbox={"boxstyle": "round,pad=0.3", "fc": fc, "ec": "#333333", "lw": 0.6},
+            wrap=True,
+        )
         if images and i in images:
             arr = plt.imread(str(images[i]))
-            ab = AnnotationBbox(OffsetImage(arr, zoom=0.55), (x[i], -level[i] + 0.42),
-                                frameon=False, zorder=4)
+            ab = AnnotationBbox(
+                OffsetImage(arr, zoom=0.55), (x[i], -level[i] + 0.42), frameon=False, zorder=4
+            )
             ax.add_artist(ab)
     if title:
         ax.set_title(title, fontsize=9)
@@ -285,9 +335,16 @@ def draw_matplotlib(model: GraphEnsemble, path, index: int = 0, max_depth: int |
 # ----------------------------------------------------------------------------- one call
 
 
-def render(model: GraphEnsemble, out_dir, name: str = "graph", max_graphs: int = 3,
-           max_depth: int | None = None, formats=("svg",), engine: str = "auto",
-           max_terms: int = 3) -> dict:
+def render(
+    model: GraphEnsemble,
+    out_dir,
+    name: str = "graph",
+    max_graphs: int = 3,
+    max_depth: int | None = None,
+    formats=("svg",),
+    engine: str = "auto",
+    max_terms: int = 3,
+) -> dict:
     """Write ``<name>_<m>.dot`` for the first ``max_graphs`` graphs and draw them.
 
     ``engine="auto"``: Graphviz ``dot`` when installed, else matplotlib (``<name>_<m>.png``);
@@ -306,8 +363,7 @@ def render(model: GraphEnsemble, out_dir, name: str = "graph", max_graphs: int =
         imgs = weight_images(model, model.graphs[m], out_dir / f"{stem}_weights", prefix="w")
         rel = {i: p.relative_to(out_dir) for i, p in imgs.items()}
         dot_path = out_dir / f"{stem}.dot"
-        dot_path.write_text(to_dot(model, m, max_depth=max_depth, images=rel,
-                                   max_terms=max_terms))
+        dot_path.write_text(to_dot(model, m, max_depth=max_depth, images=rel, max_terms=max_terms))
         res["dot"].append(dot_path)
         if use_dot:
             for fmt in formats:
@@ -315,12 +371,22 @@ def render(model: GraphEnsemble, out_dir, name: str = "graph", max_graphs: int =
             res["engine"] = "dot"
         else:
             title = f"{model.meta.get('method') or ''} graph {m}"
-            res["images"].append(draw_matplotlib(model, out_dir / f"{stem}.png", m,
-                                                 max_depth=max_depth, images=imgs,
-                                                 max_terms=max_terms, title=title))
+            res["images"].append(
+                draw_matplotlib(
+                    model,
+                    out_dir / f"{stem}.png",
+                    m,
+                    max_depth=max_depth,
+                    images=imgs,
+                    max_terms=max_terms,
+                    title=title,
+                )
+            )
             res["engine"] = "matplotlib"
     if not use_dot:
-        res["hint"] = (f"Graphviz 'dot' not found; drew PNGs with matplotlib. For Graphviz "
-                       f"output install it (e.g. apt-get install graphviz) and run "
-                       f"`dot -Tsvg {name}_0.dot -o {name}_0.svg` in {out_dir}")
+        res["hint"] = (
+            f"Graphviz 'dot' not found; drew PNGs with matplotlib. For Graphviz "
+            f"output install it (e.g. apt-get install graphviz) and run "
+            f"`dot -Tsvg {name}_0.dot -o {name}_0.svg` in {out_dir}"
+        )
     return res

@@ -76,7 +76,9 @@ def find_record(target: str, outputs) -> tuple[dict | None, Path | None]:
         hits = sorted(store.root.glob(f"{key[:2]}/{key}*.json")) if len(key) >= 2 else []
         hits = [h for h in hits if not h.name.startswith(".")]
         if len(hits) != 1:
-            raise FileNotFoundError(f"run key {target!r} matches {len(hits)} records in {store.root}")
+            raise FileNotFoundError(
+                f"run key {target!r} matches {len(hits)} records in {store.root}"
+            )
         key = hits[0].stem
     rec = store.get(key)
     if rec is None:
@@ -132,16 +134,30 @@ def refit_record(rec: dict, threads: int = 1):
 # ----------------------------------------------------------------------------- report files
 
 
-def write_report(model: GraphEnsemble, out_dir, max_graphs=3, max_depth=None, engine="auto",
-                 formats=("svg",), json_only=False) -> dict:
+def write_report(
+    model: GraphEnsemble,
+    out_dir,
+    max_graphs=3,
+    max_depth=None,
+    engine="auto",
+    formats=("svg",),
+    json_only=False,
+) -> dict:
     """Write ``model.json``, DOT/SVG or PNG drawings, ``rules.txt`` and ``importances.csv``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {"json": model.save(out / "model.json")}
     if json_only:
         return files
-    files["render"] = render(model, out, name="graph", max_graphs=max_graphs,
-                             max_depth=max_depth, engine=engine, formats=formats)
+    files["render"] = render(
+        model,
+        out,
+        name="graph",
+        max_graphs=max_graphs,
+        max_depth=max_depth,
+        engine=engine,
+        formats=formats,
+    )
     (out / "rules.txt").write_text(rules_text(model, max_graphs=max_graphs))
     files["rules"] = out / "rules.txt"
     try:
