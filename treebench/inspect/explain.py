@@ -69,7 +69,7 @@ def oblique_text(names, w, b, max_terms=3) -> str:
     """``0.53*petal_length - 0.2*sepal_width + ... + 0.1`` with the largest |weights| first."""
     order = np.argsort(-np.abs(w), kind="stable")
     order = [j for j in order if w[j] != 0]
-    shown = order if max_terms is None else order[:max_terms]
+    shown = order if max_terms is None or len(order) <= max_terms + 2 else order[:max_terms]
     parts = []
     for k, j in enumerate(shown):
         sign = ("-" if w[j] < 0 else "+") + " " if k else ("-" if w[j] < 0 else "")
@@ -106,7 +106,9 @@ def node_class(model: GraphEnsemble, g: DecisionGraph, i: int) -> int | None:
     if g.class_counts is not None and g.class_counts[i].sum() > 0:
         return int(np.argmax(g.class_counts[i]))
     v = g.value[i]
-    if v.shape[0] == len(model.classes) and np.any(v != 0) and g.leaf_mode == "value":
+    if model.combine in ("sum", "linear") or g.leaf_mode != "value" or g.soft:
+        return None  # scores, not distributions: no dominant class without training counts
+    if v.shape[0] == len(model.classes) and np.any(v != 0):
         return int(np.argmax(v))
     return None
 
@@ -128,8 +130,15 @@ def leaf_parts(model: GraphEnsemble, g: DecisionGraph, i: int) -> tuple[str, str
                 v[0] * model.output_scale + model.output_shift if model.combine == "mean" else v[0]
             )
             head = f"value {_fmt(val)}"
+        elif "column" in g.info:  # boosting: one tree per class column (binary: log-odds)
+            k = int(g.info["column"])
+            if model.classes is None:
+                name = k
+            else:
+                name = model.classes[-1] if v.shape[0] == 1 else model.classes[k]
+            head = f"score[{name}] {_fmt(v[k])}"
         else:
-            kind = "logits" if model.output == "softmax" else "scores"
+            kind = "logits" if g.soft else "scores"
             head = f"{kind} [{', '.join(_fmt(x) for x in v)}]"
     else:
         k = int(np.argmax(v))
@@ -139,7 +148,7 @@ def leaf_parts(model: GraphEnsemble, g: DecisionGraph, i: int) -> tuple[str, str
             stats.append(f"p={v[k] / tot:.2f}")
     if g.n_samples is not None:
         stats.append(f"n={int(round(g.n_samples[i]))}")
-    if g.class_counts is not None and model.task == "classification":
+    if g.class_counts is not None and model.task == "classification" and len(model.classes) <= 5:
         stats.append("[" + ", ".join(f"{c:.0f}" for c in g.class_counts[i]) + "]")
     return head, " ".join(stats)
 

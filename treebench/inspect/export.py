@@ -102,7 +102,7 @@ def sklearn_tree(
         n_right=np.where(leaf, 0.0, ns[np.maximum(right, 0)]),
         impurity=t.impurity.copy(),
         gain=tree_gain(left, right, wn, t.impurity),
-        info={"source": "sklearn"},
+        info={"source": "sklearn"} if column is None else {"source": "sklearn", "column": column},
     )
 
 

@@ -85,16 +85,29 @@ def _blend(hex_color: str, alpha: float) -> str:
     return "#" + "".join(f"{int(round(v)):02x}" for v in mix)
 
 
-def node_label(model, g, i, max_terms=3) -> str:
+def node_label(model, g, i, max_terms=3, image=False) -> str:
+    """Text of node ``i``: its test (``w.x + b <= 0`` when the weights are drawn as an image) or
+    leaf output, and its training statistics."""
     n = ""
     if g.n_samples is not None:
         n = f"\nn={int(round(g.n_samples[i]))}"
-        if g.class_counts is not None and model.task == "classification" and g.left[i] >= 0:
+        if (
+            g.class_counts is not None
+            and model.task == "classification"
+            and g.left[i] >= 0
+            and len(model.classes) <= 5
+        ):
             n += " [" + ", ".join(f"{c:.0f}" for c in g.class_counts[i]) + "]"
     if g.left[i] < 0:
         head, stats = leaf_parts(model, g, i)
         return f"{head}\n{stats}" if stats else head
-    return split_text(model, g, i, right=False, max_terms=max_terms) + n
+    if image and g.oblique:
+        b = float(g.bias[i])
+        return f"w.x {'-' if b < 0 else '+'} {abs(b):.3g} <= 0" + n
+    text = split_text(model, g, i, right=False, max_terms=max_terms)
+    if g.oblique:  # one term per line keeps the boxes narrow
+        text = text.replace(" + ", "\n+ ").replace(" - ", "\n- ")
+    return text + n
 
 
 def weight_images(model: GraphEnsemble, g: DecisionGraph, out_dir, prefix="w") -> dict[int, Path]:
@@ -167,7 +180,7 @@ def to_dot(
     for i in sorted(depth):
         color, purity = node_color(model, g, i)
         attrs = {
-            "label": _q(node_label(model, g, i, max_terms)),
+            "label": _q(node_label(model, g, i, max_terms, image=bool(images and i in images))),
             "fillcolor": _q(_blend(color, purity) if color != NEUTRAL else color),
         }
         if g.left[i] < 0:
@@ -272,8 +285,13 @@ def draw_matplotlib(
     n_cols = max(x.values()) + 1 if x else 1
     n_lvls = max(level.values()) + 1 if level else 1
     img_h = 0.9 if images else 0.0
-    fig_w = max(5.0, 1.9 * n_cols)
-    fig_h = max(2.5, (1.25 + img_h) * n_lvls + 0.4)
+    labels = {
+        i: node_label(model, g, i, max_terms, image=bool(images and i in images)) for i in depth
+    }
+    longest = max((len(ln) for t in labels.values() for ln in t.splitlines()), default=10)
+    fig_w = max(5.0, max(1.5, 0.055 * longest + 0.35) * n_cols)
+    n_lines = max((t.count("\n") + 1 for t in labels.values()), default=2)
+    fig_h = max(2.5, (0.9 + 0.13 * n_lines + img_h) * n_lvls + 0.4)
     fig, ax = plt.subplots(figsize=(fig_w, fig_h))
     ax.set_xlim(-0.7, n_cols - 0.3)
     ax.set_ylim(-(n_lvls - 0.4), 0.6)
@@ -306,7 +324,7 @@ def draw_matplotlib(
     for i in depth:
         color, purity = node_color(model, g, i)
         fc = _blend(color, purity) if color != NEUTRAL else color
-        label = node_label(model, g, i, max_terms)
+        label = labels[i]
         ax.text(
             x[i],
             -level[i],
@@ -316,7 +334,6 @@ def draw_matplotlib(
             fontsize=6.5,
             zorder=3,
             bbox={"boxstyle": "round,pad=0.3", "fc": fc, "ec": "#333333", "lw": 0.6},
-            wrap=True,
         )
         if images and i in images:
             arr = plt.imread(str(images[i]))
