@@ -371,7 +371,7 @@ def show(
     engine: str = typer.Option("auto", help="auto (Graphviz dot if installed, else matplotlib), dot, matplotlib"),
     refit: bool = typer.Option(False, help="refit even when a saved model exists"),
 ) -> None:
-    """Render a trained model: DOT + SVG/PNG drawings, rules.txt, importances.csv, model.json.
+    """Render a trained model: DOT + SVG/PNG drawings, rules.txt, importances.csv/.png, model.json.
 
     Loads the model saved with save_model=true, or refits the run from its record."""
     from treebench.inspect.show import write_report
@@ -383,7 +383,7 @@ def show(
     console.print(how)
     console.print(f"wrote {dest}: model.json, rules.txt, "
                   + ", ".join(p.name for p in files["render"]["dot"] + files["render"]["images"])
-                  + (", importances.csv" if "importances" in files else ""))
+                  + (", importances.csv/.png" if "importances" in files else ""))
     if files["render"]["hint"]:
         console.print(files["render"]["hint"])
     if "top" in files:

@@ -246,7 +246,8 @@ def graph_importances(model: GraphEnsemble, g: DecisionGraph, oblique_weighting=
     Every split contributes its weighted impurity decrease (``gain``). Axis splits give it to their
     feature; oblique splits spread it over the features by ``|w_j|`` (the One-Stage paper's
     weighting; ``"normalized"`` divides by ``sum_j |w_j|`` so a node's total is its decrease,
-    ``"raw"`` multiplies by ``|w_j|`` as printed in the paper).
+    ``"raw"`` multiplies by ``|w_j|`` as printed in the paper). Columns that were constant in the
+    training data (``meta["split_column_constant"]``, set by ``annotate``) get no share.
     """
     if g.gain is None:
         return None
@@ -256,9 +257,11 @@ def graph_importances(model: GraphEnsemble, g: DecisionGraph, oblique_weighting=
     if not g.oblique:
         np.add.at(imp, g.feature[inner], g.gain[inner])
         return imp
+    const = model.meta.get("split_column_constant") or []
     for i in inner:
         w, _b = oblique_terms(model, g, i, raw=False)
         a = np.abs(w)
+        a[np.asarray(const, dtype=np.int64)] = 0.0  # a constant column has no effect
         if oblique_weighting == "normalized":
             a = a / a.sum() if a.sum() > 0 else a
         imp += g.gain[i] * a

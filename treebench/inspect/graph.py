@@ -597,6 +597,10 @@ class GraphEnsemble:
     def annotate(self, X, y=None, sample_weight=None, overwrite=False) -> GraphEnsemble:
         """Fill every graph's training statistics from ``(X, y)`` (see :meth:`DecisionGraph.annotate`)."""
         Z = self.transform_X(X)
+        # columns constant in training cannot matter to an oblique split (importances mask them)
+        self.meta["split_column_constant"] = np.flatnonzero(
+            np.ptp(np.asarray(Z, dtype=np.float64), axis=0) == 0
+        ).tolist()
         cls = self.classes if self.task == "classification" else None
         for g in self.graphs:
             g.annotate(Z, y, sample_weight, classes=cls, overwrite=overwrite)

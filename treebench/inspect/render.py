@@ -407,3 +407,31 @@ def render(
             f"`dot -Tsvg {name}_0.dot -o {name}_0.svg` in {out_dir}"
         )
     return res
+
+
+def plot_importances(model: GraphEnsemble, path, top: int = 20):
+    """Feature importances as a bar chart (top ``top``), or as a heatmap for image inputs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from treebench.inspect.explain import feature_importances
+
+    imp, names = feature_importances(model)
+    shape = [s for s in (model.image_shape or []) if s > 1][-2:]
+    if shape and len(imp) == int(np.prod(shape)):
+        fig, ax = plt.subplots(figsize=(3, 3))
+        im = ax.imshow(imp.reshape(shape), cmap="viridis", interpolation="nearest")
+        ax.axis("off")
+        fig.colorbar(im, ax=ax, fraction=0.046)
+    else:
+        order = np.argsort(-imp, kind="stable")[:top][::-1]
+        fig, ax = plt.subplots(figsize=(4.5, 0.6 + 0.25 * len(order)))
+        ax.barh([names[j] for j in order], imp[order], color="#4c72b0")
+        ax.set_xlabel("importance")
+    ax.set_title(f"{model.meta.get('method') or 'model'} feature importance", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

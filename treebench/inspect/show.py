@@ -13,7 +13,7 @@ import numpy as np
 from treebench.inspect.explain import feature_importances, importances_text, rules_text
 from treebench.inspect.export import export_graph
 from treebench.inspect.graph import GraphEnsemble
-from treebench.inspect.render import render
+from treebench.inspect.render import plot_importances, render
 
 MODEL_SUFFIX = ".model.json.gz"
 
@@ -163,6 +163,7 @@ def write_report(
     try:
         (out / "importances.csv").write_text(importances_text(model))
         files["importances"] = out / "importances.csv"
+        files["importances_plot"] = plot_importances(model, out / "importances.png")
         files["top"] = _top(model)
     except ValueError as exc:
         files["importances_error"] = str(exc)
