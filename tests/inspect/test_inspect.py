@@ -250,3 +250,22 @@ def test_cli_show_end_to_end(tmp_path):
     assert a == (tmp_path / "refit" / "rules.txt").read_text()  # saved == refitted model
     r = run_cli(["export", key, "-o", str(tmp_path / "m.json")], cwd=tmp_path, env=env)
     assert r.returncode == 0 and load_graph(tmp_path / "m.json").graphs
+
+
+def test_inspect_import_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, treebench.inspect, treebench.methods.baselines; print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_batched_routing_matches_per_graph(data):
+    X, y = data["classification"]
+    model = fast_estimator("rf", "classification").fit(X, y).to_graph()
+    Z = model.transform_X(X)
+    per = np.stack([g.apply(Z) for g in model.graphs], axis=1)
+    np.testing.assert_array_equal(model._batched_leaves(Z, max_entries=64), per)
