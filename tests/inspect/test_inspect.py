@@ -14,7 +14,7 @@ from tests.conftest import run_cli
 from treebench.app import CONF_DIR
 from treebench.inspect import GraphEnsemble, export_graph, load_graph
 from treebench.inspect.explain import feature_importances, rules_text
-from treebench.inspect.render import draw_matplotlib, render, to_dot
+from treebench.inspect.render import dot_binary, draw_matplotlib, render, to_dot
 from treebench.methods.base import discover
 
 CASES = sorted((name, task) for name, e in discover().items() for task in e.classes)
@@ -269,3 +269,46 @@ def test_batched_routing_matches_per_graph(data):
     Z = model.transform_X(X)
     per = np.stack([g.apply(Z) for g in model.graphs], axis=1)
     np.testing.assert_array_equal(model._batched_leaves(Z, max_entries=64), per)
+
+
+@pytest.mark.skipif(dot_binary() is None, reason="Graphviz's dot program is not installed")
+def test_render_with_graphviz(tmp_path, data):
+    X, y = data["classification"]
+    model = export_graph(fast_estimator("cart", "classification", max_depth=2).fit(X, y), X, y)
+    res = render(model, tmp_path, engine="dot", formats=("svg",))
+    assert res["engine"] == "dot" and "<svg" in res["images"][0].read_text()
+
+
+def test_save_model_hook_never_fails_the_run(tmp_path, data):
+    from treebench.inspect.show import model_path, save_fitted_model
+
+    X, y = data["classification"]
+    assert "model_error" in save_fitted_model(tmp_path, "ab" * 12, object(), X, y)
+    est = fast_estimator("cart", "classification").fit(X, y)
+    out = save_fitted_model(tmp_path, "cd" * 12, est, X, y)
+    assert out["model_path"] == str(model_path(tmp_path, "cd" * 12))
+    np.testing.assert_array_equal(load_graph(out["model_path"]).predict(X), est.predict(X))
+
+
+@pytest.mark.parametrize("with_package", [True, False])
+def test_render_calls_dot_in_the_dot_files_folder(tmp_path, monkeypatch, data, with_package):
+    """Plumbing with a stand-in ``dot`` (real Graphviz is optional): it must run where the DOT
+    file is, so the relative weight-image paths resolve, and write the requested output."""
+    fake = tmp_path / "bin" / "dot"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'out=""; prev=""\n'
+        'for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done\n'
+        'for f in "$@"; do case "$f" in *.dot) test -f "$f" || exit 3;; esac; done\n'
+        'echo "<svg>$(pwd)</svg>" > "$out"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    if not with_package:  # the plain subprocess path
+        monkeypatch.setitem(__import__("sys").modules, "graphviz", None)
+    X, y = data["classification"]
+    model = export_graph(fast_estimator("cart", "classification", max_depth=2).fit(X, y), X, y)
+    res = render(model, tmp_path / "out", engine="auto", formats=("svg",))
+    assert res["engine"] == "dot" and res["hint"] is None
+    assert res["images"][0].read_text().strip() == f"<svg>{tmp_path / 'out'}</svg>"

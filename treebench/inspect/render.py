@@ -211,18 +211,26 @@ def to_dot(
 
 
 def render_dot(dot_path: Path, fmt: str = "svg") -> Path | None:
-    """Run ``dot -T<fmt>`` on a DOT file; ``None`` when Graphviz is not installed."""
+    """Render a DOT file with Graphviz (the ``graphviz`` Python package when installed, else the
+    ``dot`` program directly); ``None`` when Graphviz's ``dot`` is not installed."""
     exe = dot_binary()
     if exe is None:
         return None
     out = dot_path.with_suffix(f".{fmt}")
-    subprocess.run(
-        [exe, f"-T{fmt}", str(dot_path.name), "-o", out.name],
-        check=True,
-        cwd=dot_path.parent,
-        capture_output=True,
-        timeout=120,
-    )
+    try:
+        import graphviz
+    except ImportError:
+        graphviz = None
+    if graphviz is not None:  # runs dot in the DOT file's folder (relative image paths)
+        graphviz.render("dot", fmt, str(dot_path), outfile=str(out))
+    else:
+        subprocess.run(
+            [exe, f"-T{fmt}", str(dot_path.name), "-o", out.name],
+            check=True,
+            cwd=dot_path.parent,
+            capture_output=True,
+            timeout=120,
+        )
     return out
 
 
