@@ -1,4 +1,4 @@
-"""The ``treebench`` command line (Typer): run, list, collect, report, check, fetch."""
+"""The ``treebench`` command line (Typer): run, list, collect, report, check, fetch, show, export."""
 
 from __future__ import annotations
 
@@ -318,6 +318,90 @@ def fetch(ctx: typer.Context) -> None:
     if failed:
         err.print(f"[red]{len(failed)} of {len(results)} datasets not available:[/] {', '.join(failed)}")
         raise typer.Exit(1)
+
+
+def _inspect_model(target: str, outputs: str | None, refit: bool):
+    """(model, record, how it was obtained) of a run key, a record file or a saved model file."""
+    import numpy as np
+
+    from treebench.inspect import export_graph
+    from treebench.inspect.graph import GraphEnsemble
+    from treebench.inspect.show import find_record, model_path, refit_record
+
+    out = _outputs(outputs)
+    rec, saved = find_record(target, out)
+    if saved is None and rec is not None and not refit:
+        cand = model_path(out / "store", rec["key"])
+        saved = cand if cand.exists() else None
+    if saved is not None and not refit:
+        return GraphEnsemble.load(saved), rec, f"saved model {saved}"
+    if rec is None:
+        raise FileNotFoundError(f"no record for {target}")
+    if rec.get("status") != "ok":
+        raise ValueError(f"record {rec['key']} has status {rec.get('status')!r}, nothing to show")
+    est, X_tr, y_tr, X_te, y_te, names, image_shape = refit_record(rec)
+    model = export_graph(est, X_tr, y_tr)
+    if names is not None and len(names) == model.n_features and model.feature_names is None:
+        model.feature_names = names
+    if model.image_shape is None and image_shape is not None:
+        model.image_shape = [int(v) for v in image_shape]
+    metric = "test_accuracy" if rec["task"] == "classification" else "test_r2"
+    got = None
+    if rec["task"] == "classification":
+        got = float(np.mean(model.predict(X_te) == y_te))
+    else:
+        from sklearn.metrics import r2_score
+
+        got = float(r2_score(y_te, model.predict(X_te)))
+    want = (rec.get("metrics") or {}).get(metric)
+    how = f"refitted {rec['method']} on {rec['dataset']} (seed {rec['seed']}, fold {rec['fold']}): "
+    how += f"exported graph {metric}={got:.4f}"
+    if want is not None:
+        how += f", record {metric}={want:.4f}"
+    return model, rec, how
+
+
+@app.command()
+def show(
+    target: str = typer.Argument(..., help="run key (or unique prefix), record file or saved model file"),
+    out: str = typer.Option(None, "--out", "-o", help="output directory (default: <outputs>/inspect/<key>)"),
+    outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
+    max_graphs: int = typer.Option(3, help="draw and list at most this many graphs of an ensemble"),
+    max_depth: int = typer.Option(None, help="draw at most this many levels"),
+    engine: str = typer.Option("auto", help="auto (Graphviz dot if installed, else matplotlib), dot, matplotlib"),
+    refit: bool = typer.Option(False, help="refit even when a saved model exists"),
+) -> None:
+    """Render a trained model: DOT + SVG/PNG drawings, rules.txt, importances.csv/.png, model.json.
+
+    Loads the model saved with save_model=true, or refits the run from its record."""
+    from treebench.inspect.show import write_report
+
+    model, rec, how = _inspect_model(target, outputs, refit)
+    key = rec["key"] if rec else Path(target).name.split(".")[0]
+    dest = Path(out) if out else _outputs(outputs) / "inspect" / key
+    files = write_report(model, dest, max_graphs=max_graphs, max_depth=max_depth, engine=engine)
+    console.print(how)
+    console.print(f"wrote {dest}: model.json, rules.txt, "
+                  + ", ".join(p.name for p in files["render"]["dot"] + files["render"]["images"])
+                  + (", importances.csv/.png" if "importances" in files else ""))
+    if files["render"]["hint"]:
+        console.print(files["render"]["hint"])
+    if "top" in files:
+        console.print("top features: " + ", ".join(f"{n} {v:.3f}" for n, v in files["top"]))
+
+
+@app.command()
+def export(
+    target: str = typer.Argument(..., help="run key (or unique prefix), record file or saved model file"),
+    out: str = typer.Option(..., "--out", "-o", help="JSON file to write (.json or .json.gz)"),
+    outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
+    refit: bool = typer.Option(False, help="refit even when a saved model exists"),
+) -> None:
+    """Write a trained model's decision graph(s) as JSON (loadable with treebench.inspect.load_graph)."""
+    model, _rec, how = _inspect_model(target, outputs, refit)
+    path = model.save(out)
+    console.print(how)
+    console.print(f"wrote {path} ({len(model.graphs)} graph(s))")
 
 
 def main() -> None:

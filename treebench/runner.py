@@ -190,8 +190,12 @@ def preprocess_fold(cfg: DictConfig, fold, ds) -> tuple:
     return pre.transform(fold.train.X), fold.train.y, pre.transform(fold.test.X), fold.test.y
 
 
-def run_fold(job: Job, fold, ds, threads: int) -> dict:
-    """Fit and evaluate one fold; return the measured fields of the record."""
+def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
+    """Fit and evaluate one fold; return the measured fields of the record.
+
+    ``on_fit(est, X_train, y_train)``, if given, runs after fitting and returns extra record fields
+    (used to save the model when ``save_model=true``).
+    """
     cfg = job.cfg
     task = cfg.dataset.task
     try:
@@ -238,6 +242,8 @@ def run_fold(job: Job, fold, ds, threads: int) -> dict:
         "info": dict(getattr(est, "fit_info_", {}) or {}),
         "resolved_params": {k: repr(v) for k, v in est.get_params(deep=False).items()},
     }
+    if on_fit is not None:
+        out.update(on_fit(est, X_tr, y_tr))
     return out
 
 
@@ -287,7 +293,7 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                     if ds is None:
                         ds = load_dataset(cfg.dataset, data_ctx)
                     (fold,) = list(split_obj.folds(ds, split_seed, only=f))
-                    rec.update(run_fold(job, fold, ds, threads))
+                    rec.update(run_fold(job, fold, ds, threads, _model_saver(cfg, store, k)))
                     rec["status"] = "ok"
                 except Skip as exc:
                     rec.update(status="skipped", reason=str(exc))
@@ -303,6 +309,16 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
         except JobBusyError:
             log(f"{tag} skipped, running in another process ({k})")
     return written
+
+
+def _model_saver(cfg: DictConfig, store: Store, key: str):
+    """With ``save_model=true``: a hook writing the fitted model's decision-graph JSON next to the
+    record (models without ``to_graph`` get a ``model_error`` field instead)."""
+    if not cfg.get("save_model"):
+        return None
+    from treebench.inspect.show import save_fitted_model
+
+    return lambda est, X, y: save_fitted_model(store.root, key, est, X, y)
 
 
 def summary_line(rec: dict) -> str:

@@ -48,6 +48,7 @@ class TreebenchConf:
     threads: int | None = None
     experiment_name: str = "adhoc"
     profile: Profile = Profile.full
+    save_model: bool = False
     metrics: MetricsConf = field(default_factory=MetricsConf)
     paths: PathsConf = field(default_factory=PathsConf)
     data: DataConf = field(default_factory=DataConf)

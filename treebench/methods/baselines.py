@@ -36,6 +36,12 @@ class _TreeSize(SizeMixin):
     def size_report(self, X):
         return sklearn_tree_size(self, X)
 
+    def to_graph(self):
+        """The tree as a :class:`treebench.inspect.GraphEnsemble` (export, render, rules)."""
+        from treebench.inspect.export import sklearn_ensemble
+
+        return sklearn_ensemble(self)
+
 
 class _EnsembleSize(SizeMixin):
     """Size report of a scikit-learn ensemble: members' sizes combined."""
@@ -52,6 +58,12 @@ class _EnsembleSize(SizeMixin):
         else:
             reports = [member_size(m, X) for m in members]
         return combine_sizes(reports)
+
+    def to_graph(self):
+        """The ensemble as a :class:`treebench.inspect.GraphEnsemble` (export, render, rules)."""
+        from treebench.inspect.export import sklearn_ensemble
+
+        return sklearn_ensemble(self)
 
 
 _CART = "CART (scikit-learn): depth-first, best-first with max_leaf_nodes, cost-complexity ccp_alpha"

@@ -336,6 +336,12 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             "split_evals": split_evals,
         }
 
+    def to_graph(self):
+        """The oblique tree(s) as a :class:`treebench.inspect.GraphEnsemble`."""
+        from treebench.inspect.export import e2edt_graph
+
+        return e2edt_graph(self)
+
 
 _COMMON_DOC = """
     epochs : int

@@ -291,6 +291,13 @@ class _HingeBase(SizeMixin, BaseEstimator):
             "split_evals": float(M * D),
         }
 
+    def to_graph(self):
+        """Feature pool, batch norm, hinge trees/ferns and head as a
+        :class:`treebench.inspect.GraphEnsemble` (exact once the running statistics are fixed)."""
+        from treebench.inspect.export import hinge_graph
+
+        return hinge_graph(self)
+
 
 class _HingeClassifier(ClassifierMixin, _HingeBase):
     _is_classifier = True

@@ -519,6 +519,12 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         return {"n_trees": 1, "n_splits": n_splits, "n_leaves": n_splits + 1, "depth": depth,
                 "mean_depth": md, "split_evals": md}
 
+    def to_graph(self):
+        """The pruned oblique tree as a :class:`treebench.inspect.GraphEnsemble`."""
+        from treebench.inspect.export import onestage_graph
+
+        return onestage_graph(self)
+
 
 class _ClassifierPart(ClassifierMixin):
     _task = CLASSIFICATION

@@ -442,3 +442,9 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
             "mean_depth": mean_depth,
             "split_evals": mean_depth,
         }
+
+    def to_graph(self):
+        """The soft-label CART as a :class:`treebench.inspect.GraphEnsemble`."""
+        from treebench.inspect.export import redt_graph
+
+        return redt_graph(self)

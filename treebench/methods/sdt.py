@@ -167,3 +167,9 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
         D = int(self.max_depth)
         return {"n_trees": 1, "n_splits": 2**D - 1, "n_leaves": 2**D, "depth": D,
                 "mean_depth": float(D), "split_evals": float(2**D - 1)}
+
+    def to_graph(self):
+        """The soft tree as a soft oblique :class:`treebench.inspect.GraphEnsemble`."""
+        from treebench.inspect.export import sdt_graph
+
+        return sdt_graph(self)

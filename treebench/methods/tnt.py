@@ -211,6 +211,12 @@ class _GraphClassifierMixin(SizeMixin):
         self.feature_, self.threshold_ = f, t
         self.children_left_, self.children_right_, self.value_ = lft, rgt, v
 
+    def to_graph(self):
+        """The decision graph (shared children kept) as a :class:`treebench.inspect.GraphEnsemble`."""
+        from treebench.inspect.export import tnt_graph
+
+        return tnt_graph(self)
+
 
 def _prepare(est, X, y, sample_weight):
     """Validate inputs; encode labels; weights scaled to sum to n (counts stay counts); drop w = 0."""
@@ -902,6 +908,12 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
                 [member_size(m, X[:, f]) for m, f in zip(self.estimators_, feats, strict=True)]
             )
         return combine_sizes([member_size(m, X) for m in self.estimators_])
+
+    def to_graph(self):
+        """The ensemble of TnT graphs as a :class:`treebench.inspect.GraphEnsemble`."""
+        from treebench.inspect.export import tnt_graph
+
+        return tnt_graph(self)
 
 
 @register(

@@ -1,0 +1,314 @@
+"""Decision-graph export: JSON round trip for every method, DOT, rules, importances, CLI show."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from sklearn.datasets import load_diabetes, load_digits, load_iris
+
+from tests.conftest import run_cli
+from treebench.app import CONF_DIR
+from treebench.inspect import GraphEnsemble, export_graph, load_graph
+from treebench.inspect.explain import feature_importances, rules_text
+from treebench.inspect.render import dot_binary, draw_matplotlib, render, to_dot
+from treebench.methods.base import discover
+
+CASES = sorted((name, task) for name, e in discover().items() for task in e.classes)
+
+# Fast settings on top of each method's smoke_params: the round trip checks the export, not the fit.
+FAST = {
+    "rf": {"n_estimators": 5},
+    "bagged_cart": {"n_estimators": 4},
+    "gbdt": {"n_estimators": 10},
+    "adaboost": {"n_estimators": 10},
+    "tnt": {"N2": 2},
+    "tnt_bagging": {"n_estimators": 3, "N2": 2},
+    "tnt_adaboost": {"n_estimators": 3, "N2": 2},
+    "redt": {
+        "n_repeats": 1,
+        "alpha": 0.5,
+        "teacher_params": {"n_estimators": 10},
+        "backend": "numpy",
+    },
+    "e2edt": {"max_depth": 3, "epochs": 3},
+    "e2edf": {"n_estimators": 2, "max_depth": 3, "epochs": 2, "max_features": 2},
+    "onestage": {"max_depth": 3, "max_epochs": 5},
+    "onestage_joint": {"max_depth": 3, "max_epochs": 5},
+    "onestage_gumbel": {"max_depth": 3, "max_epochs": 5},
+    "sdt": {"max_depth": 3, "max_epochs": 5},
+    "hinge_forest": {"n_iterations": 200},
+    "hinge_fern": {"n_iterations": 200},
+}
+
+
+def fast_estimator(name, task, **extra):
+    cls = discover()[name].classes[task]
+    cfg = yaml.safe_load((Path(CONF_DIR) / "method" / f"{name}.yaml").read_text())
+    params = dict(cfg.get("smoke_params") or {})
+    params.update(FAST.get(name, {}))
+    params.update(extra)
+    est = cls(**params)
+    if "random_state" in est.get_params():
+        est.set_params(random_state=0)
+    if "n_jobs" in est.get_params():
+        est.set_params(n_jobs=1)
+    return est
+
+
+@pytest.fixture(scope="module")
+def data():
+    Xc, yc = load_iris(return_X_y=True)
+    idx = np.random.RandomState(0).permutation(len(yc))
+    Xr, yr = load_diabetes(return_X_y=True)
+    return {"classification": (Xc[idx], yc[idx]), "regression": (Xr[:200], yr[:200])}
+
+
+def test_every_method_exports():
+    for name, entry in discover().items():
+        for cls in entry.classes.values():
+            assert callable(getattr(cls, "to_graph", None)), (
+                f"{name}: {cls.__name__} lacks to_graph"
+            )
+
+
+@pytest.mark.parametrize(("name", "task"), CASES)
+def test_json_round_trip_predicts_identically(name, task, data):
+    X, y = data[task]
+    est = fast_estimator(name, task).fit(X, y)
+    text = export_graph(est, X, y).to_json()
+    json.loads(text)  # plain JSON
+    model = GraphEnsemble.from_json(text)
+    assert model.to_json() == text  # stable serialisation
+    if task == "classification":
+        np.testing.assert_array_equal(model.predict(X), est.predict(X))
+        np.testing.assert_allclose(
+            model.predict_proba(X), est.predict_proba(X), rtol=1e-5, atol=1e-6
+        )
+    else:
+        np.testing.assert_allclose(model.predict(X), est.predict(X), rtol=1e-5, atol=1e-4)
+    imp, names = feature_importances(model)
+    assert len(imp) == len(names)
+    if imp.sum() > 0:
+        assert imp.sum() == pytest.approx(1.0) and (imp >= 0).all()
+
+
+def test_string_labels_round_trip(data):
+    X, y = data["classification"]
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    for name in ("adaboost", "tnt_adaboost", "cart"):
+        est = fast_estimator(name, "classification").fit(X, labels)
+        model = GraphEnsemble.from_json(est.to_graph().to_json())
+        np.testing.assert_array_equal(model.predict(X), est.predict(X))
+
+
+def test_gz_save_load(tmp_path, data):
+    X, y = data["classification"]
+    est = fast_estimator("rf", "classification").fit(X, y)
+    p = export_graph(est, X, y).save(tmp_path / "m.json.gz")
+    np.testing.assert_array_equal(load_graph(p).predict(X), est.predict(X))
+
+
+def test_importances_match_sklearn(data):
+    X, y = data["classification"]
+    for name in ("cart", "rf", "gbdt", "adaboost"):
+        est = fast_estimator(name, "classification").fit(X, y)
+        imp, _ = feature_importances(est.to_graph())
+        np.testing.assert_allclose(imp, est.feature_importances_, atol=1e-12)
+
+
+def test_annotated_gain_equals_tree_statistics(data):
+    for task in ("classification", "regression"):
+        X, y = data[task]
+        est = fast_estimator("cart", task, max_depth=4).fit(X, y)
+        model = est.to_graph()
+        g = model.graphs[0]
+        want = g.gain.copy()
+        g.n_samples = g.gain = None
+        model.annotate(X, y)
+        np.testing.assert_allclose(g.gain, want, rtol=1e-9, atol=1e-9)
+
+
+def test_onestage_importance_weights_by_abs_omega(data):
+    X, y = data["classification"]
+    X = np.column_stack([X, np.full(len(X), 3.0)])  # a constant column gets no importance
+    est = fast_estimator("onestage", "classification").fit(X, y)
+    model = export_graph(est, X, y)
+    g = model.graphs[0]
+    inner = np.flatnonzero(g.left >= 0)
+    assert len(inner) >= 1
+    want = np.zeros(X.shape[1])
+    for i in inner:
+        a = np.abs(g.weight[i].astype(float))
+        a[-1] = 0.0
+        want += g.gain[i] * a / a.sum()
+    imp, _ = feature_importances(model)
+    np.testing.assert_allclose(imp, want / want.sum(), rtol=1e-9)
+    assert imp[-1] == 0.0
+
+
+@pytest.fixture(scope="module")
+def tnt_dag(data):
+    X, y = data["classification"]
+    for c in (0.01, 0.003, 0.03, 1e-3):
+        est = fast_estimator("tnt", "classification", ccp_alpha=c).fit(X, y)
+        model = export_graph(est, X, y)
+        if (model.graphs[0].parents() > 1).any():
+            return model
+    pytest.skip("no TnT graph with a shared child on iris")
+
+
+def test_dot_draws_shared_children_once(tnt_dag):
+    g = tnt_dag.graphs[0]
+    dot = to_dot(tnt_dag)
+    shared = np.flatnonzero(g.parents() > 1)
+    for s in shared:
+        assert dot.count(f"  n{s} [") == 1  # one node statement
+        assert dot.count(f"-> n{s} ") == g.parents()[s]  # one edge per parent
+    assert dot.startswith("digraph") and dot.rstrip().endswith("}")
+    assert "penwidth" in dot and "fillcolor" in dot
+
+
+def test_rules_text(data):
+    X, y = data["classification"]
+    est = fast_estimator("cart", "classification", max_depth=2).fit(X, y)
+    text = rules_text(export_graph(est, X, y))
+    rules = [ln for ln in text.splitlines() if ln.startswith("if ")]
+    assert len(rules) == est.get_n_leaves()
+    assert rules[0].startswith("if x3 <= 0.8 then class 0 (n=50")
+    assert all(" then class " in r for r in rules)
+    # merged bounds: one feature appears at most twice (> and <=) per rule
+    for r in rules:
+        cond = r.split(" then ")[0]
+        assert cond.count("x3 >") <= 1 and cond.count("x3 <=") <= 1
+
+
+def test_oblique_rules_read_in_input_units(data):
+    X, y = data["classification"]
+    est = fast_estimator("e2edt", "classification").fit(X, y)
+    model = export_graph(est, X, y)
+    g = model.graphs[0]
+    from treebench.inspect.explain import oblique_terms
+
+    i = int(np.flatnonzero(g.left >= 0)[0])
+    w, b = oblique_terms(model, g, i)
+    Z = model.transform_X(X)
+    model_side = g._split_value(Z, np.arange(len(X)), np.full(len(X), i)) > 0
+    raw_side = X @ w + b > 0
+    assert np.mean(model_side == raw_side) > 0.99
+
+
+def test_render_matplotlib_and_images(tmp_path):
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300], y[:300]
+    est = fast_estimator("e2edt", "classification", max_depth=2, epochs=2, image_shape=(8, 8)).fit(
+        X, y
+    )
+    model = export_graph(est, X, y)
+    res = render(model, tmp_path, name="e2edt", engine="matplotlib")
+    assert res["engine"] == "matplotlib" and res["images"][0].stat().st_size > 1000
+    weights = sorted((tmp_path / "e2edt_0_weights").glob("*.png"))
+    assert len(weights) == int((model.graphs[0].left >= 0).sum())
+    assert 'image="e2edt_0_weights/' in res["dot"][0].read_text()
+    out = draw_matplotlib(model, tmp_path / "x.svg")
+    assert out.read_text().lstrip().startswith("<?xml")
+
+
+def test_cli_show_end_to_end(tmp_path):
+    out = tmp_path / "outputs"
+    env = {"TREEBENCH_OUTPUTS": str(out)}
+    r = run_cli(
+        [
+            "run",
+            "method=cart",
+            "dataset=iris",
+            "method.params.max_depth=3",
+            "threads=1",
+            "save_model=true",
+        ],
+        cwd=tmp_path,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    models = list((out / "store").glob("*/*.model.json.gz"))
+    assert len(models) == 1
+    key = models[0].name.split(".")[0]
+    rec = json.loads((models[0].parent / f"{key}.json").read_text())
+    assert rec["status"] == "ok" and rec["model_path"] == str(models[0])
+    r = run_cli(["show", key[:8]], cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    dest = out / "inspect" / key
+    for f in ("model.json", "rules.txt", "importances.csv", "importances.png", "graph_0.dot"):
+        assert (dest / f).exists(), f
+    r = run_cli(["show", key, "--refit", "-o", str(tmp_path / "refit")], cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "record test_accuracy" in r.stdout
+    a = (dest / "rules.txt").read_text()
+    assert a == (tmp_path / "refit" / "rules.txt").read_text()  # saved == refitted model
+    r = run_cli(["export", key, "-o", str(tmp_path / "m.json")], cwd=tmp_path, env=env)
+    assert r.returncode == 0 and load_graph(tmp_path / "m.json").graphs
+
+
+def test_inspect_import_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, treebench.inspect, treebench.methods.baselines; print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_batched_routing_matches_per_graph(data):
+    X, y = data["classification"]
+    model = fast_estimator("rf", "classification").fit(X, y).to_graph()
+    Z = model.transform_X(X)
+    per = np.stack([g.apply(Z) for g in model.graphs], axis=1)
+    np.testing.assert_array_equal(model._batched_leaves(Z, max_entries=64), per)
+
+
+@pytest.mark.skipif(dot_binary() is None, reason="Graphviz's dot program is not installed")
+def test_render_with_graphviz(tmp_path, data):
+    X, y = data["classification"]
+    model = export_graph(fast_estimator("cart", "classification", max_depth=2).fit(X, y), X, y)
+    res = render(model, tmp_path, engine="dot", formats=("svg",))
+    assert res["engine"] == "dot" and "<svg" in res["images"][0].read_text()
+
+
+def test_save_model_hook_never_fails_the_run(tmp_path, data):
+    from treebench.inspect.show import model_path, save_fitted_model
+
+    X, y = data["classification"]
+    assert "model_error" in save_fitted_model(tmp_path, "ab" * 12, object(), X, y)
+    est = fast_estimator("cart", "classification").fit(X, y)
+    out = save_fitted_model(tmp_path, "cd" * 12, est, X, y)
+    assert out["model_path"] == str(model_path(tmp_path, "cd" * 12))
+    np.testing.assert_array_equal(load_graph(out["model_path"]).predict(X), est.predict(X))
+
+
+@pytest.mark.parametrize("with_package", [True, False])
+def test_render_calls_dot_in_the_dot_files_folder(tmp_path, monkeypatch, data, with_package):
+    """Plumbing with a stand-in ``dot`` (real Graphviz is optional): it must run where the DOT
+    file is, so the relative weight-image paths resolve, and write the requested output."""
+    fake = tmp_path / "bin" / "dot"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'out=""; prev=""\n'
+        'for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done\n'
+        'for f in "$@"; do case "$f" in *.dot) test -f "$f" || exit 3;; esac; done\n'
+        'echo "<svg>$(pwd)</svg>" > "$out"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    if not with_package:  # the plain subprocess path
+        monkeypatch.setitem(__import__("sys").modules, "graphviz", None)
+    X, y = data["classification"]
+    model = export_graph(fast_estimator("cart", "classification", max_depth=2).fit(X, y), X, y)
+    res = render(model, tmp_path / "out", engine="auto", formats=("svg",))
+    assert res["engine"] == "dot" and res["hint"] is None
+    assert res["images"][0].read_text().strip() == f"<svg>{tmp_path / 'out'}</svg>"
