@@ -1,4 +1,8 @@
-"""Read the ReDT paper's datasets straight from the data mirror (until the data branch lands).
+"""Read the ReDT paper's datasets: ``load_treebench`` (what the runner feeds a method) or ``load``.
+
+``load_treebench(name, seed)`` goes through ``treebench.data.load_dataset`` with the dataset's own
+config, split protocol (the runner's split seed) and preprocessing, i.e. exactly the arrays of a
+``treebench run`` job (needs ``TREEBENCH_MIRROR``). ``load`` is the session-1 stop-gap reader below.
 
 Choices where the paper is silent: categorical attributes are ordinal-coded (sorted category codes;
 a missing '?' is its own category), missing numeric values get the training median, the class is
@@ -105,6 +109,30 @@ def load(name: str, seed: int = 0, test_size: float = 1 / 3):
     med = np.nanmedian(X[tr], axis=0)
     X = np.where(np.isnan(X), med, X)
     return X[tr], y[tr], X[te], y[te]
+
+
+def load_treebench(name: str, seed: int = 0):
+    """``(X_train, y_train, X_test, y_test)`` exactly as a ``treebench run`` job sees them (fold 0)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    from treebench.data import DataContext, load_dataset
+    from treebench.runner import derive_seed
+    from treebench.schema import register_schema
+
+    register_schema()
+    conf = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
+    with initialize_config_dir(config_dir=conf, version_base=None):
+        cfg = compose("config", overrides=[f"dataset={name}", f"seed={seed}"])
+    ctx = DataContext(data_dir=os.path.abspath(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=False)
+    ds = load_dataset(cfg.dataset, ctx)
+    (fold,) = list(instantiate(cfg.dataset.split).folds(ds, derive_seed(seed, name), only=0))
+    pre = instantiate(cfg.dataset.preprocess)
+    pre.fit(fold.train.X, fold.train.y, categorical=ds.categorical)
+    y_tr, y_te = np.asarray(fold.train.y), np.asarray(fold.test.y)
+    classes = np.unique(y_tr)
+    return (np.asarray(pre.transform(fold.train.X), np.float64), np.searchsorted(classes, y_tr),
+            np.asarray(pre.transform(fold.test.X), np.float64), np.searchsorted(classes, y_te))
 
 
 def _idx(path):
