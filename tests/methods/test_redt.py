@@ -162,6 +162,47 @@ def test_stopping_rules():
     assert t2.node_count == 1
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_pseudo_label_columns_stop_when_either_is_pure(backend):
+    rng = np.random.default_rng(3)
+    X, y = _data(3, n=300, d=3)
+    S = rng.dirichlet(np.ones(3), size=len(y))
+    Y = 0.5 * np.eye(3)[y] + 0.5 * S
+    p1, p2 = S.argmax(1), y
+    both = build_tree(X, Y, np.column_stack([p1, p2]), k=5, backend=backend)
+    t1 = build_tree(X, Y, p1, k=5, backend=backend)
+    assert both.node_count < t1.node_count
+    # every internal node is impure in both columns
+    leaf_of = both.apply(X)
+    for i in np.flatnonzero(both.left >= 0):
+        idx = np.flatnonzero(np.isin(leaf_of, _subtree(both, i)))
+        assert len(np.unique(p1[idx])) > 1 and len(np.unique(p2[idx])) > 1
+    # a constant column makes the root a leaf
+    const = build_tree(X, Y, np.column_stack([p1, np.zeros_like(p2)]), k=5, backend=backend)
+    assert const.node_count == 1
+
+
+def _subtree(t, i):
+    """Leaf indices below node ``i``."""
+    out, stack = [], [i]
+    while stack:
+        j = stack.pop()
+        if t.left[j] < 0:
+            out.append(j)
+        else:
+            stack += [t.left[j], t.right[j]]
+    return out
+
+
+def test_soft_or_hard_pure_stop_keeps_predictions_with_fewer_nodes():
+    X, y = _data(4, n=400, d=3)
+    kw = {"teacher_params": {"n_estimators": 20}, "n_repeats": 1, "alpha": 0.5, "random_state": 0}
+    lit = ReDTClassifier(pseudo_labels="soft", **kw).fit(X, y)
+    both = ReDTClassifier(pseudo_labels="soft_or_hard", **kw).fit(X, y)
+    np.testing.assert_array_equal(lit.soft_labels_, both.soft_labels_)
+    assert both.n_nodes_ <= lit.n_nodes_
+
+
 # ----------------------------------------------------------------------------- jackknife
 
 

@@ -159,7 +159,7 @@ def _build_numpy(X, Y, W, pseudo, k, min_leaf, crit, max_depth):
         depth.append(dep)
         values.append(tot / wn)
         ps = pseudo[idx]
-        pure = bool((ps == ps[0]).all())
+        pure = bool((ps == ps[0]).all(axis=0).any())  # constant in some pseudo-label column
         if m <= k or pure or dep >= max_depth or _node_impurity(tot, wn, crit) <= EPSILON:
             continue
         f, thr, _ = best_split_numpy(X[idx], Y[idx], min_leaf, crit, W[idx])
@@ -235,13 +235,21 @@ if HAVE_NUMBA:
             depth[node] = dep
             for c in range(K):
                 tot[c] = 0.0
-            pure = True
-            p0 = pseudo[idx[s]]
+            # pure = the node's pseudo-labels are all equal in at least one pseudo-label column
+            pure = False
+            j0 = idx[s]
+            for q in range(pseudo.shape[1]):
+                same = True
+                for i in range(s + 1, e):
+                    if pseudo[idx[i], q] != pseudo[j0, q]:
+                        same = False
+                        break
+                if same:
+                    pure = True
+                    break
             wn = 0.0
             for i in range(s, e):
                 j = idx[i]
-                if pseudo[j] != p0:
-                    pure = False
                 wn += W[j]
                 for c in range(K):
                     tot[c] += Y[j, c]
@@ -403,8 +411,9 @@ def build_tree(X, Y, pseudo, k: int = 5, min_samples_leaf: int = 1, criterion: s
         Features; cast to float32 like scikit-learn.
     Y : array (n, K)
         Label vectors (mixed labels); a node's class proportions are their mean.
-    pseudo : int array (n,)
-        Pseudo-labels for the purity stop (a node whose pseudo-labels are all equal is a leaf).
+    pseudo : int array (n,) or (n, P)
+        Pseudo-labels for the purity stop: a node whose pseudo-labels are all equal is a leaf. With
+        P columns, a node is a leaf when it is pure in any one of them.
     k : int
         A node is split only if it holds more than ``k`` samples (Alg. 2 of the ReDT paper).
     min_samples_leaf : int
@@ -428,6 +437,8 @@ def build_tree(X, Y, pseudo, k: int = 5, min_samples_leaf: int = 1, criterion: s
     Y = np.ascontiguousarray(Y)
     W = np.ascontiguousarray(W)
     pseudo = np.ascontiguousarray(pseudo, dtype=np.int64)
+    if pseudo.ndim == 1:
+        pseudo = pseudo[:, None]
     crit = CRITERIA[criterion]
     md = np.iinfo(np.int64).max if max_depth is None else int(max_depth)
     if backend == "auto":

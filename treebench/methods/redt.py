@@ -11,8 +11,12 @@ A soft-label CART (``treebench.methods._softcart``) is grown on mixed labels
   ``dnn_soft_labels="jackknife"`` applies Alg. 1 to them as well.
 
 A node is split only if it holds more than ``k`` samples and its pseudo-labels (argmax of the soft
-labels, Eq. 4; ``pseudo_labels="mixed"`` uses the mixed labels) are not all equal. Leaves predict the
-mean mixed label (Eq. 6). With ``alpha = 1`` and ``pseudo_labels="mixed"`` the tree is a Gini CART with
+labels, Eq. 4; ``pseudo_labels="mixed"`` uses the mixed labels) are not all equal (Alg. 2); a node whose
+mixed-label impurity is zero (only possible at ``alpha = 1`` or with one-hot soft labels) is a leaf too,
+as no split can lower it. ``pseudo_labels="soft_or_hard"`` (not the paper's rule, an option) also
+makes a node a leaf when its hard labels all agree - the standard DT pure condition kept next to the
+pseudo-label one - so the stop is the same for every alpha (Alg. 2 at ``alpha = 1`` already behaves so).
+Leaves predict the mean mixed label (Eq. 6). With ``alpha = 1`` and ``pseudo_labels="mixed"`` the tree is a Gini CART with
 ``min_samples_split = k + 1``.
 
 ``alpha="auto"`` (default) picks alpha from ``alpha_grid`` (0, 0.1, ..., 1) by accuracy on a stratified
@@ -47,6 +51,7 @@ from treebench.methods.base import (
 
 FOREST_TEACHERS = ("rf", "gbdt")
 DNN_TEACHERS = ("mlp", "lenet")
+PSEUDO_LABELS = ("soft", "mixed", "soft_or_hard")
 DEFAULT_ALPHA_GRID = tuple(round(0.1 * i, 1) for i in range(11))
 
 
@@ -228,8 +233,9 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         Softmax temperature T of DNN teachers (paper: 4).
     dnn_soft_labels : {"full", "jackknife"}
         DNN soft labels from one teacher trained on all data (paper) or by the jackknife.
-    pseudo_labels : {"soft", "mixed"}
-        Labels whose argmax decides the purity stop (Eq. 4 uses the soft labels).
+    pseudo_labels : {"soft", "mixed", "soft_or_hard"}
+        Labels whose argmax decides the purity stop (Eq. 4 uses the soft labels); "soft_or_hard": a
+        node is pure when its soft pseudo-labels or its hard labels all agree (an option, not the paper).
     k : int
         Split a node only if it holds more than ``k`` samples (paper: 5).
     min_samples_leaf : int
@@ -300,8 +306,8 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
             raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
         if self.dnn_soft_labels not in ("full", "jackknife"):
             raise ValueError(f"dnn_soft_labels must be 'full' or 'jackknife', got {self.dnn_soft_labels!r}")
-        if self.pseudo_labels not in ("soft", "mixed"):
-            raise ValueError(f"pseudo_labels must be 'soft' or 'mixed', got {self.pseudo_labels!r}")
+        if self.pseudo_labels not in PSEUDO_LABELS:
+            raise ValueError(f"pseudo_labels must be one of {PSEUDO_LABELS}, got {self.pseudo_labels!r}")
         if int(self.k) < 1:
             raise ValueError(f"k must be >= 1, got {self.k!r}")
         if int(self.min_samples_leaf) < 1:
@@ -352,7 +358,12 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
 
     def _grow(self, X, y_codes, S, alpha, K, sample_weight=None):
         Y = alpha * np.eye(K)[y_codes] + (1.0 - alpha) * S
-        pseudo = S.argmax(axis=1) if self.pseudo_labels == "soft" else Y.argmax(axis=1)
+        if self.pseudo_labels == "soft":
+            pseudo = S.argmax(axis=1)
+        elif self.pseudo_labels == "mixed":
+            pseudo = Y.argmax(axis=1)
+        else:  # pure in either column: soft pseudo-labels or hard labels
+            pseudo = np.column_stack([S.argmax(axis=1), y_codes])
         return build_tree(X, Y, pseudo, k=int(self.k), min_samples_leaf=int(self.min_samples_leaf),
                           criterion=self.criterion, max_depth=self.max_depth, backend=self.backend,
                           sample_weight=sample_weight)
