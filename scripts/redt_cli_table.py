@@ -35,12 +35,18 @@ def main():
     order = [d for d in PAPER_ACC if d in set(df.dataset)]
     for (teacher, pseudo), g in redt.groupby(["param.teacher", "param.pseudo_labels"]):
         j = 0 if teacher == "rf" else 3
-        m = g.groupby("dataset").agg(acc=("acc", "mean"), nodes=("nodes", "mean"),
-                                     alpha=("info.alpha", "mean"), n=("acc", "size"))
+        m = g.groupby("dataset").agg(
+            acc=("acc", "mean"),
+            nodes=("nodes", "mean"),
+            alpha=("info.alpha", "mean"),
+            n=("acc", "size"),
+        )
         print(f"ReDT teacher={teacher} pseudo_labels={pseudo}")
-        print(f"{'dataset':10s} {'n':>2s} | {'DT acc':>6s} {'paper':>6s} | {f'{teacher} acc':>7s} {'paper':>6s} "
-              f"| {'ReDT':>6s} {'paper':>6s} {'alpha':>5s} {'a*':>4s} | {'DT nod':>7s} {'paper':>6s} | "
-              f"{'ReDT n':>7s} {'paper':>6s}")
+        print(
+            f"{'dataset':10s} {'n':>2s} | {'DT acc':>6s} {'paper':>6s} | {f'{teacher} acc':>7s} {'paper':>6s} "
+            f"| {'ReDT':>6s} {'paper':>6s} {'alpha':>5s} {'a*':>4s} | {'DT nod':>7s} {'paper':>6s} | "
+            f"{'ReDT n':>7s} {'paper':>6s}"
+        )
         acc_ge = nodes_lt = within = total = 0
         for d in order:
             if d not in m.index or d not in dt.index:
@@ -52,11 +58,15 @@ def main():
             nodes_lt += r.nodes < dt.loc[d, "nodes"]
             within += abs(r.acc - pa[2 + j]) <= 1.5
             t_acc = rf.get(d, float("nan")) if teacher == "rf" else float("nan")
-            print(f"{d:10s} {int(r.n):2d} | {dt.loc[d, 'acc']:6.2f} {pa[0]:6.2f} | {t_acc:7.2f} "
-                  f"{pa[1 + j]:6.2f} | {r.acc:6.2f} {pa[2 + j]:6.2f} {r.alpha:5.2f} {pa[3 + j]:4.2f} | "
-                  f"{dt.loc[d, 'nodes']:7.0f} {pn[0]:6d} | {r.nodes:7.0f} {pn[2 if teacher == 'rf' else 4]:6d}")
-        print(f"ReDT acc >= DT on {acc_ge}/{total}; ReDT nodes < DT on {nodes_lt}/{total}; "
-              f"ReDT within 1.5 pp of Table II on {within}/{total}\n")
+            print(
+                f"{d:10s} {int(r.n):2d} | {dt.loc[d, 'acc']:6.2f} {pa[0]:6.2f} | {t_acc:7.2f} "
+                f"{pa[1 + j]:6.2f} | {r.acc:6.2f} {pa[2 + j]:6.2f} {r.alpha:5.2f} {pa[3 + j]:4.2f} | "
+                f"{dt.loc[d, 'nodes']:7.0f} {pn[0]:6d} | {r.nodes:7.0f} {pn[2 if teacher == 'rf' else 4]:6d}"
+            )
+        print(
+            f"ReDT acc >= DT on {acc_ge}/{total}; ReDT nodes < DT on {nodes_lt}/{total}; "
+            f"ReDT within 1.5 pp of Table II on {within}/{total}\n"
+        )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,18 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 
 MIRROR = os.environ.get("TREEBENCH_MIRROR_DIR", "/work/shared/data")
-DATASETS = ("adult", "crx", "eeg", "bank", "german", "cmc", "connect4", "landcover", "letter", "isolet")
+DATASETS = (
+    "adult",
+    "crx",
+    "eeg",
+    "bank",
+    "german",
+    "cmc",
+    "connect4",
+    "landcover",
+    "letter",
+    "isolet",
+)
 
 
 def _p(*parts):
@@ -46,8 +57,9 @@ def _frame(name):
     if name == "adult":
         cols = [f"a{i}" for i in range(14)] + ["y"]
         tr = pd.read_csv(_p("uci/adult/adult.data"), header=None, names=cols, skipinitialspace=True)
-        te = pd.read_csv(_p("uci/adult/adult.test"), header=None, names=cols, skipinitialspace=True,
-                         skiprows=1)
+        te = pd.read_csv(
+            _p("uci/adult/adult.test"), header=None, names=cols, skipinitialspace=True, skiprows=1
+        )
         tr, te = tr.dropna(subset=["y"]), te.dropna(subset=["y"])
         df = pd.concat([tr, te], ignore_index=True)
         df["y"] = df["y"].str.rstrip(".")
@@ -61,7 +73,7 @@ def _frame(name):
     if name == "eeg":
         with open(_p("uci/eeg-eye-state/EEG Eye State.arff"), encoding="latin-1") as fh:
             txt = fh.read()
-        data = txt[txt.lower().index("@data") + 5:]
+        data = txt[txt.lower().index("@data") + 5 :]
         df = pd.read_csv(io.StringIO(data), header=None)
         return df.iloc[:, :-1], df.iloc[:, -1], [], None
     if name == "bank":
@@ -87,8 +99,9 @@ def _frame(name):
         df = pd.read_csv(_p("uci/letter-recognition/letter-recognition.data"), header=None)
         return df.iloc[:, 1:], df.iloc[:, 0], [], None
     if name == "isolet":
-        raw = subprocess.run(["gzip", "-dc", _p("uci/isolet/isolet5.data.Z")], capture_output=True,
-                             check=True).stdout
+        raw = subprocess.run(
+            ["gzip", "-dc", _p("uci/isolet/isolet5.data.Z")], capture_output=True, check=True
+        ).stdout
         df = pd.read_csv(io.BytesIO(raw), header=None)
         return df.iloc[:, :-1], df.iloc[:, -1].astype(int), [], None
     raise KeyError(name)
@@ -104,8 +117,9 @@ def load(name: str, seed: int = 0, test_size: float = 1 / 3):
     if n_train is not None:
         tr, te = np.arange(n_train), np.arange(n_train, len(y))
     else:
-        tr, te = train_test_split(np.arange(len(y)), test_size=test_size, stratify=y,
-                                  random_state=seed)
+        tr, te = train_test_split(
+            np.arange(len(y)), test_size=test_size, stratify=y, random_state=seed
+        )
     med = np.nanmedian(X[tr], axis=0)
     X = np.where(np.isnan(X), med, X)
     return X[tr], y[tr], X[te], y[te]
@@ -124,22 +138,28 @@ def load_treebench(name: str, seed: int = 0):
     conf = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
     with initialize_config_dir(config_dir=conf, version_base=None):
         cfg = compose("config", overrides=[f"dataset={name}", f"seed={seed}"])
-    ctx = DataContext(data_dir=os.path.abspath(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=False)
+    ctx = DataContext(
+        data_dir=os.path.abspath(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=False
+    )
     ds = load_dataset(cfg.dataset, ctx)
     (fold,) = list(instantiate(cfg.dataset.split).folds(ds, derive_seed(seed, name), only=0))
     pre = instantiate(cfg.dataset.preprocess)
     pre.fit(fold.train.X, fold.train.y, categorical=ds.categorical)
     y_tr, y_te = np.asarray(fold.train.y), np.asarray(fold.test.y)
     classes = np.unique(y_tr)
-    return (np.asarray(pre.transform(fold.train.X), np.float64), np.searchsorted(classes, y_tr),
-            np.asarray(pre.transform(fold.test.X), np.float64), np.searchsorted(classes, y_te))
+    return (
+        np.asarray(pre.transform(fold.train.X), np.float64),
+        np.searchsorted(classes, y_tr),
+        np.asarray(pre.transform(fold.test.X), np.float64),
+        np.searchsorted(classes, y_te),
+    )
 
 
 def _idx(path):
     with gzip.open(path) as f:
         data = f.read()
     ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    dims = [int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
     return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
@@ -147,8 +167,12 @@ def load_mnist():
     f = lambda s: _p("mnist", s)  # noqa: E731
     Xtr = _idx(f("train-images-idx3-ubyte.gz")).reshape(60000, -1).astype(np.float64)
     Xte = _idx(f("t10k-images-idx3-ubyte.gz")).reshape(10000, -1).astype(np.float64)
-    return Xtr, _idx(f("train-labels-idx1-ubyte.gz")).astype(int), Xte, \
-        _idx(f("t10k-labels-idx1-ubyte.gz")).astype(int)
+    return (
+        Xtr,
+        _idx(f("train-labels-idx1-ubyte.gz")).astype(int),
+        Xte,
+        _idx(f("t10k-labels-idx1-ubyte.gz")).astype(int),
+    )
 
 
 if __name__ == "__main__":

@@ -54,18 +54,24 @@ def main():
         if not args.no_dt:
             t0 = time.perf_counter()
             dt = DecisionTreeClassifier(min_samples_split=6, random_state=args.seed).fit(Xtr, ytr)
-            print(f"DT: acc {dt.score(Xte, yte):.4f} nodes {dt.tree_.node_count} "
-                  f"rules {dt.get_n_leaves()} ({time.perf_counter() - t0:.0f}s)", flush=True)
+            print(
+                f"DT: acc {dt.score(Xte, yte):.4f} nodes {dt.tree_.node_count} "
+                f"rules {dt.get_n_leaves()} ({time.perf_counter() - t0:.0f}s)",
+                flush=True,
+            )
         e = args.epochs
         tp = {"epochs": e, "milestones": [max(1, round(0.4 * e)), max(2, round(0.8 * e))]}
-        est = ReDTClassifier(teacher=args.teacher, teacher_params=tp, n_jobs=1,
-                             random_state=args.seed, verbose=0)
+        est = ReDTClassifier(
+            teacher=args.teacher, teacher_params=tp, n_jobs=1, random_state=args.seed, verbose=0
+        )
         est._check_params()
         t0 = time.perf_counter()
         cache = None
         if args.soft_cache:
             os.makedirs(args.soft_cache, exist_ok=True)
-            cache = os.path.join(args.soft_cache, f"mnist_{args.teacher}_e{e}_n{args.n_train}_s{args.seed}.npz")
+            cache = os.path.join(
+                args.soft_cache, f"mnist_{args.teacher}_e{e}_n{args.n_train}_s{args.seed}.npz"
+            )
         if cache and os.path.exists(cache):
             z = np.load(cache)
             S, test_acc = z["S"], float(z["test_acc"])
@@ -75,18 +81,23 @@ def main():
             S, test_acc = teacher.predict_proba(Xtr), float(teacher.score(Xte, yte))
             if cache:
                 np.savez(cache, S=S, test_acc=test_acc)
-        print(f"{args.teacher} teacher ({e} epochs): test acc {test_acc:.4f}, train acc "
-              f"{(S.argmax(1) == ytr).mean():.4f} (= pseudo-labels agreeing with labels), mean max "
-              f"soft prob {S.max(1).mean():.3f} ({time.perf_counter() - t0:.0f}s)", flush=True)
+        print(
+            f"{args.teacher} teacher ({e} epochs): test acc {test_acc:.4f}, train acc "
+            f"{(S.argmax(1) == ytr).mean():.4f} (= pseudo-labels agreeing with labels), mean max "
+            f"soft prob {S.max(1).mean():.3f} ({time.perf_counter() - t0:.0f}s)",
+            flush=True,
+        )
         for pseudo in args.pseudo:
             est.pseudo_labels = pseudo
             for a in args.alphas:
                 t0 = time.perf_counter()
                 tree = est._grow(Xtr, ytr, S, a, 10)
                 acc = (tree.predict_value(Xte).argmax(1) == yte).mean()
-                print(f"ReDT({args.teacher}, {pseudo}) alpha {a}: acc {acc:.4f} nodes "
-                      f"{tree.node_count} rules {tree.n_leaves} ({time.perf_counter() - t0:.0f}s)",
-                      flush=True)
+                print(
+                    f"ReDT({args.teacher}, {pseudo}) alpha {a}: acc {acc:.4f} nodes "
+                    f"{tree.node_count} rules {tree.n_leaves} ({time.perf_counter() - t0:.0f}s)",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

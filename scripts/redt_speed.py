@@ -40,8 +40,11 @@ from treebench.methods.redt import forest_teacher, jackknife_soft_labels  # noqa
 
 def make_variants(X, y, H, M, S, k, with_numpy):
     out = {
-        "sklearn": lambda: DecisionTreeClassifier(min_samples_split=k + 1, random_state=0)
-        .fit(X, y).tree_.node_count,
+        "sklearn": lambda: (
+            DecisionTreeClassifier(min_samples_split=k + 1, random_state=0)
+            .fit(X, y)
+            .tree_.node_count
+        ),
         "ours a=1": lambda: build_tree(X, H, y, k=k).node_count,
         "ours a=.2": lambda: build_tree(X, M, S.argmax(1), k=k).node_count,
     }
@@ -56,7 +59,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--numpy", action="store_true", help="also time the pure-numpy builder")
-    ap.add_argument("--jackknife", action="store_true", help="time the teachers' jackknife, 1 vs 2 jobs")
+    ap.add_argument(
+        "--jackknife", action="store_true", help="time the teachers' jackknife, 1 vs 2 jobs"
+    )
     args = ap.parse_args()
     # numba compile/cache outside the timings; (8, 2) so the array layout (F, not C) is the real one
     for presort in (True, False):
@@ -66,8 +71,16 @@ def main():
         X = X.astype(np.float32)
         K = int(y.max()) + 1
         H = np.eye(K)[y]
-        S = jackknife_soft_labels(lambda s: forest_teacher("rf", {"n_estimators": 20}, s), X, y, K,
-                                  n_folds=5, n_repeats=1, random_state=0, n_jobs=1)
+        S = jackknife_soft_labels(
+            lambda s: forest_teacher("rf", {"n_estimators": 20}, s),
+            X,
+            y,
+            K,
+            n_folds=5,
+            n_repeats=1,
+            random_state=0,
+            n_jobs=1,
+        )
         M = 0.2 * H + 0.8 * S
         variants = make_variants(X, y, H, M, S, args.k, args.numpy)
         times = {v: [] for v in variants}
@@ -88,11 +101,21 @@ def main():
             for jobs in (1, 2):
                 t0, c0 = time.perf_counter(), time.process_time()
                 with threadpool_limits(1):
-                    jackknife_soft_labels(lambda s: forest_teacher("rf", None, s), X, y, K, n_folds=5,
-                                          n_repeats=1, random_state=0, n_jobs=jobs)
+                    jackknife_soft_labels(
+                        lambda s: forest_teacher("rf", None, s),
+                        X,
+                        y,
+                        K,
+                        n_folds=5,
+                        n_repeats=1,
+                        random_state=0,
+                        n_jobs=jobs,
+                    )
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-                print(f"  jackknife rf x5 n_jobs={jobs}: wall {wall:7.1f}s  cpu {cpu:7.1f}s  "
-                      f"cpu/wall {cpu / wall:4.2f}")
+                print(
+                    f"  jackknife rf x5 n_jobs={jobs}: wall {wall:7.1f}s  cpu {cpu:7.1f}s  "
+                    f"cpu/wall {cpu / wall:4.2f}"
+                )
             sys.stdout.flush()
 
 

@@ -170,15 +170,23 @@ def _build_numpy(X, Y, W, pseudo, k, min_leaf, crit, max_depth):
         go_left = X[idx, f].astype(np.float64) <= thr
         stack.append((idx[~go_left], node, False, dep + 1))
         stack.append((idx[go_left], node, True, dep + 1))
-    return (np.array(feature, np.int64), np.array(threshold, np.float64), np.array(left, np.int64),
-            np.array(right, np.int64), np.array(values, np.float64).reshape(-1, K),
-            np.array(nsamp, np.int64), np.array(depth, np.int64))
+    return (
+        np.array(feature, np.int64),
+        np.array(threshold, np.float64),
+        np.array(left, np.int64),
+        np.array(right, np.int64),
+        np.array(values, np.float64).reshape(-1, K),
+        np.array(nsamp, np.int64),
+        np.array(depth, np.int64),
+    )
 
 
 if HAVE_NUMBA:
 
     @numba.njit(cache=True, nogil=True)
-    def _build_numba(X, Y, W, pseudo, k, min_leaf, crit, max_depth, presort):  # pragma: no cover - compiled
+    def _build_numba(
+        X, Y, W, pseudo, k, min_leaf, crit, max_depth, presort
+    ):  # pragma: no cover - compiled
         n, d = X.shape
         K = Y.shape[1]
         cap = 2 * n + 1
@@ -396,13 +404,29 @@ if HAVE_NUMBA:
             st_left[sp] = True
             st_depth[sp] = dep + 1
             sp += 1
-        return (feature[:count], threshold[:count], left[:count], right[:count],
-                values[:count], nsamp[:count], depth[:count])
+        return (
+            feature[:count],
+            threshold[:count],
+            left[:count],
+            right[:count],
+            values[:count],
+            nsamp[:count],
+            depth[:count],
+        )
 
 
-def build_tree(X, Y, pseudo, k: int = 5, min_samples_leaf: int = 1, criterion: str = "gini",
-               max_depth: int | None = None, backend: str = "auto", sample_weight=None,
-               presort="auto") -> FlatTree:
+def build_tree(
+    X,
+    Y,
+    pseudo,
+    k: int = 5,
+    min_samples_leaf: int = 1,
+    criterion: str = "gini",
+    max_depth: int | None = None,
+    backend: str = "auto",
+    sample_weight=None,
+    presort="auto",
+) -> FlatTree:
     """Grow a soft-label CART.
 
     Parameters
