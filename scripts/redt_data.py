@@ -1,4 +1,8 @@
-"""Read the ReDT paper's datasets straight from the data mirror (until the data branch lands).
+"""Read the ReDT paper's datasets: ``load_treebench`` (what the runner feeds a method) or ``load``.
+
+``load_treebench(name, seed)`` goes through ``treebench.data.load_dataset`` with the dataset's own
+config, split protocol (the runner's split seed) and preprocessing, i.e. exactly the arrays of a
+``treebench run`` job (needs ``TREEBENCH_MIRROR``). ``load`` is the session-1 stop-gap reader below.
 
 Choices where the paper is silent: categorical attributes are ordinal-coded (sorted category codes;
 a missing '?' is its own category), missing numeric values get the training median, the class is
@@ -19,7 +23,18 @@ import pandas as pd
 from sklearn.model_selection import train_test_split
 
 MIRROR = os.environ.get("TREEBENCH_MIRROR_DIR", "/work/shared/data")
-DATASETS = ("adult", "crx", "eeg", "bank", "german", "cmc", "connect4", "landcover", "letter", "isolet")
+DATASETS = (
+    "adult",
+    "crx",
+    "eeg",
+    "bank",
+    "german",
+    "cmc",
+    "connect4",
+    "landcover",
+    "letter",
+    "isolet",
+)
 
 
 def _p(*parts):
@@ -42,8 +57,9 @@ def _frame(name):
     if name == "adult":
         cols = [f"a{i}" for i in range(14)] + ["y"]
         tr = pd.read_csv(_p("uci/adult/adult.data"), header=None, names=cols, skipinitialspace=True)
-        te = pd.read_csv(_p("uci/adult/adult.test"), header=None, names=cols, skipinitialspace=True,
-                         skiprows=1)
+        te = pd.read_csv(
+            _p("uci/adult/adult.test"), header=None, names=cols, skipinitialspace=True, skiprows=1
+        )
         tr, te = tr.dropna(subset=["y"]), te.dropna(subset=["y"])
         df = pd.concat([tr, te], ignore_index=True)
         df["y"] = df["y"].str.rstrip(".")
@@ -57,7 +73,7 @@ def _frame(name):
     if name == "eeg":
         with open(_p("uci/eeg-eye-state/EEG Eye State.arff"), encoding="latin-1") as fh:
             txt = fh.read()
-        data = txt[txt.lower().index("@data") + 5:]
+        data = txt[txt.lower().index("@data") + 5 :]
         df = pd.read_csv(io.StringIO(data), header=None)
         return df.iloc[:, :-1], df.iloc[:, -1], [], None
     if name == "bank":
@@ -83,8 +99,9 @@ def _frame(name):
         df = pd.read_csv(_p("uci/letter-recognition/letter-recognition.data"), header=None)
         return df.iloc[:, 1:], df.iloc[:, 0], [], None
     if name == "isolet":
-        raw = subprocess.run(["gzip", "-dc", _p("uci/isolet/isolet5.data.Z")], capture_output=True,
-                             check=True).stdout
+        raw = subprocess.run(
+            ["gzip", "-dc", _p("uci/isolet/isolet5.data.Z")], capture_output=True, check=True
+        ).stdout
         df = pd.read_csv(io.BytesIO(raw), header=None)
         return df.iloc[:, :-1], df.iloc[:, -1].astype(int), [], None
     raise KeyError(name)
@@ -100,18 +117,49 @@ def load(name: str, seed: int = 0, test_size: float = 1 / 3):
     if n_train is not None:
         tr, te = np.arange(n_train), np.arange(n_train, len(y))
     else:
-        tr, te = train_test_split(np.arange(len(y)), test_size=test_size, stratify=y,
-                                  random_state=seed)
+        tr, te = train_test_split(
+            np.arange(len(y)), test_size=test_size, stratify=y, random_state=seed
+        )
     med = np.nanmedian(X[tr], axis=0)
     X = np.where(np.isnan(X), med, X)
     return X[tr], y[tr], X[te], y[te]
+
+
+def load_treebench(name: str, seed: int = 0):
+    """``(X_train, y_train, X_test, y_test)`` exactly as a ``treebench run`` job sees them (fold 0)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    from treebench.data import DataContext, load_dataset
+    from treebench.runner import derive_seed
+    from treebench.schema import register_schema
+
+    register_schema()
+    conf = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
+    with initialize_config_dir(config_dir=conf, version_base=None):
+        cfg = compose("config", overrides=[f"dataset={name}", f"seed={seed}"])
+    ctx = DataContext(
+        data_dir=os.path.abspath(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=False
+    )
+    ds = load_dataset(cfg.dataset, ctx)
+    (fold,) = list(instantiate(cfg.dataset.split).folds(ds, derive_seed(seed, name), only=0))
+    pre = instantiate(cfg.dataset.preprocess)
+    pre.fit(fold.train.X, fold.train.y, categorical=ds.categorical)
+    y_tr, y_te = np.asarray(fold.train.y), np.asarray(fold.test.y)
+    classes = np.unique(y_tr)
+    return (
+        np.asarray(pre.transform(fold.train.X), np.float64),
+        np.searchsorted(classes, y_tr),
+        np.asarray(pre.transform(fold.test.X), np.float64),
+        np.searchsorted(classes, y_te),
+    )
 
 
 def _idx(path):
     with gzip.open(path) as f:
         data = f.read()
     ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+    dims = [int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
     return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
@@ -119,8 +167,12 @@ def load_mnist():
     f = lambda s: _p("mnist", s)  # noqa: E731
     Xtr = _idx(f("train-images-idx3-ubyte.gz")).reshape(60000, -1).astype(np.float64)
     Xte = _idx(f("t10k-images-idx3-ubyte.gz")).reshape(10000, -1).astype(np.float64)
-    return Xtr, _idx(f("train-labels-idx1-ubyte.gz")).astype(int), Xte, \
-        _idx(f("t10k-labels-idx1-ubyte.gz")).astype(int)
+    return (
+        Xtr,
+        _idx(f("train-labels-idx1-ubyte.gz")).astype(int),
+        Xte,
+        _idx(f("t10k-labels-idx1-ubyte.gz")).astype(int),
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Side-by-side fit time: ReDT's soft-label CART vs scikit-learn's Cython CART (same data, same rule).
 
-For each dataset (default Letter, Adult, Connect-4; mirror files read directly) it times, interleaved
-and repeated, one thread each:
+For each dataset (default Letter, Adult, Connect-4, loaded through ``treebench.data.load_dataset``
+exactly as a ``treebench run`` job sees them: training part of fold 0, the dataset's preprocessing,
+e.g. one-hot categoricals) it times, interleaved and repeated, one thread each:
 
 * ``sklearn``   DecisionTreeClassifier(min_samples_split=k+1), hard labels;
 * ``ours a=1``  soft-label CART (numba) with one-hot labels - the same tree up to feature ties;
@@ -10,9 +11,11 @@ and repeated, one thread each:
 * optionally ``numpy`` (pure-numpy fallback builder) with ``--numpy``.
 
 Prints the median seconds per variant and the ratio to scikit-learn. The machine may be shared:
-only the ratios measured in the same run mean anything.
+only the ratios measured in the same run mean anything. ``--jackknife`` also times the paper's
+5-fold jackknife of a 100-tree RF teacher with ``n_jobs=1`` and ``n_jobs=2`` (wall and CPU seconds).
 
-    python scripts/redt_speed.py [--datasets letter adult connect4] [--repeats 3] [--numpy]
+    TREEBENCH_MIRROR=/work/shared/data python scripts/redt_speed.py [--datasets letter adult connect4]
+        [--repeats 3] [--numpy] [--jackknife]
 """
 
 from __future__ import annotations
@@ -37,8 +40,11 @@ from treebench.methods.redt import forest_teacher, jackknife_soft_labels  # noqa
 
 def make_variants(X, y, H, M, S, k, with_numpy):
     out = {
-        "sklearn": lambda: DecisionTreeClassifier(min_samples_split=k + 1, random_state=0)
-        .fit(X, y).tree_.node_count,
+        "sklearn": lambda: (
+            DecisionTreeClassifier(min_samples_split=k + 1, random_state=0)
+            .fit(X, y)
+            .tree_.node_count
+        ),
         "ours a=1": lambda: build_tree(X, H, y, k=k).node_count,
         "ours a=.2": lambda: build_tree(X, M, S.argmax(1), k=k).node_count,
     }
@@ -53,15 +59,28 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--numpy", action="store_true", help="also time the pure-numpy builder")
+    ap.add_argument(
+        "--jackknife", action="store_true", help="time the teachers' jackknife, 1 vs 2 jobs"
+    )
     args = ap.parse_args()
-    build_tree(np.zeros((8, 1)), np.eye(2)[[0, 1] * 4], np.array([0, 1] * 4))  # numba compile/cache
+    # numba compile/cache outside the timings; (8, 2) so the array layout (F, not C) is the real one
+    for presort in (True, False):
+        build_tree(np.zeros((8, 2)), np.eye(2)[[0, 1] * 4], np.array([0, 1] * 4), presort=presort)
     for name in args.datasets:
-        X, y, _, _ = redt_data.load(name, seed=0)
+        X, y, _, _ = redt_data.load_treebench(name, seed=0)
         X = X.astype(np.float32)
         K = int(y.max()) + 1
         H = np.eye(K)[y]
-        S = jackknife_soft_labels(lambda s: forest_teacher("rf", {"n_estimators": 20}, s), X, y, K,
-                                  n_folds=5, n_repeats=1, random_state=0, n_jobs=1)
+        S = jackknife_soft_labels(
+            lambda s: forest_teacher("rf", {"n_estimators": 20}, s),
+            X,
+            y,
+            K,
+            n_folds=5,
+            n_repeats=1,
+            random_state=0,
+            n_jobs=1,
+        )
         M = 0.2 * H + 0.8 * S
         variants = make_variants(X, y, H, M, S, args.k, args.numpy)
         times = {v: [] for v in variants}
@@ -78,6 +97,26 @@ def main():
             med = np.median(times[v])
             print(f"  {v:10s} {med:8.3f}s  ratio {med / base:5.2f}  nodes {nodes[v]}")
         sys.stdout.flush()
+        if args.jackknife:
+            for jobs in (1, 2):
+                t0, c0 = time.perf_counter(), time.process_time()
+                with threadpool_limits(1):
+                    jackknife_soft_labels(
+                        lambda s: forest_teacher("rf", None, s),
+                        X,
+                        y,
+                        K,
+                        n_folds=5,
+                        n_repeats=1,
+                        random_state=0,
+                        n_jobs=jobs,
+                    )
+                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                print(
+                    f"  jackknife rf x5 n_jobs={jobs}: wall {wall:7.1f}s  cpu {cpu:7.1f}s  "
+                    f"cpu/wall {cpu / wall:4.2f}"
+                )
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -4,9 +4,13 @@ Per dataset and seed: DT (Gini CART, split nodes with > k samples), the teacher 
 same jackknife soft labels for every alpha of the grid. Two alpha choices are reported:
 ``val`` (ReDT's default: best accuracy on a 20 % validation split of the training data, tree refitted
 on all training data) and ``test`` (the paper's protocol: best test accuracy per run, an oracle).
-One JSON line per (dataset, seed, teacher) is appended to ``--out``; ``--summary`` prints the tables.
+One JSON line per (dataset, seed, teacher, pseudo-label rule) is appended to ``--out``; ``--summary``
+prints the tables. Data come through ``treebench.data.load_dataset`` (the runner's split and
+preprocessing; ``--loader raw`` = the session-1 reader); ``--pseudo soft soft_or_hard`` compares ReDT's
+purity stops on the same soft labels; ``--soft-cache DIR`` reuses soft labels saved by an earlier call
+(the teacher's own test accuracy is then skipped with ``--no-teacher``).
 
-    python scripts/redt_tables.py --datasets crx german --teachers rf --seeds 0 --repeats 5
+    TREEBENCH_MIRROR=/work/shared/data python scripts/redt_tables.py --datasets crx german --seeds 0
     python scripts/redt_tables.py --summary --out /tmp/redt/results.jsonl
 """
 
@@ -44,11 +48,16 @@ PAPER_ACC = {
     "isolet": (79.83, 93.68, 81.40, 0.57, 93.32, 81.77, 0.33),
 }
 PAPER_NODES = {
-    "adult": (7869, 244832, 2286, 1486, 2023), "crx": (103, 6191, 48, 1336, 65),
-    "eeg": (1858, 125289, 1948, 1489, 1939), "bank": (4302, 223906, 1678, 1470, 1603),
-    "german": (227, 11063, 140, 1404, 172), "cmc": (630, 16220, 202, 4206, 275),
-    "connect4": (18152, 470261, 8813, 4426, 8740), "landcover": (85, 6100, 43, 9492, 49),
-    "letter": (2752, 168101, 2464, 38631, 2459), "isolet": (707, 58905, 464, 32751, 593),
+    "adult": (7869, 244832, 2286, 1486, 2023),
+    "crx": (103, 6191, 48, 1336, 65),
+    "eeg": (1858, 125289, 1948, 1489, 1939),
+    "bank": (4302, 223906, 1678, 1470, 1603),
+    "german": (227, 11063, 140, 1404, 172),
+    "cmc": (630, 16220, 202, 4206, 275),
+    "connect4": (18152, 470261, 8813, 4426, 8740),
+    "landcover": (85, 6100, 43, 9492, 49),
+    "letter": (2752, 168101, 2464, 38631, 2459),
+    "isolet": (707, 58905, 464, 32751, 593),
 }
 
 
@@ -57,11 +66,31 @@ def tree_nodes(est):
     return int(t.node_count), int((t.children_left < 0).sum())
 
 
-def run_one(name, seed, teacher, repeats, n_estimators, n_jobs, k=5):
-    Xtr, ytr, Xte, yte = redt_data.load(name, seed=seed)
+def run_one(
+    name,
+    seed,
+    teacher,
+    repeats,
+    n_estimators,
+    n_jobs,
+    k=5,
+    loader="treebench",
+    pseudos=("soft",),
+    soft_cache=None,
+    fit_teacher=True,
+):
+    load = redt_data.load_treebench if loader == "treebench" else redt_data.load
+    Xtr, ytr, Xte, yte = load(name, seed=seed)
     Xtr, Xte = Xtr.astype(np.float32), Xte.astype(np.float32)
-    rec = {"dataset": name, "seed": seed, "teacher": teacher, "repeats": repeats,
-           "n_train": len(ytr), "n_test": len(yte)}
+    rec = {
+        "dataset": name,
+        "seed": seed,
+        "teacher": teacher,
+        "repeats": repeats,
+        "loader": loader,
+        "n_train": len(ytr),
+        "n_test": len(yte),
+    }
     t0 = time.perf_counter()
     dt = DecisionTreeClassifier(min_samples_split=k + 1, random_state=seed).fit(Xtr, ytr)
     rec["dt_acc"] = float(dt.score(Xte, yte))
@@ -69,25 +98,55 @@ def run_one(name, seed, teacher, repeats, n_estimators, n_jobs, k=5):
     rec["dt_s"] = time.perf_counter() - t0
 
     tp = {} if n_estimators is None else {"n_estimators": n_estimators}
-    est = ReDTClassifier(teacher=teacher, teacher_params=tp or None, n_repeats=repeats, k=k,
-                         n_jobs=n_jobs, random_state=seed)
+    est = ReDTClassifier(
+        teacher=teacher,
+        teacher_params=tp or None,
+        n_repeats=repeats,
+        k=k,
+        n_jobs=n_jobs,
+        random_state=seed,
+    )
     est._check_params()
     rs = np.random.RandomState(seed)
     K = int(ytr.max()) + 1
     t0 = time.perf_counter()
-    S = est.soft_labels(Xtr, ytr, K, rs)
+    cache = None
+    if soft_cache:
+        cache = os.path.join(
+            soft_cache, f"{name}_{loader}_s{seed}_{teacher}_r{repeats}_{n_estimators}.npy"
+        )
+    if cache and os.path.exists(cache):
+        S = np.load(cache)
+    else:
+        S = est.soft_labels(Xtr, ytr, K, rs)
+        if cache:
+            os.makedirs(soft_cache, exist_ok=True)
+            np.save(cache, S)
     rec["soft_s"] = time.perf_counter() - t0
     rec["teacher_oof_acc"] = float((S.argmax(1) == ytr).mean())
 
     # the teacher itself, fitted on all training data
-    t0 = time.perf_counter()
-    teacher_est = est._make_teacher(seed)
-    teacher_est.fit(Xtr, ytr)
-    rec["teacher_acc"] = float(teacher_est.score(Xte, yte))
-    if hasattr(teacher_est, "estimators_"):
-        members = np.asarray(teacher_est.estimators_, dtype=object).ravel()
-        rec["teacher_nodes"] = int(sum(m.tree_.node_count for m in members))
-    rec["teacher_s"] = time.perf_counter() - t0
+    rec["teacher_acc"] = float("nan")
+    if fit_teacher:
+        t0 = time.perf_counter()
+        teacher_est = est._make_teacher(seed)
+        teacher_est.fit(Xtr, ytr)
+        rec["teacher_acc"] = float(teacher_est.score(Xte, yte))
+        if hasattr(teacher_est, "estimators_"):
+            members = np.asarray(teacher_est.estimators_, dtype=object).ravel()
+            rec["teacher_nodes"] = int(sum(m.tree_.node_count for m in members))
+        rec["teacher_s"] = time.perf_counter() - t0
+    val_seed = np.random.RandomState([seed, 7]).randint(2**31 - 1)  # same split cached or not
+    out = []
+    for pseudo in pseudos:
+        est.pseudo_labels = pseudo
+        r = dict(rec, pseudo=pseudo)
+        _alpha_path(r, est, Xtr, ytr, Xte, yte, S, K, np.random.RandomState(val_seed))
+        out.append(r)
+    return out
+
+
+def _alpha_path(rec, est, Xtr, ytr, Xte, yte, S, K, rs):
 
     # every alpha of the grid on all training data (the paper's sweep)
     path = []
@@ -107,40 +166,54 @@ def run_one(name, seed, teacher, repeats, n_estimators, n_jobs, k=5):
     sel = next(p for p in path if p["alpha"] == a_val)
     rec["val_alpha"], rec["val_acc"] = a_val, sel["acc"]
     rec["val_nodes"], rec["val_rules"] = sel["nodes"], sel["rules"]
-    return rec
 
 
 def summary(path):
     recs = [json.loads(line) for line in open(path)]
     by = {}
     for r in recs:
-        by.setdefault((r["dataset"], r["teacher"]), []).append(r)
-    print(f"{'dataset':10s} {'T':4s} n  | {'DT':>6s} {'paper':>6s} | {'teach':>6s} {'paper':>6s} | "
-          f"{'ReDTv':>6s} {'a_v':>4s} | {'ReDTt':>6s} {'a_t':>4s} {'paper':>6s} {'a*':>4s} | "
-          f"{'DTn':>6s} {'pDTn':>6s} {'Rv_n':>6s} {'Rt_n':>6s} {'pRn':>6s} | rules DT/Rv/Rt")
-    for (name, teacher), rs in sorted(by.items(), key=lambda kv: (kv[0][1], redt_data.DATASETS.index(kv[0][0]))):
+        teacher = r["teacher"] + ("" if r.get("pseudo", "soft") == "soft" else "/" + r["pseudo"])
+        by.setdefault((r["dataset"], teacher), []).append(r)
+    print(
+        f"{'dataset':10s} {'T':4s} n  | {'DT':>6s} {'paper':>6s} | {'teach':>6s} {'paper':>6s} | "
+        f"{'ReDTv':>6s} {'a_v':>4s} | {'ReDTt':>6s} {'a_t':>4s} {'paper':>6s} {'a*':>4s} | "
+        f"{'DTn':>6s} {'pDTn':>6s} {'Rv_n':>6s} {'Rt_n':>6s} {'pRn':>6s} | rules DT/Rv/Rt"
+    )
+    for (name, teacher), rs in sorted(
+        by.items(), key=lambda kv: (kv[0][1], redt_data.DATASETS.index(kv[0][0]))
+    ):
         m = lambda key, rs=rs: 100 * np.mean([r[key] for r in rs])  # noqa: E731
         n = lambda key, rs=rs: np.mean([r[key] for r in rs])  # noqa: E731
         pa, pn = PAPER_ACC[name], PAPER_NODES[name]
-        j = 0 if teacher == "rf" else 3
-        print(f"{name:10s} {teacher:4s} {len(rs):<2d} | {m('dt_acc'):6.2f} {pa[0]:6.2f} | "
-              f"{m('teacher_acc'):6.2f} {pa[1 + j]:6.2f} | {m('val_acc'):6.2f} {n('val_alpha'):4.2f} | "
-              f"{m('test_acc'):6.2f} {n('test_alpha'):4.2f} {pa[2 + j]:6.2f} {pa[3 + j]:4.2f} | "
-              f"{n('dt_nodes'):6.0f} {pn[0]:6d} {n('val_nodes'):6.0f} {n('test_nodes'):6.0f} "
-              f"{pn[2 if teacher == 'rf' else 4]:6d} | {n('dt_rules'):.0f}/{n('val_rules'):.0f}/"
-              f"{n('test_rules'):.0f}")
+        j = 0 if teacher.startswith("rf") else 3
+        print(
+            f"{name:10s} {teacher:4s} {len(rs):<2d} | {m('dt_acc'):6.2f} {pa[0]:6.2f} | "
+            f"{m('teacher_acc'):6.2f} {pa[1 + j]:6.2f} | {m('val_acc'):6.2f} {n('val_alpha'):4.2f} | "
+            f"{m('test_acc'):6.2f} {n('test_alpha'):4.2f} {pa[2 + j]:6.2f} {pa[3 + j]:4.2f} | "
+            f"{n('dt_nodes'):6.0f} {pn[0]:6d} {n('val_nodes'):6.0f} {n('test_nodes'):6.0f} "
+            f"{pn[2 if teacher.startswith('rf') else 4]:6d} | {n('dt_rules'):.0f}/{n('val_rules'):.0f}/"
+            f"{n('test_rules'):.0f}"
+        )
     for teacher in sorted({t for _, t in by}):
         rows = [(k[0], v) for k, v in by.items() if k[1] == teacher]
         for sel in ("val", "test"):
-            acc_ge = sum(np.mean([r[f"{sel}_acc"] for r in v]) >= np.mean([r["dt_acc"] for r in v])
-                         for _, v in rows)
-            nodes_lt = sum(np.mean([r[f"{sel}_nodes"] for r in v]) < np.mean([r["dt_nodes"] for r in v])
-                           for _, v in rows)
-            j = 2 if teacher == "rf" else 5
-            within = sum(abs(100 * np.mean([r[f"{sel}_acc"] for r in v]) - PAPER_ACC[d][j]) <= 1.5
-                         for d, v in rows)
-            print(f"{teacher} alpha={sel:4s}: acc>=DT on {acc_ge}/{len(rows)}, nodes<DT on "
-                  f"{nodes_lt}/{len(rows)}, within 1.5pp of Table II on {within}/{len(rows)}")
+            acc_ge = sum(
+                np.mean([r[f"{sel}_acc"] for r in v]) >= np.mean([r["dt_acc"] for r in v])
+                for _, v in rows
+            )
+            nodes_lt = sum(
+                np.mean([r[f"{sel}_nodes"] for r in v]) < np.mean([r["dt_nodes"] for r in v])
+                for _, v in rows
+            )
+            j = 2 if teacher.startswith("rf") else 5
+            within = sum(
+                abs(100 * np.mean([r[f"{sel}_acc"] for r in v]) - PAPER_ACC[d][j]) <= 1.5
+                for d, v in rows
+            )
+            print(
+                f"{teacher} alpha={sel:4s}: acc>=DT on {acc_ge}/{len(rows)}, nodes<DT on "
+                f"{nodes_lt}/{len(rows)}, within 1.5pp of Table II on {within}/{len(rows)}"
+            )
 
 
 def main():
@@ -153,6 +226,14 @@ def main():
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--out", default="/tmp/redt/results.jsonl")
     ap.add_argument("--summary", action="store_true")
+    ap.add_argument("--loader", choices=["treebench", "raw"], default="treebench")
+    ap.add_argument(
+        "--pseudo", nargs="+", default=["soft"], help="ReDT pseudo_labels rules to compare"
+    )
+    ap.add_argument("--soft-cache", default=None, help="directory of saved soft labels")
+    ap.add_argument(
+        "--no-teacher", action="store_true", help="skip the teacher's own test accuracy"
+    )
     args = ap.parse_args()
     if args.summary:
         summary(args.out)
@@ -162,14 +243,29 @@ def main():
         for name in args.datasets:
             for seed in args.seeds:
                 with threadpool_limits(1):
-                    rec = run_one(name, seed, teacher, args.repeats, args.n_estimators, args.n_jobs)
-                with open(args.out, "a") as f:
-                    f.write(json.dumps(rec) + "\n")
-                print(f"{name} {teacher} seed {seed}: DT {rec['dt_acc']:.4f}/{rec['dt_nodes']} "
-                      f"teacher {rec['teacher_acc']:.4f} ReDT(val a={rec['val_alpha']}) "
-                      f"{rec['val_acc']:.4f}/{rec['val_nodes']} ReDT(test a={rec['test_alpha']}) "
-                      f"{rec['test_acc']:.4f}/{rec['test_nodes']}  soft {rec['soft_s']:.0f}s",
-                      flush=True)
+                    recs = run_one(
+                        name,
+                        seed,
+                        teacher,
+                        args.repeats,
+                        args.n_estimators,
+                        args.n_jobs,
+                        loader=args.loader,
+                        pseudos=args.pseudo,
+                        soft_cache=args.soft_cache,
+                        fit_teacher=not args.no_teacher,
+                    )
+                for rec in recs:
+                    with open(args.out, "a") as f:
+                        f.write(json.dumps(rec) + "\n")
+                    print(
+                        f"{name} {teacher} {rec['pseudo']} seed {seed}: DT {rec['dt_acc']:.4f}/"
+                        f"{rec['dt_nodes']} teacher {rec['teacher_acc']:.4f} ReDT(val a="
+                        f"{rec['val_alpha']}) {rec['val_acc']:.4f}/{rec['val_nodes']} ReDT(test a="
+                        f"{rec['test_alpha']}) {rec['test_acc']:.4f}/{rec['test_nodes']}  soft "
+                        f"{rec['soft_s']:.0f}s",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

@@ -25,9 +25,11 @@ def _data(seed, n=300, d=3, K=3):
 
 def _gini_gain(Y, mask):
     """Brute-force weighted impurity decrease of one split (Eq. 2 with Gini on mean labels)."""
+
     def gini(Z):
         p = Z.mean(axis=0)
         return 1.0 - (p * p).sum()
+
     n = len(Y)
     return gini(Y) - mask.sum() / n * gini(Y[mask]) - (~mask).sum() / n * gini(Y[~mask])
 
@@ -43,8 +45,15 @@ def test_one_feature_equals_sklearn_cart_exactly(seed, backend):
     n = 500
     X = np.round(rng.normal(size=(n, 1)), 2).astype(np.float32)  # duplicates included
     y = ((X[:, 0] + 0.8 * rng.normal(size=n)) > 0).astype(int) + (rng.random(n) < 0.2)
-    m = ReDTClassifier(alpha=1.0, pseudo_labels="mixed", backend=backend, teacher="rf",
-                       n_repeats=1, teacher_params={"n_estimators": 5}, random_state=seed).fit(X, y)
+    m = ReDTClassifier(
+        alpha=1.0,
+        pseudo_labels="mixed",
+        backend=backend,
+        teacher="rf",
+        n_repeats=1,
+        teacher_params={"n_estimators": 5},
+        random_state=seed,
+    ).fit(X, y)
     sk = DecisionTreeClassifier(min_samples_split=6, random_state=seed).fit(X, y)
     t, T = m.tree_, sk.tree_
     assert t.node_count == T.node_count
@@ -85,8 +94,14 @@ def _compare(ours, T, X, y, node_o=0, node_s=0, idx=None, stats=None):
 def test_alpha_one_equals_sklearn_cart_up_to_feature_ties(seed):
     """Several features: identical wherever scikit-learn's random feature order cannot matter."""
     X, y = _data(seed, n=600, d=4)
-    m = ReDTClassifier(alpha=1.0, pseudo_labels="mixed", teacher="rf", n_repeats=1,
-                       teacher_params={"n_estimators": 5}, random_state=seed).fit(X, y)
+    m = ReDTClassifier(
+        alpha=1.0,
+        pseudo_labels="mixed",
+        teacher="rf",
+        n_repeats=1,
+        teacher_params={"n_estimators": 5},
+        random_state=seed,
+    ).fit(X, y)
     sk = DecisionTreeClassifier(min_samples_split=6, random_state=seed).fit(X, y)
     stats = {"same": 0, "ties": 0}
     _compare(m.tree_, sk.tree_, X, y, stats=stats)
@@ -136,8 +151,16 @@ def test_numba_and_numpy_builders_agree(criterion):
     w = rng.uniform(0.5, 2.0, size=n)
     a = build_tree(X, Y, S.argmax(1), k=5, criterion=criterion, backend="numba", sample_weight=w)
     b = build_tree(X, Y, S.argmax(1), k=5, criterion=criterion, backend="numpy", sample_weight=w)
-    c = build_tree(X, Y, S.argmax(1), k=5, criterion=criterion, backend="numba", sample_weight=w,
-                   presort=not (X.shape[0] * X.shape[1] <= 8_000_000))  # the other numba path
+    c = build_tree(
+        X,
+        Y,
+        S.argmax(1),
+        k=5,
+        criterion=criterion,
+        backend="numba",
+        sample_weight=w,
+        presort=not (X.shape[0] * X.shape[1] <= 8_000_000),
+    )  # the other numba path
     for other in (b, c):
         for name in ("feature", "threshold", "left", "right", "n_samples"):
             np.testing.assert_array_equal(getattr(a, name), getattr(other, name))
@@ -160,6 +183,47 @@ def test_stopping_rules():
     # a node whose pseudo-labels agree is never split
     t2 = build_tree(X, Y, np.zeros(len(y), dtype=int), k=5)
     assert t2.node_count == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_pseudo_label_columns_stop_when_either_is_pure(backend):
+    rng = np.random.default_rng(3)
+    X, y = _data(3, n=300, d=3)
+    S = rng.dirichlet(np.ones(3), size=len(y))
+    Y = 0.5 * np.eye(3)[y] + 0.5 * S
+    p1, p2 = S.argmax(1), y
+    both = build_tree(X, Y, np.column_stack([p1, p2]), k=5, backend=backend)
+    t1 = build_tree(X, Y, p1, k=5, backend=backend)
+    assert both.node_count < t1.node_count
+    # every internal node is impure in both columns
+    leaf_of = both.apply(X)
+    for i in np.flatnonzero(both.left >= 0):
+        idx = np.flatnonzero(np.isin(leaf_of, _subtree(both, i)))
+        assert len(np.unique(p1[idx])) > 1 and len(np.unique(p2[idx])) > 1
+    # a constant column makes the root a leaf
+    const = build_tree(X, Y, np.column_stack([p1, np.zeros_like(p2)]), k=5, backend=backend)
+    assert const.node_count == 1
+
+
+def _subtree(t, i):
+    """Leaf indices below node ``i``."""
+    out, stack = [], [i]
+    while stack:
+        j = stack.pop()
+        if t.left[j] < 0:
+            out.append(j)
+        else:
+            stack += [t.left[j], t.right[j]]
+    return out
+
+
+def test_soft_or_hard_pure_stop_keeps_predictions_with_fewer_nodes():
+    X, y = _data(4, n=400, d=3)
+    kw = {"teacher_params": {"n_estimators": 20}, "n_repeats": 1, "alpha": 0.5, "random_state": 0}
+    lit = ReDTClassifier(pseudo_labels="soft", **kw).fit(X, y)
+    both = ReDTClassifier(pseudo_labels="soft_or_hard", **kw).fit(X, y)
+    np.testing.assert_array_equal(lit.soft_labels_, both.soft_labels_)
+    assert both.n_nodes_ <= lit.n_nodes_
 
 
 # ----------------------------------------------------------------------------- jackknife
@@ -190,20 +254,24 @@ class MemorisingTeacher(ClassifierMixin, BaseEstimator):
 def test_jackknife_soft_labels_are_out_of_fold():
     X, y = _data(5, n=120, d=3)
     X = X + np.arange(len(X))[:, None].astype(np.float32) * 1e-3  # unique rows
-    S = jackknife_soft_labels(lambda s: MemorisingTeacher(s), X, y, 3, n_folds=5, n_repeats=3,
-                              random_state=0)
+    S = jackknife_soft_labels(
+        lambda s: MemorisingTeacher(s), X, y, 3, n_folds=5, n_repeats=3, random_state=0
+    )
     np.testing.assert_allclose(S, 1.0 / 3)  # a teacher never saw the sample it labels
     # sanity: the same teacher fitted on all data is one-hot on its training samples
     full = MemorisingTeacher().fit(X, y).predict_proba(X)
     assert (full.max(axis=1) == 1.0).all()
-    m = ReDTClassifier(teacher=MemorisingTeacher(), alpha=0.5, n_repeats=2, random_state=0).fit(X, y)
+    m = ReDTClassifier(teacher=MemorisingTeacher(), alpha=0.5, n_repeats=2, random_state=0).fit(
+        X, y
+    )
     np.testing.assert_allclose(m.soft_labels_, 1.0 / 3)
 
 
 def test_jackknife_with_rf_teacher_deterministic_and_parallel():
     X, y = _data(6, n=150, d=3)
-    kw = dict(teacher="rf", teacher_params={"n_estimators": 10}, n_repeats=2, alpha=0.3,
-              random_state=3)
+    kw = dict(
+        teacher="rf", teacher_params={"n_estimators": 10}, n_repeats=2, alpha=0.3, random_state=3
+    )
     a = ReDTClassifier(**kw, n_jobs=1).fit(X, y)
     b = ReDTClassifier(**kw, n_jobs=2).fit(X, y)
     np.testing.assert_allclose(a.soft_labels_, b.soft_labels_)
@@ -228,13 +296,21 @@ def test_registered_and_predict_proba_follows_classes():
     info = m.fit_info_
     assert 0.0 <= info["alpha"] <= 1.0 and info["n_nodes"] == 2 * info["n_rules"] - 1
     rep = m.size_report(X)
-    assert rep["n_leaves"] == info["n_rules"] and rep["n_splits"] == info["n_nodes"] - info["n_rules"]
+    assert (
+        rep["n_leaves"] == info["n_rules"] and rep["n_splits"] == info["n_nodes"] - info["n_rules"]
+    )
 
 
 def test_clone_bagging_adaboost():
     X, y = load_iris(return_X_y=True)
-    m = ReDTClassifier(teacher="gbdt", teacher_params={"n_estimators": 5}, n_folds=3, n_repeats=1,
-                       alpha=0.2, random_state=0)
+    m = ReDTClassifier(
+        teacher="gbdt",
+        teacher_params={"n_estimators": 5},
+        n_folds=3,
+        n_repeats=1,
+        alpha=0.2,
+        random_state=0,
+    )
     c = clone(m)
     assert c.get_params() == m.get_params()
     c.set_params(alpha=0.4)
@@ -245,8 +321,18 @@ def test_clone_bagging_adaboost():
     assert ada.predict_proba(X).shape == (len(y), 3)
 
 
-@pytest.mark.parametrize("bad", [{"alpha": 1.5}, {"alpha": "best"}, {"teacher": "svm"}, {"k": 0},
-                                 {"criterion": "mse"}, {"pseudo_labels": "x"}, {"n_folds": 1}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"alpha": 1.5},
+        {"alpha": "best"},
+        {"teacher": "svm"},
+        {"k": 0},
+        {"criterion": "mse"},
+        {"pseudo_labels": "x"},
+        {"n_folds": 1},
+    ],
+)
 def test_invalid_params_raise_naming_the_parameter(bad):
     X, y = load_iris(return_X_y=True)
     name = next(iter(bad))
@@ -259,13 +345,16 @@ def test_alpha_auto_picks_from_grid_and_teacher_helps():
     n = 600
     X = rng.normal(size=(n, 4)).astype(np.float32)
     y = (X[:, 0] + X[:, 1] + 1.0 * rng.normal(size=n) > 0).astype(int)  # noisy labels
-    m = ReDTClassifier(teacher_params={"n_estimators": 30}, n_repeats=1, alpha_grid=[0.0, 0.5, 1.0],
-                       random_state=0).fit(X, y)
+    m = ReDTClassifier(
+        teacher_params={"n_estimators": 30}, n_repeats=1, alpha_grid=[0.0, 0.5, 1.0], random_state=0
+    ).fit(X, y)
     assert m.alpha_ in (0.0, 0.5, 1.0)
-    hard = ReDTClassifier(alpha=1.0, teacher_params={"n_estimators": 30}, n_repeats=1,
-                          random_state=0).fit(X, y)
-    soft = ReDTClassifier(alpha=0.0, teacher_params={"n_estimators": 30}, n_repeats=1,
-                          random_state=0).fit(X, y)
+    hard = ReDTClassifier(
+        alpha=1.0, teacher_params={"n_estimators": 30}, n_repeats=1, random_state=0
+    ).fit(X, y)
+    soft = ReDTClassifier(
+        alpha=0.0, teacher_params={"n_estimators": 30}, n_repeats=1, random_state=0
+    ).fit(X, y)
     assert soft.n_nodes_ < hard.n_nodes_  # soft labels give smaller trees (the paper's finding)
 
 
@@ -275,8 +364,9 @@ def test_mlp_teacher_temperature_soft_labels():
     from sklearn.datasets import load_digits
 
     X, y = load_digits(return_X_y=True)
-    m = ReDTClassifier(teacher="mlp", teacher_params={"epochs": 3}, alpha=0.5, n_jobs=1,
-                       random_state=0).fit(X, y)
+    m = ReDTClassifier(
+        teacher="mlp", teacher_params={"epochs": 3}, alpha=0.5, n_jobs=1, random_state=0
+    ).fit(X, y)
     S = m.soft_labels_
     np.testing.assert_allclose(S.sum(axis=1), 1.0)
     assert S.max(axis=1).mean() < 0.9  # T = 4 softens the teacher's outputs

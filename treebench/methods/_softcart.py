@@ -159,7 +159,7 @@ def _build_numpy(X, Y, W, pseudo, k, min_leaf, crit, max_depth):
         depth.append(dep)
         values.append(tot / wn)
         ps = pseudo[idx]
-        pure = bool((ps == ps[0]).all())
+        pure = bool((ps == ps[0]).all(axis=0).any())  # constant in some pseudo-label column
         if m <= k or pure or dep >= max_depth or _node_impurity(tot, wn, crit) <= EPSILON:
             continue
         f, thr, _ = best_split_numpy(X[idx], Y[idx], min_leaf, crit, W[idx])
@@ -170,15 +170,23 @@ def _build_numpy(X, Y, W, pseudo, k, min_leaf, crit, max_depth):
         go_left = X[idx, f].astype(np.float64) <= thr
         stack.append((idx[~go_left], node, False, dep + 1))
         stack.append((idx[go_left], node, True, dep + 1))
-    return (np.array(feature, np.int64), np.array(threshold, np.float64), np.array(left, np.int64),
-            np.array(right, np.int64), np.array(values, np.float64).reshape(-1, K),
-            np.array(nsamp, np.int64), np.array(depth, np.int64))
+    return (
+        np.array(feature, np.int64),
+        np.array(threshold, np.float64),
+        np.array(left, np.int64),
+        np.array(right, np.int64),
+        np.array(values, np.float64).reshape(-1, K),
+        np.array(nsamp, np.int64),
+        np.array(depth, np.int64),
+    )
 
 
 if HAVE_NUMBA:
 
     @numba.njit(cache=True, nogil=True)
-    def _build_numba(X, Y, W, pseudo, k, min_leaf, crit, max_depth, presort):  # pragma: no cover - compiled
+    def _build_numba(
+        X, Y, W, pseudo, k, min_leaf, crit, max_depth, presort
+    ):  # pragma: no cover - compiled
         n, d = X.shape
         K = Y.shape[1]
         cap = 2 * n + 1
@@ -235,13 +243,21 @@ if HAVE_NUMBA:
             depth[node] = dep
             for c in range(K):
                 tot[c] = 0.0
-            pure = True
-            p0 = pseudo[idx[s]]
+            # pure = the node's pseudo-labels are all equal in at least one pseudo-label column
+            pure = False
+            j0 = idx[s]
+            for q in range(pseudo.shape[1]):
+                same = True
+                for i in range(s + 1, e):
+                    if pseudo[idx[i], q] != pseudo[j0, q]:
+                        same = False
+                        break
+                if same:
+                    pure = True
+                    break
             wn = 0.0
             for i in range(s, e):
                 j = idx[i]
-                if pseudo[j] != p0:
-                    pure = False
                 wn += W[j]
                 for c in range(K):
                     tot[c] += Y[j, c]
@@ -388,13 +404,29 @@ if HAVE_NUMBA:
             st_left[sp] = True
             st_depth[sp] = dep + 1
             sp += 1
-        return (feature[:count], threshold[:count], left[:count], right[:count],
-                values[:count], nsamp[:count], depth[:count])
+        return (
+            feature[:count],
+            threshold[:count],
+            left[:count],
+            right[:count],
+            values[:count],
+            nsamp[:count],
+            depth[:count],
+        )
 
 
-def build_tree(X, Y, pseudo, k: int = 5, min_samples_leaf: int = 1, criterion: str = "gini",
-               max_depth: int | None = None, backend: str = "auto", sample_weight=None,
-               presort="auto") -> FlatTree:
+def build_tree(
+    X,
+    Y,
+    pseudo,
+    k: int = 5,
+    min_samples_leaf: int = 1,
+    criterion: str = "gini",
+    max_depth: int | None = None,
+    backend: str = "auto",
+    sample_weight=None,
+    presort="auto",
+) -> FlatTree:
     """Grow a soft-label CART.
 
     Parameters
@@ -403,8 +435,9 @@ def build_tree(X, Y, pseudo, k: int = 5, min_samples_leaf: int = 1, criterion: s
         Features; cast to float32 like scikit-learn.
     Y : array (n, K)
         Label vectors (mixed labels); a node's class proportions are their mean.
-    pseudo : int array (n,)
-        Pseudo-labels for the purity stop (a node whose pseudo-labels are all equal is a leaf).
+    pseudo : int array (n,) or (n, P)
+        Pseudo-labels for the purity stop: a node whose pseudo-labels are all equal is a leaf. With
+        P columns, a node is a leaf when it is pure in any one of them.
     k : int
         A node is split only if it holds more than ``k`` samples (Alg. 2 of the ReDT paper).
     min_samples_leaf : int
@@ -428,6 +461,8 @@ def build_tree(X, Y, pseudo, k: int = 5, min_samples_leaf: int = 1, criterion: s
     Y = np.ascontiguousarray(Y)
     W = np.ascontiguousarray(W)
     pseudo = np.ascontiguousarray(pseudo, dtype=np.int64)
+    if pseudo.ndim == 1:
+        pseudo = pseudo[:, None]
     crit = CRITERIA[criterion]
     md = np.iinfo(np.int64).max if max_depth is None else int(max_depth)
     if backend == "auto":
