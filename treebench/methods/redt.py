@@ -47,6 +47,7 @@ from treebench.methods._softcart import CRITERIA, build_tree
 from treebench.methods.base import (
     CLASSIFICATION,
     Capabilities,
+    InvalidParameterError,
     SizeMixin,
     import_torch,
     node_depths,
@@ -339,50 +340,50 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         t = self.teacher
         if isinstance(t, str):
             if t not in FOREST_TEACHERS + DNN_TEACHERS:
-                raise ValueError(
+                raise InvalidParameterError(
                     f"teacher must be one of {FOREST_TEACHERS + DNN_TEACHERS} or an "
                     f"estimator, got {t!r}"
                 )
         elif not (hasattr(t, "fit") and hasattr(t, "predict_proba")):
-            raise ValueError(
+            raise InvalidParameterError(
                 f"teacher must be a name or a classifier with predict_proba, got {t!r}"
             )
         if isinstance(self.alpha, str):
             if self.alpha != "auto":
-                raise ValueError(f"alpha must be in [0, 1] or 'auto', got {self.alpha!r}")
+                raise InvalidParameterError(f"alpha must be in [0, 1] or 'auto', got {self.alpha!r}")
         elif not (isinstance(self.alpha, numbers.Real) and 0.0 <= self.alpha <= 1.0):
-            raise ValueError(f"alpha must be in [0, 1] or 'auto', got {self.alpha!r}")
+            raise InvalidParameterError(f"alpha must be in [0, 1] or 'auto', got {self.alpha!r}")
         grid = DEFAULT_ALPHA_GRID if self.alpha_grid is None else tuple(self.alpha_grid)
         if not grid or any(not 0.0 <= float(a) <= 1.0 for a in grid):
-            raise ValueError(
+            raise InvalidParameterError(
                 f"alpha_grid must be non-empty values in [0, 1], got {self.alpha_grid!r}"
             )
         if not 0.0 < float(self.val_size) < 1.0:
-            raise ValueError(f"val_size must be in (0, 1), got {self.val_size!r}")
+            raise InvalidParameterError(f"val_size must be in (0, 1), got {self.val_size!r}")
         if int(self.n_folds) < 2:
-            raise ValueError(f"n_folds must be >= 2, got {self.n_folds!r}")
+            raise InvalidParameterError(f"n_folds must be >= 2, got {self.n_folds!r}")
         if int(self.n_repeats) < 1:
-            raise ValueError(f"n_repeats must be >= 1, got {self.n_repeats!r}")
+            raise InvalidParameterError(f"n_repeats must be >= 1, got {self.n_repeats!r}")
         if not float(self.temperature) > 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
+            raise InvalidParameterError(f"temperature must be > 0, got {self.temperature!r}")
         if self.dnn_soft_labels not in ("full", "jackknife"):
-            raise ValueError(
+            raise InvalidParameterError(
                 f"dnn_soft_labels must be 'full' or 'jackknife', got {self.dnn_soft_labels!r}"
             )
         if self.pseudo_labels not in PSEUDO_LABELS:
-            raise ValueError(
+            raise InvalidParameterError(
                 f"pseudo_labels must be one of {PSEUDO_LABELS}, got {self.pseudo_labels!r}"
             )
         if int(self.k) < 1:
-            raise ValueError(f"k must be >= 1, got {self.k!r}")
+            raise InvalidParameterError(f"k must be >= 1, got {self.k!r}")
         if int(self.min_samples_leaf) < 1:
-            raise ValueError(f"min_samples_leaf must be >= 1, got {self.min_samples_leaf!r}")
+            raise InvalidParameterError(f"min_samples_leaf must be >= 1, got {self.min_samples_leaf!r}")
         if self.criterion not in CRITERIA:
-            raise ValueError(f"criterion must be one of {list(CRITERIA)}, got {self.criterion!r}")
+            raise InvalidParameterError(f"criterion must be one of {list(CRITERIA)}, got {self.criterion!r}")
         if self.max_depth is not None and int(self.max_depth) < 1:
-            raise ValueError(f"max_depth must be None or >= 1, got {self.max_depth!r}")
+            raise InvalidParameterError(f"max_depth must be None or >= 1, got {self.max_depth!r}")
         if self.backend not in ("auto", "numba", "numpy"):
-            raise ValueError(f"backend must be 'auto', 'numba' or 'numpy', got {self.backend!r}")
+            raise InvalidParameterError(f"backend must be 'auto', 'numba' or 'numpy', got {self.backend!r}")
         return grid
 
     # ------------------------------------------------------------------ soft labels
