@@ -277,7 +277,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         if self.bank_ is None:
             leaf_of_root = torch.as_tensor(self.struct_.leaf[self.struct_.roots])
             return leaf_of_root[None, :].repeat(len(Xt), 1)
-        return core.route_hard(self.bank_, self.struct_, Xt)
+        return _route_hard(torch, core, self.bank_, self.struct_, Xt)
 
     def apply(self, X):
         """Leaf index (in level order, over all trees) reached by every sample in every tree."""
@@ -312,7 +312,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         from treebench.methods import _e2edt_core as core
 
         bank, struct, _g, pi = self.greedy_
-        leaves = core.route_hard(bank, struct, Xt)
+        leaves = _route_hard(torch, core, bank, struct, Xt)
         return self.classes_[np.argmax(pi[leaves].mean(1).numpy(), axis=1)]
 
     # ------------------------------------------------------------------ size
@@ -334,6 +334,19 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             "mean_depth": mean_depth,
             "split_evals": split_evals,
         }
+
+
+def _route_hard(torch, core, bank, struct, Xt):
+    """Leaf id [N, T] by deterministic routing; linear splits use the compiled router of
+    :mod:`treebench.methods._routing` (one path per sample, numpy fallback without numba)."""
+    if bank.kind != "linear":
+        return core.route_hard(bank, struct, Xt)
+    from treebench.methods._routing import route_oblique
+
+    feat = None if bank.feat is None else bank.feat.numpy()
+    node, _ = route_oblique(Xt.numpy(), bank.w.detach().numpy(), bank.b.detach().numpy(),
+                            struct.split, struct.left, struct.right, struct.roots, feat=feat)
+    return torch.from_numpy(struct.leaf[node])
 
 
 _COMMON_DOC = """

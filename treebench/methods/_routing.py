@@ -1,0 +1,169 @@
+"""Fast deterministic routing of flat trees and decision graphs, for predict paths.
+
+Two kinds of split, one node layout (node 0.. n-1, ``left[v] < 0`` marks a leaf, children by index,
+so DAGs such as TnT's decision graphs work unchanged):
+
+* :func:`route_axis` — axis-aligned ``x[feature[v]] <= threshold[v]`` goes left (scikit-learn's rule;
+  the float32 value is compared in float64, like scikit-learn).
+* :func:`route_oblique` — oblique ``w[s] . x[feat[s]] + b[s] > 0`` goes right, with ``s = split[v]``
+  (``-1`` at leaves) indexing a split bank ``W [S, k]``, ``b [S]`` and optional feature indices
+  ``feat [S, k]`` (``None`` = all features, ``k = p``); several trees (``roots``) at once.
+
+With numba (the ``fast`` extra) each sample walks its own path in a compiled loop: cost = the number
+of splits on the path times the split's width, no temporaries. Without numba a numpy fallback advances
+all samples one level per step (same results, a few times slower). Both return node ids; ``steps``
+(splits evaluated per sample) comes for free for size reports.
+
+Usage from a method: keep the fitted model as these flat arrays (numpy, contiguous) and call the
+router in ``predict``/``apply``; convert leaf node ids to values with a ``value[node]`` gather.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:  # optional: numpy fallback below
+    import numba
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover - depends on the environment
+    numba = None
+    HAVE_NUMBA = False
+
+
+def _as(a, dtype):
+    return np.ascontiguousarray(np.asarray(a), dtype=dtype)
+
+
+# ----------------------------------------------------------------------------- numba kernels
+
+if HAVE_NUMBA:
+
+    @numba.njit(cache=True, nogil=True)
+    def _axis_nb(X, feature, threshold, left, right, root, node_out, steps_out):  # pragma: no cover
+        n = X.shape[0]
+        for i in range(n):
+            v = root
+            s = 0
+            while left[v] >= 0:
+                if np.float64(X[i, feature[v]]) <= threshold[v]:
+                    v = left[v]
+                else:
+                    v = right[v]
+                s += 1
+            node_out[i] = v
+            steps_out[i] = s
+
+    @numba.njit(cache=True, nogil=True)
+    def _oblique_nb(
+        X, W, b, feat, split, left, right, roots, node_out, steps_out
+    ):  # pragma: no cover
+        n = X.shape[0]
+        T = roots.shape[0]
+        k = W.shape[1]
+        dense = feat.shape[0] == 0
+        for i in range(n):
+            for t in range(T):
+                v = roots[t]
+                st = 0
+                while split[v] >= 0:
+                    s = split[v]
+                    f = np.float64(b[s])
+                    if dense:
+                        for j in range(k):
+                            f += np.float64(W[s, j]) * np.float64(X[i, j])
+                    else:
+                        for j in range(k):
+                            f += np.float64(W[s, j]) * np.float64(X[i, feat[s, j]])
+                    if f > 0:
+                        v = right[v]
+                    else:
+                        v = left[v]
+                    st += 1
+                node_out[i, t] = v
+                steps_out[i, t] = st
+
+
+# ----------------------------------------------------------------------------- numpy fallbacks
+
+
+def _axis_np(X, feature, threshold, left, right, root):
+    n = X.shape[0]
+    node = np.full(n, root, dtype=np.int64)
+    steps = np.zeros(n, dtype=np.int64)
+    active = np.flatnonzero(left[node] >= 0)
+    while active.size:  # one vectorised step per level
+        v = node[active]
+        go_left = X[active, feature[v]].astype(np.float64) <= threshold[v]
+        node[active] = np.where(go_left, left[v], right[v])
+        steps[active] += 1
+        active = active[left[node[active]] >= 0]
+    return node, steps
+
+
+def _oblique_np(X, W, b, feat, split, left, right, roots):
+    n, T = X.shape[0], len(roots)
+    node = np.tile(roots, n)  # (n, t) row-major
+    row = np.repeat(np.arange(n), T)
+    steps = np.zeros(n * T, dtype=np.int64)
+    active = np.flatnonzero(split[node] >= 0)
+    while active.size:
+        s = split[node[active]]
+        xs = X[row[active]] if feat.shape[0] == 0 else X[row[active][:, None], feat[s]]
+        f = np.einsum("ij,ij->i", xs.astype(np.float64), W[s].astype(np.float64)) + b[s]
+        v = node[active]
+        node[active] = np.where(f > 0, right[v], left[v])
+        steps[active] += 1
+        active = active[split[node[active]] >= 0]
+    return node.reshape(n, T), steps.reshape(n, T)
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def route_axis(X, feature, threshold, left, right, root: int = 0, backend: str = "auto"):
+    """Node reached by every row of ``X`` in an axis-aligned tree/graph, and splits evaluated.
+
+    Returns ``(node [n] int64, steps [n] int64)``. ``backend``: "auto" (numba if available), "numba"
+    or "numpy".
+    """
+    X = np.asarray(X)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float32)
+    X = np.ascontiguousarray(X)
+    feature, left, right = _as(feature, np.int64), _as(left, np.int64), _as(right, np.int64)
+    threshold = _as(threshold, np.float64)
+    if _use_numba(backend):
+        node = np.empty(X.shape[0], dtype=np.int64)
+        steps = np.empty(X.shape[0], dtype=np.int64)
+        _axis_nb(X, feature, threshold, left, right, int(root), node, steps)
+        return node, steps
+    return _axis_np(X, feature, threshold, left, right, int(root))
+
+
+def route_oblique(X, W, b, split, left, right, roots=(0,), feat=None, backend: str = "auto"):
+    """Node reached by every row in every tree of oblique splits; returns ``(node, steps)`` [n, T].
+
+    Goes right iff ``W[s] . x[feat[s]] + b[s] > 0`` (accumulated in float64), ``s = split[v]``.
+    """
+    X = np.ascontiguousarray(np.asarray(X, dtype=np.float32))
+    W, b = _as(W, np.float32), _as(b, np.float32)
+    split, left, right = _as(split, np.int64), _as(left, np.int64), _as(right, np.int64)
+    roots = _as(np.atleast_1d(roots), np.int64)
+    feat = np.zeros((0, 0), dtype=np.int64) if feat is None else _as(feat, np.int64)
+    if feat.shape[0] == 0 and W.shape[0] and W.shape[1] != X.shape[1]:
+        raise ValueError(f"W has {W.shape[1]} columns but X has {X.shape[1]} features")
+    if _use_numba(backend):
+        node = np.empty((X.shape[0], len(roots)), dtype=np.int64)
+        steps = np.empty((X.shape[0], len(roots)), dtype=np.int64)
+        _oblique_nb(X, W, b, feat, split, left, right, roots, node, steps)
+        return node, steps
+    return _oblique_np(X, W, b, feat, split, left, right, roots)
+
+
+def _use_numba(backend: str) -> bool:
+    if backend not in ("auto", "numba", "numpy"):
+        raise ValueError(f"backend must be 'auto', 'numba' or 'numpy', got {backend!r}")
+    if backend == "numba" and not HAVE_NUMBA:
+        raise ImportError("backend='numba' needs numba (pip install treebench[fast])")
+    return HAVE_NUMBA and backend != "numpy"
