@@ -145,9 +145,11 @@ def route_oblique(X, W, b, split, left, right, roots=(0,), feat=None, backend: s
     """Node reached by every row in every tree of oblique splits; returns ``(node, steps)`` [n, T].
 
     Goes right iff ``W[s] . x[feat[s]] + b[s] > 0`` (accumulated in float64), ``s = split[v]``.
+    ``W``/``b`` stay float64 when given so (e.g. input scaling folded into the splits), else float32.
     """
     X = np.ascontiguousarray(np.asarray(X, dtype=np.float32))
-    W, b = _as(W, np.float32), _as(b, np.float32)
+    wdt = np.float64 if np.asarray(W).dtype == np.float64 else np.float32
+    W, b = _as(W, wdt), _as(b, wdt)
     split, left, right = _as(split, np.int64), _as(left, np.int64), _as(right, np.int64)
     roots = _as(np.atleast_1d(roots), np.int64)
     feat = np.zeros((0, 0), dtype=np.int64) if feat is None else _as(feat, np.int64)
