@@ -554,9 +554,9 @@ class Bench:
                         )
                         if row["status"] != "ok":
                             workers[m].kill()
-                        elif r > 0:
+                        else:
                             self.log(
-                                f"  r{r} {m:16s} fit {row[self.FIT]:8.3f}s  predict "
+                                f"  {'warm-up' if r == 0 else f'r{r}':7s} {m:16s} fit {row[self.FIT]:8.3f}s  predict "
                                 f"{row[self.PRED]:12.0f}/s  "
                                 f"acc {row['accuracy']:.3f}"
                             )

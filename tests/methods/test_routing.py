@@ -114,3 +114,24 @@ def test_e2edt_predict_matches_torch_routing(digits):
         got = est.apply(X)
         # float64 accumulation vs torch's float32 sum: only a split value within rounding of 0 may differ
         assert (got == ref).mean() > 0.999
+
+
+@pytest.mark.parametrize("depth", [1, 3, 6])
+def test_hinge_compiled_route_matches_torch(depth):
+    torch = pytest.importorskip("torch")
+    from treebench.methods import _hinge_torch as H
+
+    if H.numba is None:
+        pytest.skip("numba not installed")
+    g = torch.Generator().manual_seed(0)
+    forest = H.HingeForest(7, n_trees=5, depth=depth, n_outputs=3, generator=g)
+    z = torch.randn(400, 7, generator=g)
+    z[:5] = forest.thresholds.detach()[0, 0]  # exact ties |r| = 0 at the root of tree 0
+    forest.train()
+    ref = forest.route(z)
+    out_ref = forest(z)
+    forest.eval()
+    got = forest.route(z)
+    for a, b in zip(got, ref, strict=True):
+        torch.testing.assert_close(a, b)
+    torch.testing.assert_close(forest(z), out_ref)
