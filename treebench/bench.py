@@ -476,6 +476,19 @@ class Bench:
         self.rows: list[dict] = []
         self.profiles: dict[str, str] = {}
         self.settings = {m: method_settings(m, cfg) for m in methods}
+        self._preimport()
+
+    def _preimport(self) -> None:
+        """Import torch (no ops: fork-safe) and the numba routers once in the parent, so workers
+        do not each pay the import (seconds of CPU per worker)."""
+        from treebench.methods.base import get_method
+
+        if any(get_method(m, CLASSIFICATION).capabilities.requires_torch for m in self.methods):
+            try:
+                import torch  # noqa: F401
+            except ImportError:  # pragma: no cover - depends on the environment
+                pass
+        import treebench.methods._routing  # noqa: F401
 
     def data(self, name, max_train=None, max_test=None) -> tuple:
         """Load (once) and return the key of a dataset subset in ``_DATA``; before forking workers."""
