@@ -1198,7 +1198,7 @@ def write_outputs(bench: Bench, out: Path, meta: dict) -> dict[str, Path]:
 
 # ----------------------------------------------------------------------------- entry point
 
-SECTIONS = ("main", "scaling", "inference", "threads")
+SECTIONS = ("main", "inference", "threads", "scaling")
 
 
 def run(
@@ -1240,16 +1240,18 @@ def run(
     }
     bench = Bench(cfg, chosen, dsets, log=log)
     t0 = time.perf_counter()
-    if "main" in sections:
-        bench.main(reps)
-    if "inference" in sections:
-        bench.inference()
-    if "threads" in sections:
-        bench.threading()
-    if "scaling" in sections:
-        bench.scaling()
-    meta.update(load_end=_load(), finished=_dt.datetime.now(_dt.UTC).strftime("%H:%M UTC"))
-    files = write_outputs(bench, Path(out), meta)
+    steps = {
+        "main": lambda: bench.main(reps),
+        "inference": bench.inference,
+        "threads": bench.threading,
+        "scaling": bench.scaling,
+    }
+    for name in SECTIONS:
+        if name not in sections:
+            continue
+        steps[name]()
+        meta.update(load_end=_load(), finished=_dt.datetime.now(_dt.UTC).strftime("%H:%M UTC"))
+        files = write_outputs(bench, Path(out), meta)  # after every section: partial results kept
     log(f"bench done in {time.perf_counter() - t0:.0f} s; wrote {files['md']}")
     return files
 
