@@ -134,3 +134,18 @@ def _sleep(s):
 
     time.sleep(s)
     return {}
+
+
+def test_update_reruns_one_section_and_keeps_the_others(quick_run):
+    before = pd.read_csv(quick_run / "docs" / "bench" / "bench_raw.csv")
+    args = ["bench", "--quick", "--methods", "rf", "--datasets", "digits"]
+    res = CliRunner().invoke(
+        app, [*args, "--sections", "inference", "--update", "--out", str(quick_run)]
+    )
+    assert res.exit_code == 0, res.output
+    after = pd.read_csv(quick_run / "docs" / "bench" / "bench_raw.csv")
+    main_b, main_a = (t[t["section"] == "main"] for t in (before, after))
+    np.testing.assert_allclose(main_a["fit_cpu_s"], main_b["fit_cpu_s"])
+    assert (after["section"] == "inference").sum() == (before["section"] == "inference").sum()
+    md = (quick_run / "BENCHMARKS.md").read_text()
+    assert "* main:" in md and "* inference:" in md

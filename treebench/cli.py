@@ -331,6 +331,8 @@ def bench(
     sections: str = typer.Option("main,inference,threads,scaling",
                                  help="which parts: main, inference, threads, scaling"),
     timeout: float = typer.Option(None, help="seconds per measurement before the child is killed"),
+    update: bool = typer.Option(False, "--update", help="keep the other sections' results from "
+                                "OUT/docs/bench and re-run only --sections"),
 ) -> None:
     """Benchmark fit/predict speed, memory and scaling of every method against CART (BENCHMARKS.md)."""
     from treebench import bench as tb_bench
@@ -341,7 +343,8 @@ def bench(
     try:
         files = tb_bench.run(methods=split(methods), datasets=split(datasets), repeats=repeats,
                              quick=quick, out=out, sections=split(sections), timeout=timeout,
-                             log=console.print, command="treebench bench " + " ".join(sys.argv[2:]))
+                             log=console.print, command="treebench bench " + " ".join(sys.argv[2:]),
+                             update=update)
     except ValueError as exc:
         err.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from exc
