@@ -995,7 +995,8 @@ def write_outputs(bench: Bench, out: Path, meta: dict) -> dict[str, Path]:
         "(fit: method/CART seconds; predict: method/CART throughput).",
         "* Memory: `peak RSS MB` = peak resident set growth during the warm-up job in a fresh "
         "worker (kernel peak counter reset via `/proc/self/clear_refs`, VmHWM − VmRSS at the "
-        "job's start; covers numpy, torch and native code); `traced MB` = `tracemalloc` peak of the warm-up run "
+        "job's start; covers numpy, torch and native code, including library pages a method touches "
+        "for the first time: torch's runtime alone is ~100 MB of it); `traced MB` = `tracemalloc` peak of the warm-up run "
         "(Python objects and numpy arrays, not torch tensors).",
         "* `split evals` = `size_report(X_test)['split_evals']`: mean split evaluations per "
         "sample, summed over members (soft trees evaluate every split).\n",
