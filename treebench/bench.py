@@ -993,7 +993,8 @@ def write_outputs(bench: Bench, out: Path, meta: dict) -> dict[str, Path]:
     (d / "runs.json").write_text(json.dumps(bench.runs, indent=1))
     (d / "profiles.json").write_text(json.dumps(bench.profiles, indent=1))
     runs = "\n".join(
-        f"* {sec}: `{r['command']}`, {r['started']} – {r['finished']}, load average (1, 5, 15 min) "
+        f"* {sec}: `{r['command']}` at git `{str(r.get('git_sha'))[:7]}`, {r['started']} – "
+        f"{r['finished']}, load average (1, 5, 15 min) "
         f"{r['load_start']} at the start, {r['load_end']} at the end"
         for sec, r in bench.runs.items()
     )
@@ -1285,6 +1286,8 @@ def run(
     chosen = [ref] + [m for m in chosen if m != ref]  # the reference is always measured
     dsets = list(datasets) if datasets else list(cfg["datasets"])
     sections = list(sections) if sections else list(SECTIONS)
+    if sections == ["none"]:  # with --update: only rewrite BENCHMARKS.md from the stored results
+        sections = []
     bad = [s for s in sections if s not in SECTIONS]
     if bad:
         raise ValueError(f"unknown sections {bad}; choices: {SECTIONS}")
@@ -1324,6 +1327,8 @@ def run(
         }
         meta.update(load_end=_load(), finished=_dt.datetime.now(_dt.UTC).strftime("%H:%M UTC"))
         files = write_outputs(bench, Path(out), meta)  # after every section: partial results kept
+    if not files:
+        files = write_outputs(bench, Path(out), meta)
     log(f"bench done in {time.perf_counter() - t0:.0f} s; wrote {files['md']}")
     return files
 

@@ -329,7 +329,7 @@ def bench(
     quick: bool = typer.Option(False, "--quick", help="tiny sizes and one repeat (CI, tests)"),
     out: str = typer.Option(".", help="directory for BENCHMARKS.md (CSVs and plots go to OUT/docs/bench)"),
     sections: str = typer.Option("main,inference,threads,scaling",
-                                 help="which parts: main, inference, threads, scaling"),
+                                 help="which parts: main, inference, threads, scaling (none + --update: rewrite only)"),
     timeout: float = typer.Option(None, help="seconds per measurement before the child is killed"),
     update: bool = typer.Option(False, "--update", help="keep the other sections' results from "
                                 "OUT/docs/bench and re-run only --sections"),
