@@ -404,6 +404,37 @@ def export(
     console.print(f"wrote {path} ({len(model.graphs)} graph(s))")
 
 
+@app.command()
+def bench(
+    methods: str = typer.Option(None, help="comma-separated methods (default: every registered "
+                                "classifier; CART, the reference, is always added)"),
+    datasets: str = typer.Option(None, help="comma-separated datasets (default: conf/bench/bench.yaml)"),
+    repeats: int = typer.Option(None, help="timed repeats after the warm-up (default: the config's)"),
+    quick: bool = typer.Option(False, "--quick", help="tiny sizes and one repeat (CI, tests)"),
+    out: str = typer.Option(".", help="directory for BENCHMARKS.md (CSVs and plots go to OUT/docs/bench)"),
+    sections: str = typer.Option("main,inference,threads,scaling",
+                                 help="which parts: main, inference, threads, scaling (none + --update: rewrite only)"),
+    timeout: float = typer.Option(None, help="seconds per measurement before the child is killed"),
+    update: bool = typer.Option(False, "--update", help="keep the other sections' results from "
+                                "OUT/docs/bench and re-run only --sections"),
+) -> None:
+    """Benchmark fit/predict speed, memory and scaling of every method against CART (BENCHMARKS.md)."""
+    from treebench import bench as tb_bench
+
+    def split(s):
+        return [x.strip() for x in s.split(",") if x.strip()] if s else None
+
+    try:
+        files = tb_bench.run(methods=split(methods), datasets=split(datasets), repeats=repeats,
+                             quick=quick, out=out, sections=split(sections), timeout=timeout,
+                             log=console.print, command="treebench bench " + " ".join(sys.argv[2:]),
+                             update=update)
+    except ValueError as exc:
+        err.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
+    console.print("written: " + ", ".join(str(f) for f in files.values()))
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -612,7 +612,25 @@ def finetune(bank, struct: Structure, gamma, pi, X, y, sw, n_classes, epochs, dg
 
 @torch.no_grad()
 def route_hard(bank, struct: Structure, X, row_chunk=None):
-    """Deterministic routing: leaf id [N, T] of every sample in every tree (one path each)."""
+    """Deterministic routing: leaf id [N, T] of every sample in every tree (one path each).
+
+    Linear splits on float32 CPU inputs use the compiled router of :mod:`treebench.methods._routing`
+    (no [rows, p] gathered copies: the torch loop's cost grew faster than n on MNIST); other banks
+    the torch loop :func:`route_hard_torch`.
+    """
+    if bank.kind == "linear" and X.dtype == torch.float32 and X.device.type == "cpu":
+        from treebench.methods._routing import route_oblique
+
+        feat = None if bank.feat is None else bank.feat.numpy()
+        node, _ = route_oblique(X.numpy(), bank.w.detach().numpy(), bank.b.detach().numpy(),
+                                struct.split, struct.left, struct.right, struct.roots, feat=feat)
+        return torch.from_numpy(struct.leaf[node])
+    return route_hard_torch(bank, struct, X, row_chunk)
+
+
+@torch.no_grad()
+def route_hard_torch(bank, struct: Structure, X, row_chunk=None):
+    """Deterministic routing with torch gathers (reference; any bank)."""
     N = X.shape[0]
     T = struct.n_trees
     row_chunk = row_chunk or bank.row_chunk

@@ -270,19 +270,60 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         torch = import_torch(self.n_jobs)
         return torch, torch.from_numpy(np.ascontiguousarray(X))
 
-    def _leaves(self, X):
-        """Leaf id [N, T] reached by deterministic routing (step function at every node)."""
-        torch, Xt = self._tensor(X)
-        from treebench.methods import _e2edt_core as core
+    def _leaves_np(self, X, bank=None, struct=None):
+        """Leaf id [N, T] (numpy) reached by deterministic routing (step function at every node).
 
-        if self.bank_ is None:
-            leaf_of_root = torch.as_tensor(self.struct_.leaf[self.struct_.roots])
-            return leaf_of_root[None, :].repeat(len(Xt), 1)
-        return core.route_hard(self.bank_, self.struct_, Xt)
+        Linear splits: the compiled router of :mod:`treebench.methods._routing` on the raw inputs,
+        with the standardisation folded into the splits (w.(x - m)/s + b = (w/s).x + b - (w/s).m,
+        in float64), so predict makes no scaled copy of X and evaluates only the splits on each path.
+        """
+        check_is_fitted(self, "struct_")
+        bank = self.bank_ if bank is None else bank
+        struct = self.struct_ if struct is None else struct
+        if bank is None:
+            X = validate_data(self, X, dtype=np.float32, reset=False)
+            return np.repeat(struct.leaf[struct.roots][None, :], len(X), axis=0)
+        if bank.kind != "linear":
+            torch, Xt = self._tensor(X)
+            from treebench.methods import _e2edt_core as core
+
+            return core.route_hard(bank, struct, Xt).numpy()
+        from treebench.methods._routing import route_oblique
+
+        X = validate_data(self, X, dtype=np.float32, reset=False)
+        W, b, feat = self._folded(bank)
+        node, _ = route_oblique(X, W, b, struct.split, struct.left, struct.right, struct.roots,
+                                feat=feat)
+        return struct.leaf[node]
+
+    def _folded(self, bank):
+        """(W, b, feat) of the linear splits applied to unscaled inputs (float64)."""
+        W = bank.w.detach().numpy().astype(np.float64)
+        b = bank.b.detach().numpy().astype(np.float64)
+        p = int(self.n_features_in_)
+        m = np.broadcast_to(np.asarray(self.scale_mean_, dtype=np.float64), (p,))
+        sd = np.broadcast_to(np.asarray(self.scale_sd_, dtype=np.float64), (p,))
+        feat = None if bank.feat is None else bank.feat.numpy()
+        if feat is None:
+            Wf = W / sd
+            return Wf, b - Wf @ m, None
+        Wf = W / sd[feat]
+        return Wf, b - (Wf * m[feat]).sum(1), feat
+
+    def _leaves(self, X):
+        """Leaf id [N, T] (torch) reached by deterministic routing."""
+        torch = import_torch(self.n_jobs)
+        return torch.from_numpy(self._leaves_np(X))
 
     def apply(self, X):
         """Leaf index (in level order, over all trees) reached by every sample in every tree."""
-        return self._leaves(X).numpy()
+        return self._leaves_np(X)
+
+    @staticmethod
+    def _mean_pi(pi, leaves):
+        """Mean over trees of the leaves' class distributions (float32, like the torch mean)."""
+        pi = pi.numpy() if hasattr(pi, "numpy") else pi
+        return pi[leaves[:, 0]] if leaves.shape[1] == 1 else pi[leaves].mean(1)
 
     def predict_proba(self, X, inference=None):
         """Class probabilities; ``inference`` overrides the estimator's: 'deterministic' (one path
@@ -291,35 +332,36 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         mode = self.inference if inference is None else inference
         if mode not in INFERENCE:
             raise ValueError(f"inference must be one of {INFERENCE}, got {mode!r}")
+        if mode == "deterministic" or self.bank_ is None:
+            return self._mean_pi(self.pi_, self._leaves_np(X)).astype(np.float64)
         torch, Xt = self._tensor(X)
         from treebench.methods import _e2edt_core as core
 
-        if mode == "deterministic" or self.bank_ is None:
-            leaves = self._leaves(X)
-            proba = self.pi_[leaves].mean(1)
-        else:
-            proba = core.soft_proba(self.bank_, self.struct_, self.gamma_, self.pi_, Xt,
-                                    hard_root=(mode == "root_hard"))
+        proba = core.soft_proba(self.bank_, self.struct_, self.gamma_, self.pi_, Xt,
+                                hard_root=(mode == "root_hard"))
         return proba.numpy().astype(np.float64)
 
     def predict(self, X, inference=None):
+        mode = self.inference if inference is None else inference
+        if mode == "deterministic" or (mode in INFERENCE and self.bank_ is None):
+            leaves = self._leaves_np(X)
+            if leaves.shape[1] == 1:  # one tree: the class of each leaf, looked up
+                return self.classes_[np.argmax(self.pi_.numpy(), axis=1)[leaves[:, 0]]]
+            return self.classes_[np.argmax(self._mean_pi(self.pi_, leaves), axis=1)]
         return self.classes_[np.argmax(self.predict_proba(X, inference=inference), axis=1)]
 
     def greedy_predict(self, X):
         """Deterministic prediction of the tree(s) before Finetune (needs ``keep_greedy=True``)."""
         if getattr(self, "greedy_", None) is None:
             raise ValueError("set keep_greedy=True to keep the greedy model")
-        torch, Xt = self._tensor(X)
-        from treebench.methods import _e2edt_core as core
-
         bank, struct, _g, pi = self.greedy_
-        leaves = core.route_hard(bank, struct, Xt)
-        return self.classes_[np.argmax(pi[leaves].mean(1).numpy(), axis=1)]
+        leaves = self._leaves_np(X, bank, struct)
+        return self.classes_[np.argmax(self._mean_pi(pi, leaves), axis=1)]
 
     # ------------------------------------------------------------------ size
     def size_report(self, X):
         s = self.struct_
-        leaves = self._leaves(X).numpy()  # [N, T]
+        leaves = self._leaves_np(X)  # [N, T]
         depth_of_leaf = s.leaf_depth
         visited = depth_of_leaf[leaves]  # split evaluations per sample and tree
         mean_depth = float(visited.mean()) if visited.size else 0.0

@@ -1,0 +1,151 @@
+"""`treebench bench --quick`: outputs, columns, and ratios computed from the same run's CART rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from treebench import bench
+from treebench.cli import app
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    res = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "--quick",
+            "--methods",
+            "rf",
+            "--datasets",
+            "digits",
+            "--sections",
+            "main,inference",
+            "--out",
+            str(out),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_outputs_and_columns(quick_run):
+    md = (quick_run / "BENCHMARKS.md").read_text()
+    for col in (
+        "fit s (median [min, max])",
+        "fit × CART",
+        "predict/s (median [min, max])",
+        "predict × CART",
+        "peak RSS MB",
+        "traced MB",
+        "split evals",
+        "Shared machine",
+        "load average",
+        "Inference target",
+    ):
+        assert col in md
+    assert (quick_run / "docs" / "bench" / "overview.png").stat().st_size > 0
+    raw = pd.read_csv(quick_run / "docs" / "bench" / "bench_raw.csv")
+    assert list(raw.columns) == bench.RAW_COLUMNS
+    summary = pd.read_csv(quick_run / "docs" / "bench" / "bench_summary.csv")
+    assert list(summary.columns) == bench.SUMMARY_COLUMNS
+    assert set(summary["method"]) == {"cart", "rf"}  # CART, the reference, is always added
+    assert (summary["status"] == "ok").all()
+    assert (
+        (summary[["fit_s_median", "predict_sps_median", "split_evals", "peak_rss_mb"]] > 0)
+        .all()
+        .all()
+    )
+
+
+def test_ratios_come_from_the_same_runs_cart(quick_run):
+    raw = pd.read_csv(quick_run / "docs" / "bench" / "bench_raw.csv")
+    summary = pd.read_csv(quick_run / "docs" / "bench" / "bench_summary.csv").set_index("method")
+    timed = raw[(raw["section"] == "main") & ~raw["warmup"]]
+    fit, pred = bench.basis_columns(bench.load_config(quick=True)["time_basis"])
+    med = timed.groupby("method")[[fit, pred, "split_evals"]].median()
+    np.testing.assert_allclose(
+        summary.loc["rf", "fit_ratio_cart"], med.loc["rf", fit] / med.loc["cart", fit]
+    )
+    np.testing.assert_allclose(
+        summary.loc["rf", "predict_ratio_cart"], med.loc["rf", pred] / med.loc["cart", pred]
+    )
+    assert summary.loc["cart", "fit_ratio_cart"] == 1.0
+    # the warm-up row of every method exists and carries the traced memory
+    warm = raw[(raw["section"] == "main") & raw["warmup"]]
+    assert set(warm["method"]) == {"cart", "rf"} and (warm["peak_traced_mb"] > 0).all()
+    inf = raw[raw["section"] == "inference"]
+    assert list(inf["method"]) == ["cart"] and (inf["depth"] <= 10).all()
+
+
+def test_slopes_and_flags():
+    n = np.array([1000, 2000, 4000, 8000])
+    assert bench.fit_slope(n, 1e-3 * n**1.5) == pytest.approx(1.5)
+    assert bench.fit_slope(
+        [2, 3, 4, 5], 0.01 * 2.0 ** np.array([2, 3, 4, 5]), "exp2"
+    ) == pytest.approx(1.0)
+    assert np.isnan(bench.fit_slope([1, 2], [1, 2]))
+    rows = [
+        {
+            "section": "scaling_n",
+            "method": "m",
+            "status": "ok",
+            "param": "n_samples",
+            "value": v,
+            "fit_s": 1e-6 * v**2,
+        }
+        for v in n
+    ]
+    cfg = {"scaling": {"tolerance": 0.3}}
+    s = bench.scaling_summary(pd.DataFrame(rows), cfg, {"m": {"expected": {"n_samples": 1.1}}})
+    assert s.loc[0, "slope"] == pytest.approx(2.0) and s.loc[0, "flag"]
+    s = bench.scaling_summary(pd.DataFrame(rows), cfg, {"m": {"expected": {"n_samples": 2.0}}})
+    assert not s.loc[0, "flag"]
+
+
+def test_worker_timeout_and_failure():
+    w = bench.Worker()
+    try:
+        assert w.call(_boom, (), timeout=30)["status"] == "failed"
+        assert w.alive  # an exception is reported, the worker goes on
+        assert w.call(_sleep, (5,), timeout=0.5)["status"] == "timeout"
+        assert not w.alive
+    finally:
+        w.close()
+
+
+def test_every_registered_classifier_has_bench_settings():
+    cfg = bench.load_config()
+    for m in bench.registered_methods():
+        s = bench.method_settings(m, cfg)
+        assert isinstance(s["params"], dict)
+
+
+def _boom():
+    raise RuntimeError("boom")
+
+
+def _sleep(s):
+    import time
+
+    time.sleep(s)
+    return {}
+
+
+def test_update_reruns_one_section_and_keeps_the_others(quick_run):
+    before = pd.read_csv(quick_run / "docs" / "bench" / "bench_raw.csv")
+    args = ["bench", "--quick", "--methods", "rf", "--datasets", "digits"]
+    res = CliRunner().invoke(
+        app, [*args, "--sections", "inference", "--update", "--out", str(quick_run)]
+    )
+    assert res.exit_code == 0, res.output
+    after = pd.read_csv(quick_run / "docs" / "bench" / "bench_raw.csv")
+    main_b, main_a = (t[t["section"] == "main"] for t in (before, after))
+    np.testing.assert_allclose(main_a["fit_cpu_s"], main_b["fit_cpu_s"])
+    assert (after["section"] == "inference").sum() == (before["section"] == "inference").sum()
+    md = (quick_run / "BENCHMARKS.md").read_text()
+    assert "* main:" in md and "* inference:" in md
