@@ -121,6 +121,29 @@ def _gather_codes(codes, feats0, rows, Lc):
 
 
 @njit(cache=True)
+def _splittable(m, W, g, tau, min_leaf):
+    """Whether a node is split: impure, big enough, and weighted impurity not below the penalty (a
+    node with R(t) < alpha is a leaf of the pruned tree whatever grows below it)."""
+    return not (m < 2 * min_leaf or g <= _EPS or W * g < tau * (1.0 - 1e-9))
+
+
+@njit(cache=True)
+def _splittable_block(Y, Wt, s, e, K, tau, min_leaf, cnt):
+    """``_splittable`` for the block ``[s, e)``, computed exactly as the node computes it."""
+    for k in range(K):
+        cnt[k] = 0.0
+    for i in range(s, e):
+        cnt[Y[i]] += Wt[i]
+    W = 0.0
+    sq = 0.0
+    for k in range(K):
+        W += cnt[k]
+        sq += cnt[k] * cnt[k]
+    g = 1.0 - sq / (W * W) if W > 0 else 0.0
+    return _splittable(e - s, W, g, tau, min_leaf)
+
+
+@njit(cache=True)
 def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     """Grow and cost-complexity prune a gini CART on the training samples ``rows``.
 
@@ -157,6 +180,7 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     st_p = np.empty(n + 1, np.int64)
     st_l = np.empty(n + 1, np.bool_)
     st_d = np.empty(n + 1, np.int64)
+    st_x = np.empty(n + 1, np.bool_)
     # fbuf[k, :nfb[k]]: rows of Lc (features) not constant at the last node of depth k (DFS path)
     fbuf = np.empty((32, max(nf0, 1)), np.int64)
     nfb = np.zeros(32, np.int64)
@@ -170,11 +194,18 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     cnt = np.zeros(K, np.float64)
     cl = np.zeros(K, np.float64)
     node_count = 0
-    st_s[0], st_e[0], st_p[0], st_l[0], st_d[0] = 0, n, -1, False, 0
+    st_s[0], st_e[0], st_p[0], st_l[0], st_d[0], st_x[0] = 0, n, -1, False, 0, True
     sp = 1
     while sp > 0:
         sp -= 1
-        s, e, par, isl, depth = st_s[sp], st_e[sp], st_p[sp], st_l[sp], st_d[sp]
+        s, e, par, isl, depth, expandable = (
+            st_s[sp],
+            st_e[sp],
+            st_p[sp],
+            st_l[sp],
+            st_d[sp],
+            st_x[sp],
+        )
         node = node_count
         node_count += 1
         if par >= 0:
@@ -200,7 +231,7 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
         lab[node] = best_k
         m = e - s
         # a node with weighted impurity below the penalty is a leaf of the pruned tree (R(t) < alpha)
-        if m < 2 * min_leaf or g <= _EPS or W * g < tau * (1.0 - 1e-9):
+        if not expandable or not _splittable(m, W, g, tau, min_leaf):
             continue
         if depth >= fbuf.shape[0]:
             nb2 = np.empty((2 * fbuf.shape[0], fbuf.shape[1]), np.int64)
@@ -326,14 +357,20 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
             tmpw[dest[i - s]] = Wt[i]
         Y[s:e] = tmpy[:m]
         Wt[s:e] = tmpw[:m]
-        for qq in range(nconst):
-            row = Lc[fbuf[depth, qq]]
-            for i in range(s, e):
-                tmpc[dest[i - s]] = row[i]
-            row[s:e] = tmpc[:m]
+        # the codes are partitioned only if a child will be split (the same test as at the child)
+        x_left = _splittable_block(Y, Wt, s, mid, K, tau, min_leaf, cl)
+        x_right = _splittable_block(Y, Wt, mid, e, K, tau, min_leaf, cl)
+        if x_left or x_right:
+            for qq in range(nconst):
+                row = Lc[fbuf[depth, qq]]
+                for i in range(s, e):
+                    tmpc[dest[i - s]] = row[i]
+                row[s:e] = tmpc[:m]
         st_s[sp], st_e[sp], st_p[sp], st_l[sp], st_d[sp] = mid, e, node, False, depth + 1
+        st_x[sp] = x_right
         sp += 1
         st_s[sp], st_e[sp], st_p[sp], st_l[sp], st_d[sp] = s, mid, node, True, depth + 1
+        st_x[sp] = x_left
         sp += 1
     return _prune_compact(feat, thr, left, right, lab, wsum, imp, node_count, tau)
 
