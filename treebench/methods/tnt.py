@@ -17,12 +17,18 @@ its old left/right child, so several parents share a child.
 
 Implementation notes
 --------------------
-* The micro trees are scikit-learn ``DecisionTreeClassifier``s (Cython). Everything else works on flat
-  integer arrays: per node sample-index arrays during the sweep; live substitutes are appended to a flat
-  "live graph" and reached through a ``redirect`` array, so any subgraph is predicted for many samples
-  with one level-synchronous gather loop (no per-sample and no per-node Python work).
+* Micro trees (criterion gini) are grown by numba kernels (``_tnt_core``): features are rank-coded once
+  per fit; a micro tree works on an index array of the training set (no copy of ``X``), finds exact best
+  splits with per-node class histograms over the codes, stops growing at nodes whose weighted impurity
+  is below the pruning penalty (such nodes are leaves of the pruned tree anyway) and is pruned exactly
+  (minimal cost-complexity subtree). This equals ``DecisionTreeClassifier(ccp_alpha=C_i)`` up to the
+  choice among equally good splits (scikit-learn's random feature order; here a seeded permutation).
+  The scikit-learn builder remains available (other criteria; reference-exact debug path).
+* Everything else works on flat integer arrays: per node sample-index arrays during the sweep; live
+  substitutes are appended to a flat "live graph" and reached through a ``redirect`` array, and
+  subgraph predictions / routing are numba loops over the samples (no per-sample Python work).
 * A micro tree is refitted only if its training subset or targets changed since its last fit in the same
-  phase; all micro trees use the same ``random_state``, so this reuse is exact.
+  phase; the micro-tree builder is deterministic given ``random_state``, so this reuse is exact.
 * ``N1 = 1`` is CART with cost-complexity pruning (``DecisionTreeClassifier(ccp_alpha=C)``).
 * ``finetune_passes > 0`` runs a TAO-style alternating refit of the decision nodes on their care sets
   (best single split, accepted only if the care-set error does not grow) and sets leaves to the weighted
