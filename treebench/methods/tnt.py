@@ -17,12 +17,18 @@ its old left/right child, so several parents share a child.
 
 Implementation notes
 --------------------
-* The micro trees are scikit-learn ``DecisionTreeClassifier``s (Cython). Everything else works on flat
-  integer arrays: per node sample-index arrays during the sweep; live substitutes are appended to a flat
-  "live graph" and reached through a ``redirect`` array, so any subgraph is predicted for many samples
-  with one level-synchronous gather loop (no per-sample and no per-node Python work).
+* Micro trees (criterion gini) are grown by numba kernels (``_tnt_core``): features are rank-coded once
+  per fit; a micro tree works on an index array of the training set (no copy of ``X``), finds exact best
+  splits with per-node class histograms over the codes, stops growing at nodes whose weighted impurity
+  is below the pruning penalty (such nodes are leaves of the pruned tree anyway) and is pruned exactly
+  (minimal cost-complexity subtree). This equals ``DecisionTreeClassifier(ccp_alpha=C_i)`` up to the
+  choice among equally good splits (scikit-learn's random feature order; here a seeded permutation).
+  The scikit-learn builder remains available (other criteria; reference-exact debug path).
+* Everything else works on flat integer arrays: per node sample-index arrays during the sweep; live
+  substitutes are appended to a flat "live graph" and reached through a ``redirect`` array, and
+  subgraph predictions / routing are numba loops over the samples (no per-sample Python work).
 * A micro tree is refitted only if its training subset or targets changed since its last fit in the same
-  phase; all micro trees use the same ``random_state``, so this reuse is exact.
+  phase; the micro-tree builder is deterministic given ``random_state``, so this reuse is exact.
 * ``N1 = 1`` is CART with cost-complexity pruning (``DecisionTreeClassifier(ccp_alpha=C)``).
 * ``finetune_passes > 0`` runs a TAO-style alternating refit of the decision nodes on their care sets
   (best single split, accepted only if the care-set error does not grow) and sets leaves to the weighted
@@ -242,6 +248,13 @@ def _prepare(est, X, y, sample_weight):
 # ----------------------------------------------------------------------------- micro trees
 
 
+def _core():
+    """The numba kernels (imported on first use so that importing this module stays light)."""
+    from treebench.methods import _tnt_core
+
+    return _tnt_core
+
+
 class _MicroTree:
     """A fitted micro CART: scikit-learn's Cython ``Tree`` (``tree_``), its ``classes_`` and the class
     predicted at every node (``node_label``)."""
@@ -255,6 +268,44 @@ class _MicroTree:
 
     def predict(self, X):
         return self.node_label[self.tree_.apply(X)]
+
+    def predict_rows(self, X, rows):
+        return self.node_label[self.tree_.apply(X[rows])]
+
+
+class _FlatTree:
+    """A micro CART grown by the numba builder (``_tnt_core.build_micro``), with the attribute names of
+    scikit-learn's ``Tree`` (``tree_`` is the object itself) so both backends share the graph code."""
+
+    __slots__ = (
+        "feature",
+        "threshold",
+        "children_left",
+        "children_right",
+        "node_label",
+        "node_count",
+    )
+
+    def __init__(self, feature, threshold, left, right, label):
+        self.feature, self.threshold = feature, threshold
+        self.children_left, self.children_right = left, right
+        self.node_label = label
+        self.node_count = len(left)
+
+    @property
+    def tree_(self):
+        return self
+
+    def predict_rows(self, X, rows):
+        return _core().tree_route(
+            X,
+            self.feature,
+            self.threshold,
+            self.children_left,
+            self.children_right,
+            self.node_label,
+            rows,
+        )
 
 
 def _fit_micro_sklearn(X, y, w, ccp_alpha, seed, criterion, min_samples_leaf):
@@ -302,13 +353,26 @@ def _fit_micro_sklearn(X, y, w, ccp_alpha, seed, criterion, min_samples_leaf):
 class _TnTBuilder:
     """Mutable state of one TnT fit (graph lists, live substitutes, per-node sample sets)."""
 
-    def __init__(self, X, y, w, n_classes, C, tree_kwargs, seed):
+    def __init__(self, X, y, w, n_classes, C, tree_kwargs, seed, enc=None):
         self.X, self.y, self.w = X, y, w
         self.W = float(w.sum())
         self.K = n_classes
         self.C = C
         self.tree_kwargs = tree_kwargs
         self.seed = seed
+        # numba backend (gini): features rank-coded once; the sklearn backend is kept for other criteria
+        # and as the reference-exact path (scikit-learn's random feature order breaks ties)
+        self.backend = tree_kwargs.get("backend") or (
+            "numba" if tree_kwargs.get("criterion", "gini") == "gini" else "sklearn"
+        )
+        if self.backend == "numba" and tree_kwargs.get("criterion", "gini") != "gini":
+            raise ValueError("the numba micro-tree backend supports criterion='gini' only")
+        if self.backend == "numba":
+            self.enc = _core().encode_features(X) if enc is None else enc
+            # features are visited in a random order drawn from the seed (ties between equally good
+            # splits on different features are broken by it, as scikit-learn's random feature order does)
+            feats = np.flatnonzero(self.enc[1] > 1).astype(np.int64)
+            self.feats0 = np.random.RandomState(seed).permutation(feats)
         # graph (lists; -1 = none). A single leaf predicting the weighted majority (label irrelevant).
         self.feat, self.thr, self.left, self.right = [0], [0.0], [-1], [-1]
         self.label = [int(np.argmax(np.bincount(y, weights=w, minlength=n_classes)))]
@@ -392,31 +456,18 @@ class _TnTBuilder:
         self.memo[g] = None
         self.redirect[g] = g
 
+    def _live_predict(self, start, rows):
+        """Label predicted by the live graph from graph node ``start`` for the samples ``rows``."""
+        return _core().live_infer(
+            self.X, self.lf, self.lt, self.ll, self.lr, self.lv, self.redirect, int(start), rows
+        )
+
     def _infer(self, starts, rows):
         """Label predicted by the live graph from start node ``starts[i]`` for sample ``rows[i]``."""
         out = np.empty(len(rows), dtype=np.int64)
-        cur = self.redirect[starts]
-        active = np.arange(len(rows))
-        X, lf, lt, ll, lr, lv, rd = (
-            self.X,
-            self.lf,
-            self.lt,
-            self.ll,
-            self.lr,
-            self.lv,
-            self.redirect,
-        )
-        while active.size:
-            lab = lv[cur]
-            done = ll[cur] < 0
-            if done.any():
-                out[active[done]] = lab[done]
-                keep = ~done
-                active, cur = active[keep], cur[keep]
-                if not active.size:
-                    break
-            go = X[rows[active], lf[cur]] > lt[cur]
-            cur = rd[np.where(go, lr[cur], ll[cur])]
+        for s0 in np.unique(starts):
+            sel = starts == s0
+            out[sel] = self._live_predict(s0, rows[sel])
         return out
 
     def _route(self, g, rows):
@@ -425,7 +476,7 @@ class _TnTBuilder:
         if tree is None:
             go = self.X[rows, self.lf[g]] > self.lt[g]
         else:
-            go = tree.predict(self.X[rows]) == 1
+            go = tree.predict_rows(self.X, rows) == 1
         return rows[~go], rows[go]
 
     def _fit_micro(self, g, rows, targets):
@@ -443,15 +494,33 @@ class _TnTBuilder:
         if len(rows) == 0 or ws <= 0:
             self._remove(g)
             return
-        tree = _fit_micro_sklearn(
-            self.X[rows],
-            targets,
-            w,
-            self.C * self.W / ws,
-            self.seed,
-            self.tree_kwargs.get("criterion", "gini"),
-            self.tree_kwargs.get("min_samples_leaf", 1),
-        )
+        if self.backend == "numba":
+            codes, nbins, vals, voff = self.enc
+            K = self.K if self.ll[g] < 0 else 2
+            f, t, lft, rgt, lab, _ = _core().build_micro(
+                codes,
+                nbins,
+                vals,
+                voff,
+                self.feats0,
+                rows,
+                targets,
+                w,
+                K,
+                self.C * self.W,  # = ccp_alpha_i * W_i: the per-leaf penalty in weight units
+                int(self.tree_kwargs.get("min_samples_leaf", 1)),
+            )
+            tree = _FlatTree(f, t, lft, rgt, lab)
+        else:
+            tree = _fit_micro_sklearn(
+                self.X[rows],
+                targets,
+                w,
+                self.C * self.W / ws,
+                self.seed,
+                self.tree_kwargs.get("criterion", "gini"),
+                self.tree_kwargs.get("min_samples_leaf", 1),
+            )
         self.n_micro_fits += 1
         self._install(g, tree)
         self.memo[g] = (rows, targets)
@@ -466,10 +535,8 @@ class _TnTBuilder:
             rows = np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
             if self.ll[g] >= 0:
                 if rows.size:
-                    m = rows.size
-                    starts = np.concatenate([np.full(m, self.ll[g]), np.full(m, self.lr[g])])
-                    pred = self._infer(starts, np.concatenate([rows, rows]))
-                    yl, yr = pred[:m], pred[m:]
+                    yl = self._live_predict(self.ll[g], rows)
+                    yr = self._live_predict(self.lr[g], rows)
                     yt = self.y[rows]
                     care = yl != yr
                     lw = care & (yl == yt)
@@ -771,15 +838,31 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
             return int(self.random_state)
         return int(check_random_state(self.random_state).randint(0, 2**31 - 1))
 
-    def _fit_once(self, X, y, w, K, C, seed):
+    def _backend(self):
+        """Micro-tree backend: numba (gini, default) or scikit-learn (other criteria; and the
+        reference-exact path used by ``_reference_compat`` / ``_micro_backend = "sklearn"``, debug aids
+        that are not hyperparameters)."""
+        if getattr(self, "_reference_compat", False):
+            return "sklearn"
+        b = getattr(self, "_micro_backend", None)
+        if b is not None:
+            return b
+        return "numba" if self.criterion == "gini" else "sklearn"
+
+    def _fit_once(self, X, y, w, K, C, seed, enc=None):
         b = _TnTBuilder(
             X,
             y,
             w,
             K,
             C,
-            {"criterion": self.criterion, "min_samples_leaf": self.min_samples_leaf},
+            {
+                "criterion": self.criterion,
+                "min_samples_leaf": self.min_samples_leaf,
+                "backend": self._backend(),
+            },
             seed,
+            enc=enc,
         )
         if getattr(self, "_reference_compat", False):
             # Debug aid for scripts/compare_tnt_reference.py (not a hyperparameter): the reference
@@ -793,6 +876,7 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         f, t, lft, rgt, v = compact(f, t, lft, rgt, v, root)
         info = {
             "micro_fits": b.n_micro_fits,
+            "micro_backend": b.backend,
             "micro_reused": b.n_reused,
             "guard_bypasses": b.guard_bypasses,
         }
@@ -806,10 +890,13 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         seed = self._seed()
         C = float(self.ccp_alpha)
         info = {"ccp_alpha_used": C, "search_fits": 1}
+        # features are rank-coded once per fit (shared by the fits of the C search)
+        enc = _core().encode_features(X) if self._backend() == "numba" else None
         if self.target_splits is None:
-            graph, nS, finfo = self._fit_once(X, y, w, K, C, seed)
+            graph, nS, finfo = self._fit_once(X, y, w, K, C, seed, enc)
         else:
-            graph, nS, finfo, info = self._search(X, y, w, K, C, seed)
+            graph, nS, finfo, info = self._search(X, y, w, K, C, seed, enc)
+        del enc
         info.update(finfo)
         f, t, lft, rgt, v = graph
         if self.finetune_passes:
@@ -825,12 +912,12 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         self.fit_info_ = info
         return self
 
-    def _search(self, X, y, w, K, C, seed):
+    def _search(self, X, y, w, K, C, seed, enc=None):
         target = float(self.target_splits)
         tried = []  # (C, nS, graph, info)
 
         def run(c):
-            graph, nS, finfo = self._fit_once(X, y, w, K, c, seed)
+            graph, nS, finfo = self._fit_once(X, y, w, K, c, seed, enc)
             tried.append((c, nS, graph, finfo))
             if self.verbose:
                 print(f"[tnt] ccp_alpha={c:.3g} -> #S={nS}")
