@@ -51,6 +51,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from treebench.methods.base import (
     CLASSIFICATION,
     Capabilities,
+    InvalidParameterError,
     SizeMixin,
     combine_sizes,
     member_size,
@@ -819,19 +820,19 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
 
     def _validate(self):
         if not (isinstance(self.ccp_alpha, int | float) and self.ccp_alpha >= 0):
-            raise ValueError(f"ccp_alpha must be a float >= 0, got {self.ccp_alpha!r}")
+            raise InvalidParameterError(f"ccp_alpha must be a float >= 0, got {self.ccp_alpha!r}")
         for name in ("N1", "N2"):
             v = getattr(self, name)
             if not (isinstance(v, int | np.integer) and v >= 1):
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+                raise InvalidParameterError(f"{name} must be an int >= 1, got {v!r}")
         if self.target_splits is not None and not (self.target_splits >= 1):
-            raise ValueError(f"target_splits must be >= 1 or None, got {self.target_splits!r}")
+            raise InvalidParameterError(f"target_splits must be >= 1 or None, got {self.target_splits!r}")
         if not (isinstance(self.finetune_passes, int | np.integer) and self.finetune_passes >= 0):
-            raise ValueError(f"finetune_passes must be an int >= 0, got {self.finetune_passes!r}")
+            raise InvalidParameterError(f"finetune_passes must be an int >= 0, got {self.finetune_passes!r}")
         if not (self.target_tol >= 0):
-            raise ValueError(f"target_tol must be >= 0, got {self.target_tol!r}")
+            raise InvalidParameterError(f"target_tol must be >= 0, got {self.target_tol!r}")
         if not (isinstance(self.max_search, int | np.integer) and self.max_search >= 1):
-            raise ValueError(f"max_search must be an int >= 1, got {self.max_search!r}")
+            raise InvalidParameterError(f"max_search must be an int >= 1, got {self.max_search!r}")
 
     def _seed(self):
         if isinstance(self.random_state, int | np.integer):
@@ -965,7 +966,7 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, sample_weight=None):
         if not (isinstance(self.n_estimators, int | np.integer) and self.n_estimators >= 1):
-            raise ValueError(f"n_estimators must be an int >= 1, got {self.n_estimators!r}")
+            raise InvalidParameterError(f"n_estimators must be an int >= 1, got {self.n_estimators!r}")
         X, y = validate_data(self, X, y, dtype=np.float32)
         self.ensemble_ = self._make().fit(X, y, sample_weight=sample_weight)
         self.classes_ = self.ensemble_.classes_
@@ -1039,7 +1040,7 @@ class TnTBagging(_TnTEnsemble):
             n_estimators=self.n_estimators,
             max_samples=1.0 if self.max_samples is None else self.max_samples,
             random_state=self.random_state,
-            n_jobs=None,
+            n_jobs=self.n_jobs,  # members in joblib worker processes (numba kernels hold the GIL)
         )
 
 
