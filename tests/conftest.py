@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from sklearn.datasets import load_diabetes, load_iris
 
 from treebench.app import CONF_DIR
 
@@ -40,3 +42,12 @@ def run_cli(args, cwd, env=None, timeout=300):
         [sys.executable, "-m", "treebench.cli", *args],
         cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout,
     )
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Small classification (shuffled iris) and regression (200 rows of diabetes) sets per task."""
+    Xc, yc = load_iris(return_X_y=True)
+    idx = np.random.RandomState(0).permutation(len(yc))
+    Xr, yr = load_diabetes(return_X_y=True)
+    return {"classification": (Xc[idx], yc[idx]), "regression": (Xr[:200], yr[:200])}

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
-from sklearn.datasets import load_diabetes, load_digits, load_iris
+from sklearn.datasets import load_digits
 
 from tests.conftest import run_cli
-from treebench.app import CONF_DIR
+from tests.methods.test_contract import CASES, smoke_estimator
 from treebench.inspect import GraphEnsemble, export_graph, load_graph
 from treebench.inspect.explain import feature_importances, rules_text
 from treebench.inspect.render import dot_binary, draw_matplotlib, render, to_dot
 from treebench.methods.base import discover
-
-CASES = sorted((name, task) for name, e in discover().items() for task in e.classes)
 
 # Fast settings on top of each method's smoke_params: the round trip checks the export, not the fit.
 FAST = {
@@ -46,25 +42,8 @@ FAST = {
 
 
 def fast_estimator(name, task, **extra):
-    cls = discover()[name].classes[task]
-    cfg = yaml.safe_load((Path(CONF_DIR) / "method" / f"{name}.yaml").read_text())
-    params = dict(cfg.get("smoke_params") or {})
-    params.update(FAST.get(name, {}))
-    params.update(extra)
-    est = cls(**params)
-    if "random_state" in est.get_params():
-        est.set_params(random_state=0)
-    if "n_jobs" in est.get_params():
-        est.set_params(n_jobs=1)
-    return est
-
-
-@pytest.fixture(scope="module")
-def data():
-    Xc, yc = load_iris(return_X_y=True)
-    idx = np.random.RandomState(0).permutation(len(yc))
-    Xr, yr = load_diabetes(return_X_y=True)
-    return {"classification": (Xc[idx], yc[idx]), "regression": (Xr[:200], yr[:200])}
+    """The contract test's smoke estimator, with FAST's settings on top."""
+    return smoke_estimator(name, task, **{**FAST.get(name, {}), **extra})
 
 
 def test_every_method_exports():

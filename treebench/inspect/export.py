@@ -447,21 +447,22 @@ def onestage_graph(est) -> GraphEnsemble:
         [g],
         task=task,
         n_features=p,
-        transform=[
-            {"op": "cast", "dtype": "float64"},
-            {
-                "op": "standardize",
-                "mean": np.asarray(est.x_mean_).tolist(),
-                "scale": np.asarray(est.x_scale_).tolist(),
-                "dtype": "float64",
-            },
-            CAST32,
-        ],
+        transform=_standardize64(est),
         combine="mean",
         meta=_meta(est, importance="|w| weighted (One-Stage paper Sect. 4.5.2)"),
         feature_names=_feature_names(est),
         **kw,
     )
+
+
+def _standardize64(est) -> list[dict]:
+    """Input transform of models that standardise in float64 then compute in float32."""
+    mean, scale = np.asarray(est.x_mean_).tolist(), np.asarray(est.x_scale_).tolist()
+    return [
+        {"op": "cast", "dtype": "float64"},
+        {"op": "standardize", "mean": mean, "scale": scale, "dtype": "float64"},
+        CAST32,
+    ]
 
 
 # ----------------------------------------------------------------------------- Soft Decision Tree
@@ -501,16 +502,7 @@ def sdt_graph(est) -> GraphEnsemble:
         task="classification",
         classes=list(est.classes_),
         n_features=p,
-        transform=[
-            {"op": "cast", "dtype": "float64"},
-            {
-                "op": "standardize",
-                "mean": np.asarray(est.x_mean_).tolist(),
-                "scale": np.asarray(est.x_scale_).tolist(),
-                "dtype": "float64",
-            },
-            CAST32,
-        ],
+        transform=_standardize64(est),
         combine="mean",
         output="softmax",
         meta=_meta(est),
