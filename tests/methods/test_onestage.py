@@ -13,7 +13,9 @@ from treebench.methods.onestage import (
     OneStageGumbelClassifier,
     OneStageJointClassifier,
     OneStageRegressor,
+    collapse_neutral_splits,
     node_values,
+    reachable,
     route_paths,
 )
 
@@ -74,8 +76,15 @@ def test_router_gradient_matches_autograd(task):
     z = Xt @ Wt[:, :, 0] - Xt @ Wt[:, :, 1]
     a = (z + torch.as_tensor(noise)) / tau
     hard_right = (a <= 0).detach().numpy()
-    f = _torch_response(Xa, Wt, V, torch.as_tensor(keep, dtype=torch.float64), D, hard_right,
-                        soft_left=torch.sigmoid(a))
+    f = _torch_response(
+        Xa,
+        Wt,
+        V,
+        torch.as_tensor(keep, dtype=torch.float64),
+        D,
+        hard_right,
+        soft_left=torch.sigmoid(a),
+    )
     _torch_loss(est, f, t, est.prob_floor).backward()
     np.testing.assert_allclose(g, Wt.grad.numpy(), rtol=1e-4, atol=1e-6)
     assert np.abs(g).sum() > 0
@@ -126,7 +135,7 @@ def test_closed_form_values_equal_brute_force_means():
             p = node
             while not rows:  # nearest non-empty ancestor
                 p = (p - 1) // 2
-                rows = [r for r in range(n) if p in route_paths(Xa[r:r + 1], Wd, D)[0]]
+                rows = [r for r in range(n) if p in route_paths(Xa[r : r + 1], Wd, D)[0]]
             expect = (Y[rows] * w[rows, None]).sum(0) / w[rows].sum()
         np.testing.assert_allclose(V[node], expect, rtol=1e-10, err_msg=f"node {node}")
 
@@ -156,11 +165,44 @@ def test_pruned_nodes_stop_routing_in_predict():
     stops = m.apply(X)
     went_left = np.isin(full, [7, 8, 9, 10])
     assert (stops[went_left] == 1).all() and (stops[~went_left] == full[~went_left]).all()
-    np.testing.assert_allclose(m.predict_proba(X)[went_left], np.tile(m.values_[1], (went_left.sum(), 1)))
+    np.testing.assert_allclose(
+        m.predict_proba(X)[went_left], np.tile(m.values_[1], (went_left.sum(), 1))
+    )
     rep = m.size_report(X)
     assert rep["n_splits"] == 4 and rep["n_leaves"] == 5  # nodes 0, 2, 5, 6 (3, 4 unreachable)
     m.keep_[0] = False
     assert (m.apply(X) == 0).all() and m.size_report(X)["n_splits"] == 0
+
+
+def test_reachable_matches_recursive_definition():
+    rng = np.random.RandomState(0)
+    for D in (1, 3, 6):
+        keep = rng.rand(2**D - 1) < 0.7
+        want = np.zeros_like(keep)
+        for i in range(keep.size):
+            want[i] = keep[i] and (i == 0 or want[(i - 1) // 2])
+        np.testing.assert_array_equal(reachable(keep, D), want)
+
+
+@pytest.mark.parametrize("cls", [OneStageClassifier, OneStageRegressor])
+def test_collapsing_neutral_splits_keeps_predictions(cls):
+    X, y = (
+        load_iris(return_X_y=True) if cls is OneStageClassifier else load_diabetes(return_X_y=True)
+    )
+    m = cls(max_depth=7, max_epochs=3, random_state=0).fit(X, y)
+    info = m.fit_info_
+    # depth 7 on ~100-330 rows: many routers get rows on one side only
+    assert info["internal_kept"] < info["internal_kept_gamma"]
+    pred = m.predict_proba if cls is OneStageClassifier else m.predict
+    collapsed = pred(X)
+    m.keep_ = m.gamma_ >= 0.5
+    np.testing.assert_array_equal(pred(X), collapsed)
+    # a split whose two sides both receive rows is never collapsed
+    paths = np.array([[0, 1, 3], [0, 2, 5], [0, 2, 5]])
+    keep = np.ones(3, dtype=bool)
+    np.testing.assert_array_equal(
+        collapse_neutral_splits(paths, np.ones(3, bool), keep, 2), [True, False, False]
+    )
 
 
 def test_fit_learns_and_prunes_iris():
@@ -195,6 +237,9 @@ def test_clone_params_reproducible_and_variants():
     assert get_method("onestage_joint", "classification") is OneStageJointClassifier
     with pytest.raises(ValueError, match="validation_fraction"):
         OneStageClassifier(validation_fraction=1.5).fit(X, y)
+    with pytest.raises(ValueError, match="gamma_optimizer"):
+        OneStageClassifier(gamma_optimizer="rmsprop").fit(X, y)
+    assert OneStageClassifier()._patience() == 15 and OneStageRegressor()._patience() == 70
 
 
 def test_bagging_and_adaboost_accept_it():
