@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import yaml
 from sklearn.base import clone
-from sklearn.datasets import load_diabetes, load_iris
 
 from treebench.app import CONF_DIR
 from treebench.methods.base import SIZE_KEYS, discover
@@ -32,15 +31,6 @@ def smoke_estimator(name, task, **extra):
     if "n_jobs" in est.get_params():
         est.set_params(n_jobs=1)
     return est
-
-
-@pytest.fixture(scope="module")
-def data():
-    Xc, yc = load_iris(return_X_y=True)
-    rs = np.random.RandomState(0)
-    idx = rs.permutation(len(yc))
-    Xr, yr = load_diabetes(return_X_y=True)
-    return {"classification": (Xc[idx], yc[idx]), "regression": (Xr[:200], yr[:200])}
 
 
 @pytest.mark.parametrize(("name", "task"), CASES)
@@ -100,3 +90,20 @@ def test_string_labels(name, data):
     est = smoke_estimator(name, "classification").fit(X, labels)
     assert set(est.predict(X)) <= set(labels)
     assert list(est.classes_) == sorted(set(labels))
+
+
+# out-of-range values every method must reject with sklearn's InvalidParameterError naming the key
+_INVALID = {"max_depth": -1, "n_estimators": 0, "learning_rate": -1.0, "ccp_alpha": -0.1, "alpha": 1.5}
+
+
+@pytest.mark.parametrize(("name", "task"), CASES)
+def test_invalid_values_raise_invalid_parameter_error(name, task, data):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = data[task]
+    params = smoke_estimator(name, task).get_params(deep=False)
+    checked = [k for k in _INVALID if k in params]
+    for key in checked:
+        est = smoke_estimator(name, task, **{key: _INVALID[key]})
+        with pytest.raises(InvalidParameterError, match=key):
+            est.fit(X, y)

@@ -59,7 +59,14 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from treebench.methods.base import CLASSIFICATION, REGRESSION, Capabilities, SizeMixin, register
+from treebench.methods.base import (
+    CLASSIFICATION,
+    REGRESSION,
+    Capabilities,
+    InvalidParameterError,
+    SizeMixin,
+    register,
+)
 
 _VARIANTS = ("onestage", "joint", "gumbel")
 
@@ -296,28 +303,28 @@ class _OneStageBase(SizeMixin, BaseEstimator):
     # ------------------------------------------------------------------ validation
     def _check_params(self):
         if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 16):
-            raise ValueError(f"max_depth must be an int in [1, 16], got {self.max_depth!r}")
+            raise InvalidParameterError(f"max_depth must be an int in [1, 16], got {self.max_depth!r}")
         for name in ("learning_rate", "gamma_learning_rate", "temperature", "prob_floor"):
             v = getattr(self, name)
             if not v > 0:
-                raise ValueError(f"{name} must be > 0, got {v!r}")
+                raise InvalidParameterError(f"{name} must be > 0, got {v!r}")
         if not 0.0 <= self.gamma_init <= 1.0:
-            raise ValueError(f"gamma_init must be in [0, 1], got {self.gamma_init!r}")
+            raise InvalidParameterError(f"gamma_init must be in [0, 1], got {self.gamma_init!r}")
         if self.gamma_optimizer not in ("adam", "sgd"):
-            raise ValueError(
+            raise InvalidParameterError(
                 f"gamma_optimizer must be 'adam' or 'sgd', got {self.gamma_optimizer!r}"
             )
         if self.gamma_l1 < 0:
-            raise ValueError(f"gamma_l1 must be >= 0, got {self.gamma_l1!r}")
+            raise InvalidParameterError(f"gamma_l1 must be >= 0, got {self.gamma_l1!r}")
         for name in ("batch_size", "max_epochs", "patience"):
             v = getattr(self, name)
             if name == "patience" and v is None:
                 continue
             if not (isinstance(v, (int, np.integer)) and v >= 1):
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+                raise InvalidParameterError(f"{name} must be an int >= 1, got {v!r}")
         vf = self.validation_fraction
         if self._variant != "joint" and not 0.0 < vf < 1.0:
-            raise ValueError(f"validation_fraction must be in (0, 1), got {vf!r}")
+            raise InvalidParameterError(f"validation_fraction must be in (0, 1), got {vf!r}")
 
     def _patience(self):
         """Early-stopping patience; ``None`` = 15 (paper) for classification, 70 for regression."""
