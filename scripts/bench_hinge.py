@@ -93,8 +93,14 @@ class Trainer:
 
     def per1000(self):
         k = 1000 / self.n
-        return {"wall": self.wall * k, "cpu": self.cpu * k, "fwd": self.fwd * k,
-                "bwd": self.bwd * k, "fwd_bwd": (self.fwd + self.bwd) * k, "opt": self.step_s * k}
+        return {
+            "wall": self.wall * k,
+            "cpu": self.cpu * k,
+            "fwd": self.fwd * k,
+            "bwd": self.bwd * k,
+            "fwd_bwd": (self.fwd + self.bwd) * k,
+            "opt": self.step_s * k,
+        }
 
 
 def speed(a, torch):
@@ -109,17 +115,23 @@ def speed(a, torch):
     for _ in range(max(1, a.iterations // block)):
         for t in runs.values():
             t.run(block)
-    print(f"threads={torch.get_num_threads()} minibatches={a.iterations} (machine shared; "
-          "interleaved blocks of 100)")
+    print(
+        f"threads={torch.get_num_threads()} minibatches={a.iterations} (machine shared; "
+        "interleaved blocks of 100)"
+    )
     for name, t in runs.items():
         p = t.per1000()
-        print(f"{name:18s} s/1000 minibatches: wall {p['wall']:.2f} cpu {p['cpu']:.2f} "
-              f"(cpu: forward {p['fwd']:.2f}, backward {p['bwd']:.2f}, optimiser {p['opt']:.2f}) -> 40000 minibatches: "
-              f"wall {40 * p['wall']:.0f} s, cpu {40 * p['cpu']:.0f} s")
+        print(
+            f"{name:18s} s/1000 minibatches: wall {p['wall']:.2f} cpu {p['cpu']:.2f} "
+            f"(cpu: forward {p['fwd']:.2f}, backward {p['bwd']:.2f}, optimiser {p['opt']:.2f}) -> 40000 minibatches: "
+            f"wall {40 * p['wall']:.0f} s, cpu {40 * p['cpu']:.0f} s"
+        )
     if a.ref:
         r, o = runs["HingeTreeForTorch"].per1000(), runs["treebench"].per1000()
-        print(f"ratio reference/treebench: wall {r['wall'] / o['wall']:.2f}  "
-              f"cpu {r['cpu'] / o['cpu']:.2f}  fwd+bwd {r['fwd_bwd'] / o['fwd_bwd']:.2f}")
+        print(
+            f"ratio reference/treebench: wall {r['wall'] / o['wall']:.2f}  "
+            f"cpu {r['cpu'] / o['cpu']:.2f}  fwd+bwd {r['fwd_bwd'] / o['fwd_bwd']:.2f}"
+        )
 
 
 def scaling(a, torch):
@@ -132,16 +144,20 @@ def scaling(a, torch):
     for _ in range(max(1, a.iterations // 50)):
         for t in trainers.values():
             t.run(50)
-    print(f"threads={torch.get_num_threads()}, {a.iterations} minibatches of 53, Letter, scalar leaves"
-          " + linear aggregation, Adam; seconds per 1000 minibatches (machine shared)")
+    print(
+        f"threads={torch.get_num_threads()}, {a.iterations} minibatches of 53, Letter, scalar leaves"
+        " + linear aggregation, Adam; seconds per 1000 minibatches (machine shared)"
+    )
     print("CPU seconds (process time) per 1000 minibatches; wall is inflated by the shared machine")
     print("| trees | depth | params | forward | backward | optimiser | total cpu | wall |")
     print("|---|---|---|---|---|---|---|---|")
     for (m, d), t in trainers.items():
         p = t.per1000()
         n_par = sum(q.numel() for q in t.net.parameters())
-        print(f"| {m} | {d} | {n_par} | {p['fwd']:.2f} | {p['bwd']:.2f} | {p['opt']:.2f} | "
-              f"{p['cpu']:.2f} | {p['wall']:.1f} |")
+        print(
+            f"| {m} | {d} | {n_par} | {p['fwd']:.2f} | {p['bwd']:.2f} | {p['opt']:.2f} | "
+            f"{p['cpu']:.2f} | {p['wall']:.1f} |"
+        )
 
 
 def main():

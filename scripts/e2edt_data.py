@@ -8,8 +8,12 @@ from treebench.api import load_fold
 
 
 def _arrays(f, scale=lambda X: X):
-    return (scale(f.X_train).astype(np.float32), f.y_train.astype(int),
-            scale(f.X_test).astype(np.float32), f.y_test.astype(int))
+    return (
+        scale(f.X_train).astype(np.float32),
+        f.y_train.astype(int),
+        scale(f.X_test).astype(np.float32),
+        f.y_test.astype(int),
+    )
 
 
 def letter():

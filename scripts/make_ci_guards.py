@@ -36,13 +36,17 @@ def guards(outputs: Path) -> list[str]:
         extra = ", tolerance: 0.05, tolerance_reduced: 0.05" if task == "regression" else ""
         splits = round(float(g["n_splits"].mean())) if "n_splits" in g else None
         size = f", n_splits: {splits}" if splits else ""
-        lines.append(f"  - {{id: ci/{method}/{dataset}, dataset: {dataset}, method: {method}, "
-                     f"metric: {metric}, value: {value:.3f}{extra}{size}}}")
+        lines.append(
+            f"  - {{id: ci/{method}/{dataset}, dataset: {dataset}, method: {method}, "
+            f"metric: {metric}, value: {value:.3f}{extra}{size}}}"
+        )
     return lines
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("outputs", type=Path, help="TREEBENCH_OUTPUTS of a finished `ci` run")
     ap.add_argument("--write", action="store_true", help="rewrite conf/papers/ci.yaml in place")
     args = ap.parse_args()

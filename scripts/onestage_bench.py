@@ -63,8 +63,9 @@ def main():
             te, tr, kept, secs, eps = [], [], [], [], []
             for seed in range(a.seeds):
                 strat = y if task == "classification" else None
-                Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=a.test, random_state=seed,
-                                                      stratify=strat)
+                Xtr, Xte, ytr, yte = train_test_split(
+                    X, y, test_size=a.test, random_state=seed, stratify=strat
+                )
                 m = make(name, task, params, a.depth, seed)
                 t0 = time.perf_counter()
                 m.fit(Xtr, ytr)
@@ -72,17 +73,35 @@ def main():
                 te.append(100 * m.score(Xte, yte))
                 tr.append(100 * m.score(Xtr, ytr))
                 info = getattr(m, "fit_info_", {})
-                kept.append(info.get("internal_kept", getattr(getattr(m, "tree_", None),
-                                                              "node_count", np.nan)))
+                kept.append(
+                    info.get(
+                        "internal_kept", getattr(getattr(m, "tree_", None), "node_count", np.nan)
+                    )
+                )
                 eps.append(info.get("epochs", np.nan))
                 if out:
-                    out.write(json.dumps({"dataset": ds, "method": spec, "seed": seed, "depth": a.depth,
-                                          "test": te[-1], "train": tr[-1], "seconds": secs[-1],
-                                          "info": info}) + "\n")
+                    out.write(
+                        json.dumps(
+                            {
+                                "dataset": ds,
+                                "method": spec,
+                                "seed": seed,
+                                "depth": a.depth,
+                                "test": te[-1],
+                                "train": tr[-1],
+                                "seconds": secs[-1],
+                                "info": info,
+                            }
+                        )
+                        + "\n"
+                    )
                     out.flush()
-            print(f"{ds:14s} {spec:40s} test {np.mean(te):6.2f} ± {np.std(te):5.2f}  train "
-                  f"{np.mean(tr):6.2f}  kept {np.mean(kept):6.1f}  epochs {np.mean(eps):5.1f}  "
-                  f"fit {np.mean(secs):6.2f}s", flush=True)
+            print(
+                f"{ds:14s} {spec:40s} test {np.mean(te):6.2f} ± {np.std(te):5.2f}  train "
+                f"{np.mean(tr):6.2f}  kept {np.mean(kept):6.1f}  epochs {np.mean(eps):5.1f}  "
+                f"fit {np.mean(secs):6.2f}s",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

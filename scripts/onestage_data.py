@@ -12,8 +12,10 @@ import numpy as np
 import pandas as pd
 
 ROOT = os.environ.get("TREEBENCH_MIRROR", "/work/shared/data")
-CLASSIFICATION = ("pima spectf german ionosphere messidor wine_red wine_white spambase crx fertility "
-                  "hepatitis megawatt1 credit_default magic04 yeast ecoli glass").split()
+CLASSIFICATION = (
+    "pima spectf german ionosphere messidor wine_red wine_white spambase crx fertility "
+    "hepatitis megawatt1 credit_default magic04 yeast ecoli glass"
+).split()
 REGRESSION = "bike housing airfoil fri586 fri589 fri620".split()
 
 
@@ -24,7 +26,9 @@ def _p(*parts):
 def _frame_to_xy(df, target, cat_cols=()):
     y = df[target].to_numpy()
     X = df.drop(columns=[target])
-    X = pd.get_dummies(X, columns=[c for c in cat_cols if c in X.columns], dummy_na=False, dtype=float)
+    X = pd.get_dummies(
+        X, columns=[c for c in cat_cols if c in X.columns], dummy_na=False, dtype=float
+    )
     X = X.apply(pd.to_numeric, errors="coerce").astype(float)
     X = X.fillna(X.mean()).fillna(0.0)
     return X.to_numpy(), y
@@ -36,7 +40,9 @@ def load(name: str):
         d = np.loadtxt(_p("uci/pima-indians-diabetes/pima-indians-diabetes.data"), delimiter=",")
         X, y = d[:, :-1], d[:, -1]
     elif name == "spectf":
-        a = [np.loadtxt(_p("uci/spectf", f), delimiter=",") for f in ("SPECTF.train", "SPECTF.test")]
+        a = [
+            np.loadtxt(_p("uci/spectf", f), delimiter=",") for f in ("SPECTF.train", "SPECTF.test")
+        ]
         d = np.vstack(a)
         X, y = d[:, 1:], d[:, 0]
     elif name == "german":
@@ -68,8 +74,9 @@ def load(name: str):
         df = pd.read_csv(_p("difer/megawatt1/megawatt1.csv"), header=None)
         X, y = _frame_to_xy(df, df.columns[-1])
     elif name == "credit_default":
-        df = pd.read_csv(_p("uci/default-of-credit-card-clients/default of credit card clients.csv"),
-                         header=1)
+        df = pd.read_csv(
+            _p("uci/default-of-credit-card-clients/default of credit card clients.csv"), header=1
+        )
         X, y = df.iloc[:, 1:-1].to_numpy(float), df.iloc[:, -1].to_numpy()
     elif name == "magic04":
         df = pd.read_csv(_p("uci/magic/magic04.data"), header=None)
@@ -94,8 +101,11 @@ def load(name: str):
         d = np.loadtxt(_p("uci/airfoil-self-noise/airfoil_self_noise.dat"))
         X, y = d[:, :-1], d[:, -1]
     elif name in ("fri586", "fri589", "fri620"):
-        stem = {"fri586": "586_fri_c3_1000_25", "fri589": "589_fri_c2_1000_25",
-                "fri620": "620_fri_c1_1000_25"}[name]
+        stem = {
+            "fri586": "586_fri_c3_1000_25",
+            "fri589": "589_fri_c2_1000_25",
+            "fri620": "620_fri_c1_1000_25",
+        }[name]
         df = pd.read_csv(_p("pmlb", stem, f"{stem}.tsv.gz"), sep="\t")
         X, y = df.iloc[:, :-1].to_numpy(float), df.iloc[:, -1].to_numpy(float)
     else:

@@ -38,25 +38,39 @@ def main():
         if len(ms) < len(methods):
             continue
         seeds = set.intersection(*(set(by[(d, m)]) for m in ms))
-        table[d] = {m: (np.mean([by[(d, m)][s]["test"] for s in seeds]),
-                        np.mean([by[(d, m)][s]["train"] for s in seeds]),
-                        np.mean([by[(d, m)][s].get("info", {}).get("internal_kept", np.nan)
-                                 for s in seeds])) for m in ms}
-        print(f"{d:14s} " + " ".join(f"{table[d][m][0]:7.2f} (tr {table[d][m][1]:6.2f})" + " " * 5
-                                      for m in ms) + f" seeds={len(seeds)}")
+        table[d] = {
+            m: (
+                np.mean([by[(d, m)][s]["test"] for s in seeds]),
+                np.mean([by[(d, m)][s]["train"] for s in seeds]),
+                np.mean(
+                    [by[(d, m)][s].get("info", {}).get("internal_kept", np.nan) for s in seeds]
+                ),
+            )
+            for m in ms
+        }
+        print(
+            f"{d:14s} "
+            + " ".join(f"{table[d][m][0]:7.2f} (tr {table[d][m][1]:6.2f})" + " " * 5 for m in ms)
+            + f" seeds={len(seeds)}"
+        )
     if not table:
         return
     M = np.array([[table[d][m][0] for m in methods] for d in table])
     ranks = np.array([stats.rankdata(-row) for row in M])
-    print("average rank: " + ", ".join(f"{m}={r:.2f}" for m, r in zip(methods, ranks.mean(0), strict=True)))
+    print(
+        "average rank: "
+        + ", ".join(f"{m}={r:.2f}" for m, r in zip(methods, ranks.mean(0), strict=True))
+    )
     refs = [m for m in methods if m.split(":")[0] == a.ref]
     if refs:
         j = methods.index(refs[0])
         for i, m in enumerate(methods):
             if i != j:
                 w = int((M[:, i] > M[:, j]).sum())
-                print(f"{m} beats {refs[0]} on {w}/{len(M)} datasets (test); mean diff "
-                      f"{np.mean(M[:, i] - M[:, j]):+.2f}")
+                print(
+                    f"{m} beats {refs[0]} on {w}/{len(M)} datasets (test); mean diff "
+                    f"{np.mean(M[:, i] - M[:, j]):+.2f}"
+                )
     if len(methods) >= 3 and len(M) >= 2:
         print("Friedman:", stats.friedmanchisquare(*M.T))
     for m in methods:

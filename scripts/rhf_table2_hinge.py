@@ -76,27 +76,44 @@ def main():
             est = cls(n_estimators=100, max_depth=10, random_state=run, n_jobs=1).fit(Xtr, ytr)
             info = {}
         else:
-            name = ("HingeForest" if a.model == "forest" else "HingeFern") + \
-                ("Regressor" if reg else "Classifier")
+            name = ("HingeForest" if a.model == "forest" else "HingeFern") + (
+                "Regressor" if reg else "Classifier"
+            )
             est = getattr(hinge, name)(
-                n_estimators=a.trees, max_depth=a.depth, learning_rate=LR[a.dataset],
-                n_iterations=a.iterations, validation_fraction=VAL[a.dataset],
-                random_state=run, n_jobs=1).fit(Xtr, ytr)
+                n_estimators=a.trees,
+                max_depth=a.depth,
+                learning_rate=LR[a.dataset],
+                n_iterations=a.iterations,
+                validation_fraction=VAL[a.dataset],
+                random_state=run,
+                n_jobs=1,
+            ).fit(Xtr, ytr)
             info = est.fit_info_
         score = est.score(Xte, yte) if reg else 100 * (1 - est.score(Xte, yte))
         scores.append(score)
-        row = {"dataset": a.dataset, "model": a.model, "trees": a.trees, "depth": a.depth,
-               "iterations": a.iterations, "run": run, "score": score,
-               "metric": "r2" if reg else "error_pct", "seconds": time.perf_counter() - t0,
-               "best_iteration": info.get("best_iteration")}
+        row = {
+            "dataset": a.dataset,
+            "model": a.model,
+            "trees": a.trees,
+            "depth": a.depth,
+            "iterations": a.iterations,
+            "run": run,
+            "score": score,
+            "metric": "r2" if reg else "error_pct",
+            "seconds": time.perf_counter() - t0,
+            "best_iteration": info.get("best_iteration"),
+        }
         print(json.dumps(row), flush=True)
         if a.out:
             with open(a.out, "a") as f:
                 f.write(json.dumps(row) + "\n")
     cfg = "RF 100/10" if a.model == "rf" else f"{a.model} {a.trees}/{a.depth} it={a.iterations}"
-    print(f"SUMMARY {a.dataset} {cfg}: {'R2' if reg else 'error %'} "
-          f"{np.mean(scores):.4g} ({np.std(scores, ddof=1) if len(scores) > 1 else 0:.3g}) "
-          f"over {len(scores)} runs", flush=True)
+    print(
+        f"SUMMARY {a.dataset} {cfg}: {'R2' if reg else 'error %'} "
+        f"{np.mean(scores):.4g} ({np.std(scores, ddof=1) if len(scores) > 1 else 0:.3g}) "
+        f"over {len(scores)} runs",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

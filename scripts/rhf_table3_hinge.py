@@ -24,8 +24,16 @@ def load(name):
         return f.X_train, f.y_train, f.X_test, f.y_test, None, 53, "linear", 100
     if name == "usps":  # ESL zip.train / zip.test, pixels in [-1, 1]
         f = load_fold("usps")
-        return f.X_train, f.y_train.astype(int), f.X_test, f.y_test.astype(int), (16, 16), 29, \
-            "linear", 100
+        return (
+            f.X_train,
+            f.y_train.astype(int),
+            f.X_test,
+            f.y_test.astype(int),
+            (16, 16),
+            29,
+            "linear",
+            100,
+        )
     if name == "mnist":  # pixels / 255
         f = load_fold("mnist")
         return f.X_train / 255, f.y_train, f.X_test / 255, f.y_test, (28, 28), 53, "conv", 80
@@ -49,24 +57,45 @@ def main():
 
     Xtr, ytr, Xte, yte, shape, bs, feats, nf = load(a.dataset)
     cls = HingeForestClassifier if a.kind == "forest" else HingeFernClassifier
-    est = cls(n_estimators=a.trees, max_depth=a.depth, features=feats, n_features=nf,
-              aggregation="sum", optimizer="adam", learning_rate=0.005,
-              n_iterations=a.iterations, batch_size=bs, snapshot_every=a.snapshot,
-              selection="last", validation_fraction=0.0, image_shape=shape,
-              random_state=a.seed, n_jobs=a.threads, verbose=a.verbose)
+    est = cls(
+        n_estimators=a.trees,
+        max_depth=a.depth,
+        features=feats,
+        n_features=nf,
+        aggregation="sum",
+        optimizer="adam",
+        learning_rate=0.005,
+        n_iterations=a.iterations,
+        batch_size=bs,
+        snapshot_every=a.snapshot,
+        selection="last",
+        validation_fraction=0.0,
+        image_shape=shape,
+        random_state=a.seed,
+        n_jobs=a.threads,
+        verbose=a.verbose,
+    )
     t0 = time.perf_counter()
     est.fit(Xtr, ytr, eval_set=(Xte, yte))
     wall = time.perf_counter() - t0
     info = est.fit_info_
     best_it = min(est.eval_curve_, key=lambda c: c[1])[0]
-    row = {"dataset": a.dataset, "kind": a.kind, "trees": a.trees, "depth": a.depth,
-           "iterations": a.iterations, "seed": a.seed, "threads": a.threads,
-           "test_error_last_pct": 100 * info["eval_last_error"],
-           "test_error_test_selected_pct": 100 * info["eval_best_error"],
-           "test_selected_iteration": int(best_it),
-           "train_seconds": info["train_seconds"], "wall_seconds": wall,
-           "seconds_per_1000_iterations": info["seconds_per_1000_iterations"],
-           "n_parameters": info["n_parameters"]}
+    row = {
+        "dataset": a.dataset,
+        "kind": a.kind,
+        "trees": a.trees,
+        "depth": a.depth,
+        "iterations": a.iterations,
+        "seed": a.seed,
+        "threads": a.threads,
+        "test_error_last_pct": 100 * info["eval_last_error"],
+        "test_error_test_selected_pct": 100 * info["eval_best_error"],
+        "test_selected_iteration": int(best_it),
+        "train_seconds": info["train_seconds"],
+        "wall_seconds": wall,
+        "seconds_per_1000_iterations": info["seconds_per_1000_iterations"],
+        "n_parameters": info["n_parameters"],
+    }
     print(json.dumps(row), flush=True)
     if a.out:
         with open(a.out, "a") as f:

@@ -47,15 +47,28 @@ def load(name, n_train=None):
 def cmd_tree(a):
     Xtr, ytr, Xte, yte = load(a.dataset, a.n_train)
     t = time.time()
-    e = E2EDTClassifier(max_depth=a.depth, epochs=a.epochs, steepness_inc=a.dgamma, n_jobs=1,
-                        random_state=a.seed, keep_greedy=True, verbose=a.verbose).fit(Xtr, ytr)
-    print(f"[tree] {a.dataset} depth {a.depth} epochs {a.epochs} dgamma {a.dgamma}: fit "
-          f"{time.time() - t:.1f} s, {e.fit_info_}")
-    print(f"[tree] greedy   train {float((e.greedy_predict(Xtr) == ytr).mean()):.4f} "
-          f"test {float((e.greedy_predict(Xte) == yte).mean()):.4f}")
+    e = E2EDTClassifier(
+        max_depth=a.depth,
+        epochs=a.epochs,
+        steepness_inc=a.dgamma,
+        n_jobs=1,
+        random_state=a.seed,
+        keep_greedy=True,
+        verbose=a.verbose,
+    ).fit(Xtr, ytr)
+    print(
+        f"[tree] {a.dataset} depth {a.depth} epochs {a.epochs} dgamma {a.dgamma}: fit "
+        f"{time.time() - t:.1f} s, {e.fit_info_}"
+    )
+    print(
+        f"[tree] greedy   train {float((e.greedy_predict(Xtr) == ytr).mean()):.4f} "
+        f"test {float((e.greedy_predict(Xte) == yte).mean()):.4f}"
+    )
     for mode in ("deterministic", "root_hard", "probabilistic"):
-        print(f"[tree] finetune {mode:13s} train {acc(e, Xtr, ytr, inference=mode):.4f} "
-              f"test {acc(e, Xte, yte, inference=mode):.4f}")
+        print(
+            f"[tree] finetune {mode:13s} train {acc(e, Xtr, ytr, inference=mode):.4f} "
+            f"test {acc(e, Xte, yte, inference=mode):.4f}"
+        )
     print(f"[tree] size {e.size_report(Xte)}")
 
 
@@ -65,30 +78,47 @@ def cmd_fig2(a):
     Xtr, ytr, Xte, yte = load(a.dataset, a.n_train)
     for d in a.depths:
         t = time.time()
-        e = E2EDTClassifier(max_depth=d, epochs=a.epochs, n_jobs=1, random_state=a.seed,
-                            keep_greedy=True).fit(Xtr, ytr)
+        e = E2EDTClassifier(
+            max_depth=d, epochs=a.epochs, n_jobs=1, random_state=a.seed, keep_greedy=True
+        ).fit(Xtr, ytr)
         cart = DecisionTreeClassifier(max_depth=d, criterion="entropy", random_state=a.seed)
         cart.fit(Xtr, ytr)
-        print(f"[fig2] {a.dataset} depth {d:2d} epochs {a.epochs}: "
-              f"greedy train {float((e.greedy_predict(Xtr) == ytr).mean()):.4f} "
-              f"test {float((e.greedy_predict(Xte) == yte).mean()):.4f} | "
-              f"finetune train {acc(e, Xtr, ytr):.4f} test {acc(e, Xte, yte):.4f} "
-              f"(root_hard test {acc(e, Xte, yte, inference='root_hard'):.4f}) | "
-              f"CART train {cart.score(Xtr, ytr):.4f} test {cart.score(Xte, yte):.4f} | "
-              f"{e.struct_.n_leaves} leaves, {time.time() - t:.0f} s", flush=True)
+        print(
+            f"[fig2] {a.dataset} depth {d:2d} epochs {a.epochs}: "
+            f"greedy train {float((e.greedy_predict(Xtr) == ytr).mean()):.4f} "
+            f"test {float((e.greedy_predict(Xte) == yte).mean()):.4f} | "
+            f"finetune train {acc(e, Xtr, ytr):.4f} test {acc(e, Xte, yte):.4f} "
+            f"(root_hard test {acc(e, Xte, yte, inference='root_hard'):.4f}) | "
+            f"CART train {cart.score(Xtr, ytr):.4f} test {cart.score(Xte, yte):.4f} | "
+            f"{e.struct_.n_leaves} leaves, {time.time() - t:.0f} s",
+            flush=True,
+        )
 
 
 def cmd_cnn(a):
     Xtr, ytr, Xte, yte = load("mnist", a.n_train)
     t = time.time()
-    e = E2EDTClassifier(max_depth=None, max_leaves=10, split_features="cnn", image_shape=(28, 28),
-                        epochs=a.epochs, finetune_epochs=a.finetune_epochs, steepness_inc=a.dgamma,
-                        n_jobs=1, random_state=a.seed, keep_greedy=True,
-                        verbose=a.verbose).fit(Xtr, ytr)
-    print(f"[cnn] MNIST best-first 10 leaves, epochs {a.epochs}: fit {time.time() - t:.0f} s, "
-          f"{e.fit_info_}")
-    print(f"[cnn] leaves {e.struct_.n_leaves}, greedy test "
-          f"{float((e.greedy_predict(Xte) == yte).mean()):.4f}")
+    e = E2EDTClassifier(
+        max_depth=None,
+        max_leaves=10,
+        split_features="cnn",
+        image_shape=(28, 28),
+        epochs=a.epochs,
+        finetune_epochs=a.finetune_epochs,
+        steepness_inc=a.dgamma,
+        n_jobs=1,
+        random_state=a.seed,
+        keep_greedy=True,
+        verbose=a.verbose,
+    ).fit(Xtr, ytr)
+    print(
+        f"[cnn] MNIST best-first 10 leaves, epochs {a.epochs}: fit {time.time() - t:.0f} s, "
+        f"{e.fit_info_}"
+    )
+    print(
+        f"[cnn] leaves {e.struct_.n_leaves}, greedy test "
+        f"{float((e.greedy_predict(Xte) == yte).mean()):.4f}"
+    )
     for mode in ("deterministic", "root_hard", "probabilistic"):
         print(f"[cnn] finetune {mode:13s} test {acc(e, Xte, yte, inference=mode):.4f}")
     print(f"[cnn] size {e.size_report(Xte)}")
@@ -102,12 +132,21 @@ def cmd_forest(a):
     if a.epochs:
         kw["epochs"] = a.epochs
     t = time.time()
-    f = E2EDFClassifier(max_depth=10, steepness_inc=a.dgamma, n_jobs=1, random_state=a.seed,
-                        finetune_epochs=a.finetune_epochs, verbose=a.verbose, **kw).fit(Xtr, ytr)
+    f = E2EDFClassifier(
+        max_depth=10,
+        steepness_inc=a.dgamma,
+        n_jobs=1,
+        random_state=a.seed,
+        finetune_epochs=a.finetune_epochs,
+        verbose=a.verbose,
+        **kw,
+    ).fit(Xtr, ytr)
     rep = f.size_report(Xte)
     print(f"[forest] {a.dataset} {kw} dgamma {a.dgamma}: fit {time.time() - t:.0f} s {f.fit_info_}")
-    print(f"[forest] E2EDF test {acc(f, Xte, yte):.4f} (root_hard {acc(f, Xte, yte, inference='root_hard'):.4f}) "
-          f"splits/tree {rep['n_splits'] / rep['n_trees']:.1f} split_evals/sample {rep['split_evals']:.1f}")
+    print(
+        f"[forest] E2EDF test {acc(f, Xte, yte):.4f} (root_hard {acc(f, Xte, yte, inference='root_hard'):.4f}) "
+        f"splits/tree {rep['n_splits'] / rep['n_trees']:.1f} split_evals/sample {rep['split_evals']:.1f}"
+    )
     if a.rf:
         from sklearn.ensemble import RandomForestClassifier
 

@@ -40,7 +40,11 @@ def run_cli(args, cwd, env=None, timeout=300):
     e["PYTHONPATH"] = str(REPO) + os.pathsep + e.get("PYTHONPATH", "")
     return subprocess.run(
         [sys.executable, "-m", "treebench.cli", *args],
-        cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

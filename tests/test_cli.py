@@ -49,23 +49,36 @@ def test_single_run_prints_record_then_skips(tmp_path):
 
 
 def test_cfg_job_passthrough(tmp_path):
-    res = run_cli(["run", "method=rf", "method.params.n_estimators=7", "--cfg", "job"], tmp_path,
-                  {"TREEBENCH_OUTPUTS": str(tmp_path / "out")})
+    res = run_cli(
+        ["run", "method=rf", "method.params.n_estimators=7", "--cfg", "job"],
+        tmp_path,
+        {"TREEBENCH_OUTPUTS": str(tmp_path / "out")},
+    )
     assert res.returncode == 0, res.stderr
     assert "n_estimators: 7" in res.stdout
 
 
 def test_failed_single_run_exits_nonzero(tmp_path):
-    res = run_cli(["run", "method=cart", "dataset=iris", "method.params.max_depth=-2"], tmp_path,
-                  {"TREEBENCH_OUTPUTS": str(tmp_path / "out")})
+    res = run_cli(
+        ["run", "method=cart", "dataset=iris", "method.params.max_depth=-2"],
+        tmp_path,
+        {"TREEBENCH_OUTPUTS": str(tmp_path / "out")},
+    )
     assert res.returncode == 1 and "FAILED" in res.stdout
 
 
 @pytest.mark.slow
 def test_joblib_sweep_collect_and_resume(tmp_path):
     env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
-    args = ["run", "-m", "method=cart,gbdt", "dataset=iris,wine", "seed=0,1",
-            "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+    args = [
+        "run",
+        "-m",
+        "method=cart,gbdt",
+        "dataset=iris,wine",
+        "seed=0,1",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+    ]
     res = run_cli(args, tmp_path, env)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "8 records" in res.stdout

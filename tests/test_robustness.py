@@ -31,11 +31,25 @@ def _records(out):
 @pytest.mark.slow
 def test_sigkill_mid_sweep_then_resume(tmp_path):
     out = tmp_path / "out"
-    args = ["run", "-m", "method=rf", "dataset=digits", "seed=0,1,2,3,4,5",
-            "method.params.n_estimators=60", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+    args = [
+        "run",
+        "-m",
+        "method=rf",
+        "dataset=digits",
+        "seed=0,1,2,3,4,5",
+        "method.params.n_estimators=60",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+    ]
     cmd, env = _cli(args, tmp_path, out)
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.time() + 240
     while time.time() < deadline and len(_records(out)) < 2:
         time.sleep(0.2)
@@ -54,10 +68,15 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
 
 def test_two_processes_same_job_one_record(tmp_path):
     out = tmp_path / "out"
-    cmd, env = _cli(["run", "method=rf", "dataset=digits", "method.params.n_estimators=50"],
-                    tmp_path, out)
-    procs = [subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    cmd, env = _cli(
+        ["run", "method=rf", "dataset=digits", "method.params.n_estimators=50"], tmp_path, out
+    )
+    procs = [
+        subprocess.Popen(
+            cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs)
     recs = _records(out)
@@ -95,7 +114,8 @@ def test_single_class_training_is_a_recorded_reason(tmp_path):
 
 def test_invalid_hyperparameter_names_the_parameter(tmp_path):
     cfg = compose_config(["method=rf", "dataset=iris", "method.params.n_estimators=-3"])
-    (rec,) = runner.run_job(cfg, Store(tmp_path / "s"), DataContext(tmp_path, None, False),
-                            log=lambda *_: None)
+    (rec,) = runner.run_job(
+        cfg, Store(tmp_path / "s"), DataContext(tmp_path, None, False), log=lambda *_: None
+    )
     assert rec["status"] == "failed" and "InvalidParameterError" in rec["error"]
     assert "n_estimators" in rec["error"]

@@ -18,7 +18,9 @@ from treebench.schema import register_schema
 
 register_schema()
 
-CONF_DIR = os.environ.get("TREEBENCH_CONF_DIR") or str(Path(__file__).resolve().parent.parent / "conf")
+CONF_DIR = os.environ.get("TREEBENCH_CONF_DIR") or str(
+    Path(__file__).resolve().parent.parent / "conf"
+)
 
 
 def _abspath(p: str) -> Path:
@@ -90,7 +92,10 @@ class SweepSummary(Callback):
 def main(cfg: DictConfig) -> None:
     """Hydra entry point (``treebench run`` hands its arguments here)."""
     records = run_task(cfg)
-    if any(r["status"] == "failed" for r in records) and str(HydraConfig.get().mode) != "RunMode.MULTIRUN":
+    if (
+        any(r["status"] == "failed" for r in records)
+        and str(HydraConfig.get().mode) != "RunMode.MULTIRUN"
+    ):
         sys.exit(1)
 
 

@@ -39,8 +39,11 @@ def group_choices(group: str) -> dict[str, str]:
         except yaml.YAMLError:
             pass
         if not desc:
-            comments = [ln[1:].strip() for ln in text.splitlines()
-                        if ln.startswith("#") and "@package" not in ln]
+            comments = [
+                ln[1:].strip()
+                for ln in text.splitlines()
+                if ln.startswith("#") and "@package" not in ln
+            ]
             desc = comments[0] if comments else ""
         out[p.stem] = desc
     return out
@@ -61,8 +64,10 @@ def check_choices(args: list[str]) -> None:
             if v in ("null", "") or v in choices or v.startswith(("choice(", "range(", "glob(")):
                 continue
             names = sorted(choices)
-            err.print(f"[red]Unknown {group} {v!r}.[/]{suggest(v, names)}\n"
-                      f"Choices: {', '.join(names)}\n(see `treebench list {group}s`)")
+            err.print(
+                f"[red]Unknown {group} {v!r}.[/]{suggest(v, names)}\n"
+                f"Choices: {', '.join(names)}\n(see `treebench list {group}s`)"
+            )
             raise typer.Exit(2)
 
 
@@ -92,13 +97,17 @@ def run(ctx: typer.Context) -> None:
 
 
 @app.command("list")
-def list_(what: str = typer.Argument("all", help="methods, datasets, experiments, splits or all")) -> None:
+def list_(
+    what: str = typer.Argument("all", help="methods, datasets, experiments, splits or all"),
+) -> None:
     """List methods, datasets, experiments and split protocols with one-line descriptions."""
     from treebench.methods import get_entry
 
     wanted = [g for g in GROUPS if what in ("all", g, g + "s")]
     if not wanted:
-        err.print(f"[red]Unknown listing {what!r}.[/] Choices: methods, datasets, experiments, splits, all")
+        err.print(
+            f"[red]Unknown listing {what!r}.[/] Choices: methods, datasets, experiments, splits, all"
+        )
         raise typer.Exit(2)
     for group in wanted:
         t = Table(title=f"{group}s", title_justify="left")
@@ -109,8 +118,13 @@ def list_(what: str = typer.Argument("all", help="methods, datasets, experiments
         for name, desc in group_choices(group).items():
             if group == "method":
                 try:
-                    tasks = ", ".join(get_entry(yaml.safe_load(
-                        (Path(CONF_DIR) / "method" / f"{name}.yaml").read_text())["name"]).tasks)
+                    tasks = ", ".join(
+                        get_entry(
+                            yaml.safe_load(
+                                (Path(CONF_DIR) / "method" / f"{name}.yaml").read_text()
+                            )["name"]
+                        ).tasks
+                    )
                 except KeyError:
                     tasks = "?"
                 t.add_row(name, tasks, desc)
@@ -125,7 +139,9 @@ def _outputs(path: str | None) -> Path:
 
 @app.command()
 def collect(
-    outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
+    outputs: str = typer.Option(
+        None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
+    ),
     experiment: str = typer.Option(None, help="only rows of this experiment"),
     status: str = typer.Option(None, help="only rows with this status (ok, failed, skipped)"),
 ) -> None:
@@ -168,14 +184,19 @@ def _load_papers():
 
 @app.command()
 def status(
-    outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
+    outputs: str = typer.Option(
+        None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
+    ),
     experiment: str = typer.Option(None, help="only records of this experiment"),
 ) -> None:
     """Summarise the store: records per experiment, method and status, and each failure's reason."""
     from treebench.results import Store
 
-    recs = [r for r in Store(_outputs(outputs) / "store").records()
-            if experiment is None or r.get("experiment") == experiment]
+    recs = [
+        r
+        for r in Store(_outputs(outputs) / "store").records()
+        if experiment is None or r.get("experiment") == experiment
+    ]
     if not recs:
         console.print("no records")
         return
@@ -191,8 +212,10 @@ def status(
     console.print(t)
     for r in recs:
         if r["status"] == "failed":
-            console.print(f"[red]failed[/] {r['method']} | {r['dataset']} | seed {r['seed']} | "
-                          f"fold {r['fold']}: {r.get('error')}  ({r['key']})")
+            console.print(
+                f"[red]failed[/] {r['method']} | {r['dataset']} | seed {r['seed']} | "
+                f"fold {r['fold']}: {r.get('error')}  ({r['key']})"
+            )
         elif r["status"] == "skipped":
             console.print(f"[yellow]skipped[/] {r['method']} | {r['dataset']}: {r.get('reason')}")
 
@@ -200,9 +223,12 @@ def status(
 @app.command()
 def report(
     experiment: str = typer.Option(None, help="only rows of this experiment"),
-    outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
-    reproduction: bool = typer.Option(False, "--reproduction",
-                                      help="write REPRODUCTION.md: every paper table, ours vs the paper"),
+    outputs: str = typer.Option(
+        None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
+    ),
+    reproduction: bool = typer.Option(
+        False, "--reproduction", help="write REPRODUCTION.md: every paper table, ours vs the paper"
+    ),
     out: str = typer.Option(None, help="REPRODUCTION.md path (default: the repository root)"),
 ) -> None:
     """Markdown/LaTeX tables (ours next to the paper), figures and statistical tests under outputs/reports/."""
@@ -229,7 +255,9 @@ def report(
         from treebench.report.console import print_checks
 
         print_checks(res["verdicts"], f"{experiment}: ours vs the paper")
-        console.print(f"written: {len(res['files'])} files under {res['dir']} (see README.md there)")
+        console.print(
+            f"written: {len(res['files'])} files under {res['dir']} (see README.md there)"
+        )
         return
     if df.empty:
         err.print("[yellow]no results; run jobs first (treebench run ...)[/]")
@@ -244,12 +272,21 @@ def report(
 
 @app.command()
 def check(
-    experiment: str = typer.Option(..., help="experiment whose targets to check (e.g. ci, tnt_table1)"),
-    outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
-    strict: bool = typer.Option(False, help="also fail when a checked target has no data (skipped)"),
-    problems_only: bool = typer.Option(False, "--problems-only", help="print only FAIL and skipped rows"),
-    fail_on_errors: bool = typer.Option(False, "--fail-on-errors",
-                                        help="also fail when any run of the experiment failed"),
+    experiment: str = typer.Option(
+        ..., help="experiment whose targets to check (e.g. ci, tnt_table1)"
+    ),
+    outputs: str = typer.Option(
+        None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
+    ),
+    strict: bool = typer.Option(
+        False, help="also fail when a checked target has no data (skipped)"
+    ),
+    problems_only: bool = typer.Option(
+        False, "--problems-only", help="print only FAIL and skipped rows"
+    ),
+    fail_on_errors: bool = typer.Option(
+        False, "--fail-on-errors", help="also fail when any run of the experiment failed"
+    ),
 ) -> None:
     """Compare collected results with the paper/CI targets; exit 1 on any regression (FAIL)."""
     from treebench.report.checks import FAIL, SKIP, run_checks
@@ -262,8 +299,10 @@ def check(
         from treebench.methods.base import suggest
 
         names = experiment_names(papers)
-        err.print(f"[red]No targets for experiment {experiment!r}.[/]{suggest(experiment, names)}\n"
-                  f"Experiments with targets: {', '.join(names)}")
+        err.print(
+            f"[red]No targets for experiment {experiment!r}.[/]{suggest(experiment, names)}\n"
+            f"Experiments with targets: {', '.join(names)}"
+        )
         raise typer.Exit(2)
     targets, _, unavailable = for_experiment(papers, experiment)
     avail = _availability()
@@ -305,18 +344,27 @@ def fetch(ctx: typer.Context) -> None:
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("config", overrides=others, return_hydra_config=True)
         if datasets:
-            names = [n.strip() for a in datasets for n in a.split("=", 1)[1].split(",") if n.strip()]
+            names = [
+                n.strip() for a in datasets for n in a.split("=", 1)[1].split(",") if n.strip()
+            ]
         else:
             names = sweep_datasets(cfg)
         data_dir = Path(cfg.paths.data).expanduser().resolve()
-        console.print(f"data cache: {data_dir}" + (f"; mirror: {cfg.data.mirror}" if cfg.data.mirror
-                                                   else ""))
+        console.print(
+            f"data cache: {data_dir}" + (f"; mirror: {cfg.data.mirror}" if cfg.data.mirror else "")
+        )
         results = fetch_datasets(
-            names, lambda n: compose("config", overrides=[f"dataset={n}"]).dataset,
-            data_dir, cfg.data.mirror, console=console)
+            names,
+            lambda n: compose("config", overrides=[f"dataset={n}"]).dataset,
+            data_dir,
+            cfg.data.mirror,
+            console=console,
+        )
     failed = [n for n, e in results if e]
     if failed:
-        err.print(f"[red]{len(failed)} of {len(results)} datasets not available:[/] {', '.join(failed)}")
+        err.print(
+            f"[red]{len(failed)} of {len(results)} datasets not available:[/] {', '.join(failed)}"
+        )
         raise typer.Exit(1)
 
 
@@ -363,12 +411,20 @@ def _inspect_model(target: str, outputs: str | None, refit: bool):
 
 @app.command()
 def show(
-    target: str = typer.Argument(..., help="run key (or unique prefix), record file or saved model file"),
-    out: str = typer.Option(None, "--out", "-o", help="output directory (default: <outputs>/inspect/<key>)"),
-    outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
+    target: str = typer.Argument(
+        ..., help="run key (or unique prefix), record file or saved model file"
+    ),
+    out: str = typer.Option(
+        None, "--out", "-o", help="output directory (default: <outputs>/inspect/<key>)"
+    ),
+    outputs: str = typer.Option(
+        None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
+    ),
     max_graphs: int = typer.Option(3, help="draw and list at most this many graphs of an ensemble"),
     max_depth: int = typer.Option(None, help="draw at most this many levels"),
-    engine: str = typer.Option("auto", help="auto (Graphviz dot if installed, else matplotlib), dot, matplotlib"),
+    engine: str = typer.Option(
+        "auto", help="auto (Graphviz dot if installed, else matplotlib), dot, matplotlib"
+    ),
     refit: bool = typer.Option(False, help="refit even when a saved model exists"),
 ) -> None:
     """Render a trained model: DOT + SVG/PNG drawings, rules.txt, importances.csv/.png, model.json.
@@ -381,9 +437,11 @@ def show(
     dest = Path(out) if out else _outputs(outputs) / "inspect" / key
     files = write_report(model, dest, max_graphs=max_graphs, max_depth=max_depth, engine=engine)
     console.print(how)
-    console.print(f"wrote {dest}: model.json, rules.txt, "
-                  + ", ".join(p.name for p in files["render"]["dot"] + files["render"]["images"])
-                  + (", importances.csv/.png" if "importances" in files else ""))
+    console.print(
+        f"wrote {dest}: model.json, rules.txt, "
+        + ", ".join(p.name for p in files["render"]["dot"] + files["render"]["images"])
+        + (", importances.csv/.png" if "importances" in files else "")
+    )
     if files["render"]["hint"]:
         console.print(files["render"]["hint"])
     if "top" in files:
@@ -392,9 +450,13 @@ def show(
 
 @app.command()
 def export(
-    target: str = typer.Argument(..., help="run key (or unique prefix), record file or saved model file"),
+    target: str = typer.Argument(
+        ..., help="run key (or unique prefix), record file or saved model file"
+    ),
     out: str = typer.Option(..., "--out", "-o", help="JSON file to write (.json or .json.gz)"),
-    outputs: str = typer.Option(None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"),
+    outputs: str = typer.Option(
+        None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
+    ),
     refit: bool = typer.Option(False, help="refit even when a saved model exists"),
 ) -> None:
     """Write a trained model's decision graph(s) as JSON (loadable with treebench.inspect.load_graph)."""
@@ -406,17 +468,31 @@ def export(
 
 @app.command()
 def bench(
-    methods: str = typer.Option(None, help="comma-separated methods (default: every registered "
-                                "classifier; CART, the reference, is always added)"),
-    datasets: str = typer.Option(None, help="comma-separated datasets (default: conf/bench/bench.yaml)"),
-    repeats: int = typer.Option(None, help="timed repeats after the warm-up (default: the config's)"),
+    methods: str = typer.Option(
+        None,
+        help="comma-separated methods (default: every registered "
+        "classifier; CART, the reference, is always added)",
+    ),
+    datasets: str = typer.Option(
+        None, help="comma-separated datasets (default: conf/bench/bench.yaml)"
+    ),
+    repeats: int = typer.Option(
+        None, help="timed repeats after the warm-up (default: the config's)"
+    ),
     quick: bool = typer.Option(False, "--quick", help="tiny sizes and one repeat (CI, tests)"),
-    out: str = typer.Option(".", help="directory for BENCHMARKS.md (CSVs and plots go to OUT/docs/bench)"),
-    sections: str = typer.Option("main,inference,threads,scaling",
-                                 help="which parts: main, inference, threads, scaling (none + --update: rewrite only)"),
+    out: str = typer.Option(
+        ".", help="directory for BENCHMARKS.md (CSVs and plots go to OUT/docs/bench)"
+    ),
+    sections: str = typer.Option(
+        "main,inference,threads,scaling",
+        help="which parts: main, inference, threads, scaling (none + --update: rewrite only)",
+    ),
     timeout: float = typer.Option(None, help="seconds per measurement before the child is killed"),
-    update: bool = typer.Option(False, "--update", help="keep the other sections' results from "
-                                "OUT/docs/bench and re-run only --sections"),
+    update: bool = typer.Option(
+        False,
+        "--update",
+        help="keep the other sections' results from OUT/docs/bench and re-run only --sections",
+    ),
 ) -> None:
     """Benchmark fit/predict speed, memory and scaling of every method against CART (BENCHMARKS.md)."""
     from treebench import bench as tb_bench
@@ -425,10 +501,18 @@ def bench(
         return [x.strip() for x in s.split(",") if x.strip()] if s else None
 
     try:
-        files = tb_bench.run(methods=split(methods), datasets=split(datasets), repeats=repeats,
-                             quick=quick, out=out, sections=split(sections), timeout=timeout,
-                             log=console.print, command="treebench bench " + " ".join(sys.argv[2:]),
-                             update=update)
+        files = tb_bench.run(
+            methods=split(methods),
+            datasets=split(datasets),
+            repeats=repeats,
+            quick=quick,
+            out=out,
+            sections=split(sections),
+            timeout=timeout,
+            log=console.print,
+            command="treebench bench " + " ".join(sys.argv[2:]),
+            update=update,
+        )
     except ValueError as exc:
         err.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from exc

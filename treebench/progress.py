@@ -51,17 +51,23 @@ class SweepProgress:
     def _loop(self) -> None:
         console = Console(stderr=True)
         with Progress(
-            TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[detail]}"), TimeElapsedColumn(),
-            console=console, transient=False,
+            TextColumn("[bold]sweep"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
         ) as bar:
             task = bar.add_task("sweep", total=self.total, detail="")
             while True:
                 stopping = self._stop.wait(self.interval)
                 s = sweep_state(self.sweep_dir, self.store)
                 running = s["started"] - s["finished"]
-                detail = (f"running {running}  records ok {s['ok']}  failed {s['failed']}  "
-                          f"skipped {s['skipped']}")
+                detail = (
+                    f"running {running}  records ok {s['ok']}  failed {s['failed']}  "
+                    f"skipped {s['skipped']}"
+                )
                 bar.update(task, completed=s["finished"], detail=detail)
                 if stopping:
                     break

@@ -252,8 +252,9 @@ def job_keys(cfg: DictConfig) -> list[str]:
     return [job.key(f) for job in Job.all_from_config(cfg) for f in job.folds()]
 
 
-def run_job(cfg: DictConfig, store: Store, data_ctx: DataContext, log=print,
-            parallel: int = 1) -> list[dict]:
+def run_job(
+    cfg: DictConfig, store: Store, data_ctx: DataContext, log=print, parallel: int = 1
+) -> list[dict]:
     """Run every (seed, fold) of one config that is not stored yet; return the records written.
 
     Folds whose record is done are skipped (printed as "skipped, done"); a fold locked by another
@@ -298,11 +299,15 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                 except Skip as exc:
                     rec.update(status="skipped", reason=str(exc))
                 except Exception as exc:  # recorded, the sweep goes on
-                    rec.update(status="failed", error=f"{type(exc).__name__}: {exc}",
-                               traceback=traceback.format_exc())
+                    rec.update(
+                        status="failed",
+                        error=f"{type(exc).__name__}: {exc}",
+                        traceback=traceback.format_exc(),
+                    )
                 rec["wall_seconds"] = time.perf_counter() - t0
                 rec["provenance"]["finished_at"] = _dt.datetime.now(_dt.UTC).isoformat(
-                    timespec="seconds")
+                    timespec="seconds"
+                )
                 store.write(rec)
                 written.append(rec)
                 log(f"{tag} {summary_line(rec)}")
@@ -330,5 +335,7 @@ def summary_line(rec: dict) -> str:
     m = rec["metrics"]
     head = ", ".join(f"{k}={v:.4f}" for k, v in m.items() if k.startswith("test_"))
     size = rec.get("size") or {}
-    return (f"{head}  splits={size.get('n_splits', '-')}  fit={rec['fit_seconds']:.2f}s  "
-            f"key={rec['key']}")
+    return (
+        f"{head}  splits={size.get('n_splits', '-')}  fit={rec['fit_seconds']:.2f}s  "
+        f"key={rec['key']}"
+    )

@@ -54,7 +54,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if mode == "slow":
             step = max(1, len(body) // 20)
             for i in range(0, len(body), step):
-                self.wfile.write(body[i:i + step])
+                self.wfile.write(body[i : i + step])
                 self.wfile.flush()
                 time.sleep(0.05)
             return

@@ -29,5 +29,3 @@ def manifest() -> dict[str, dict]:
         return {}
     with open(MIRROR / "MANIFEST.csv", newline="") as fh:
         return {r["relative_path"]: r for r in csv.DictReader(fh)}
-
-

@@ -21,8 +21,9 @@ SHA = hashlib.sha256(PAYLOAD).hexdigest()
 
 
 def _ctx(tmp_path, mirror=None, allow=True, dataset="toy"):
-    return DataContext(tmp_path / "cache", mirror, allow_fetch=allow, dataset=dataset,
-                       log=lambda m: None)
+    return DataContext(
+        tmp_path / "cache", mirror, allow_fetch=allow, dataset=dataset, log=lambda m: None
+    )
 
 
 def _leftovers(root: Path) -> list[Path]:
@@ -30,8 +31,10 @@ def _leftovers(root: Path) -> list[Path]:
 
 
 def test_mirror_url_quotes_spaces():
-    assert mirror_url("http://h/base/", "uci/eeg/EEG Eye State.arff") == \
-        "http://h/base/uci/eeg/EEG%20Eye%20State.arff"
+    assert (
+        mirror_url("http://h/base/", "uci/eeg/EEG Eye State.arff")
+        == "http://h/base/uci/eeg/EEG%20Eye%20State.arff"
+    )
     rf = RemoteFile("https://up/x", "a/x", None)
     assert sources(rf, "http://m") == ["http://m/a/x", "https://up/x"]
     assert sources(rf, "/some/dir") == ["https://up/x"]  # a local mirror is read in place
@@ -154,9 +157,14 @@ def test_concurrent_fetch_from_two_processes(tmp_path, http_server):
     srv.files["/m/libsvm/toy.t"] = test_part
     for k in srv.files:
         srv.modes[k] = "slow"
-    files = {"train": {"url": "https://example.invalid/toy", "path": "libsvm/toy", "sha256": SHA},
-             "test": {"url": "https://example.invalid/toy.t", "path": "libsvm/toy.t",
-                      "sha256": hashlib.sha256(test_part).hexdigest()}}
+    files = {
+        "train": {"url": "https://example.invalid/toy", "path": "libsvm/toy", "sha256": SHA},
+        "test": {
+            "url": "https://example.invalid/toy.t",
+            "path": "libsvm/toy.t",
+            "sha256": hashlib.sha256(test_part).hexdigest(),
+        },
+    }
     repo = Path(__file__).resolve().parents[2]
     code = textwrap.dedent(f"""
         import sys
@@ -167,12 +175,16 @@ def test_concurrent_fetch_from_two_processes(tmp_path, http_server):
         cfg = OmegaConf.create({{"name": "toy", "task": "classification", "loader": {{
             "_target_": "treebench.data.sources.libsvm.load", "n_features": 2,
             "files": {files!r}}}}})
-        ctx = DataContext(Path({str(tmp_path / 'cache')!r}), {base + '/m'!r})
+        ctx = DataContext(Path({str(tmp_path / "cache")!r}), {base + "/m"!r})
         ds = load_dataset(cfg, ctx)
         print(len(ds.parts["train"]), len(ds.parts["test"]), float(ds.parts["train"].X.sum()))
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     for p, (_, errtext) in zip(procs, outs, strict=True):
         assert p.returncode == 0, errtext
@@ -216,8 +228,9 @@ def test_har_config_members_from_upstream_zip(tmp_path, http_server):
         for part, n in (("train", 40), ("test", 12)):
             rows = "\n".join("  " + " ".join(f"{v:.7e}" for v in rs.randn(561)) for _ in range(n))
             zf.writestr(f"UCI HAR Dataset/{part}/X_{part}.txt", rows + "\n")
-            zf.writestr(f"UCI HAR Dataset/{part}/y_{part}.txt",
-                        "".join(f"{1 + i % 6}\n" for i in range(n)))
+            zf.writestr(
+                f"UCI HAR Dataset/{part}/y_{part}.txt", "".join(f"{1 + i % 6}\n" for i in range(n))
+            )
     srv.files["/har.zip"] = buf.getvalue()
     cfg = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf/dataset/har.yaml")
     for node in (*cfg.loader.files.values(), *cfg.loader.labels.values()):
@@ -247,6 +260,7 @@ def test_read_only_or_full_cache_gives_a_clear_error(tmp_path, monkeypatch):
 
     spec = {"url": "http://127.0.0.1:9/nothing.csv", "path": "uci/demo/nothing.csv", "sha256": None}
     for code, word in ((errno.EROFS, "not writable"), (errno.ENOSPC, "is full")):
+
         def fail(*_a, _code=code, **_k):
             raise OSError(_code, "simulated")
 

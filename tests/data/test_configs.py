@@ -8,11 +8,13 @@ import yaml
 from tests.data.tb_data_helpers import REPO, manifest
 
 CONF = REPO / "conf" / "dataset"
-REQUIRED = ("mnist fashion_mnist usps letter letter_libsvm connect4 pendigits optdigits satimage dna "
-            "protein sensit adult crx eeg bank german cmc landcover isolet abalone abalone_reg har "
-            "madelon poker ionosphere pima spectf hepatitis wine_red wine_white bike spambase magic04 "
-            "yeast ecoli glass housing airfoil fertility messidor megawatt1 credit_default fri586 "
-            "fri589 fri620 iris digits wine breast_cancer diabetes").split()
+REQUIRED = (
+    "mnist fashion_mnist usps letter letter_libsvm connect4 pendigits optdigits satimage dna "
+    "protein sensit adult crx eeg bank german cmc landcover isolet abalone abalone_reg har "
+    "madelon poker ionosphere pima spectf hepatitis wine_red wine_white bike spambase magic04 "
+    "yeast ecoli glass housing airfoil fertility messidor megawatt1 credit_default fri586 "
+    "fri589 fri620 iris digits wine breast_cancer diabetes"
+).split()
 IMAGES = {"mnist": [28, 28], "fashion_mnist": [28, 28], "usps": [16, 16], "optdigits": [8, 8]}
 ALL = sorted(p.stem for p in CONF.glob("*.yaml"))
 

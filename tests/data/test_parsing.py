@@ -20,8 +20,11 @@ from treebench.data.sources._common import read_arff, read_table, unlzw
 
 
 def _spec(path: Path, rel: str | None = None, sha=True):
-    return {"url": f"https://example.invalid/{path.name}", "path": rel or path.name,
-            "sha256": hashlib.sha256(path.read_bytes()).hexdigest() if sha else None}
+    return {
+        "url": f"https://example.invalid/{path.name}",
+        "path": rel or path.name,
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest() if sha else None,
+    }
 
 
 @pytest.fixture
@@ -50,7 +53,9 @@ def test_csv_long_row_names_file_and_line(ctx):
 
 def test_bad_number_names_line_and_column(ctx):
     p = _put(ctx, "t.data", b"1,2,a\n3,x4,b\n5,6,a\n")
-    with pytest.raises(DataError, match=r"t\.data, line 2: value 'x4' in column '1' is not a number"):
+    with pytest.raises(
+        DataError, match=r"t\.data, line 2: value 'x4' in column '1' is not a number"
+    ):
         uci.load({"all": _spec(p)}, "classification", target=-1, ctx=ctx)
 
 
@@ -71,8 +76,15 @@ def test_missing_target_is_an_error(ctx):
 
 def test_crlf_bom_header_and_skiprows(ctx):
     p = _put(ctx, "c.csv", "\ufeff,X1,X2,Y\r\nID,a,b,y\r\n1,0.5,7,1\r\n2,0.25,8,0\r\n".encode())
-    ds = uci.load({"all": _spec(p)}, "classification", target="y", header=True, skiprows=1,
-                  drop=["ID"], ctx=ctx)
+    ds = uci.load(
+        {"all": _spec(p)},
+        "classification",
+        target="y",
+        header=True,
+        skiprows=1,
+        drop=["ID"],
+        ctx=ctx,
+    )
     np.testing.assert_array_equal(ds.parts["all"].X, [[0.5, 7], [0.25, 8]])
     assert ds.parts["all"].y.tolist() == [1, 0]
 
@@ -80,8 +92,14 @@ def test_crlf_bom_header_and_skiprows(ctx):
 def test_label_strip_and_numeric_label_order(ctx):
     a = _put(ctx, "a.data", b"1,>50K\n2,<=50K\n")
     b = _put(ctx, "b.data", b"|comment line\n3,>50K.\n4,<=50K.\n")
-    ds = uci.load({"train": _spec(a), "test": _spec(b)}, "classification", target=1,
-                  skiprows={"test": 1}, label_strip=".", ctx=ctx)
+    ds = uci.load(
+        {"train": _spec(a), "test": _spec(b)},
+        "classification",
+        target=1,
+        skiprows={"test": 1},
+        label_strip=".",
+        ctx=ctx,
+    )
     assert ds.meta["classes"] == ["<=50K", ">50K"]
     assert ds.parts["test"].y.tolist() == [1, 0]
     c = _put(ctx, "c.data", b"1,10\n2,9\n3,2\n")
@@ -91,31 +109,59 @@ def test_label_strip_and_numeric_label_order(ctx):
 
 def test_value_maps_and_target_bins(ctx):
     p = _put(ctx, "ab.data", b"M,0.1,3\nF,0.2,9\nI,0.3,10\nM,0.4,11\n")
-    ds = uci.load({"all": _spec(p)}, "classification", target=-1, names=["sex", "x", "rings"],
-                  value_maps={"sex": {"M": 0, "F": 1, "I": 2}}, target_bins=[9, 11], ctx=ctx)
+    ds = uci.load(
+        {"all": _spec(p)},
+        "classification",
+        target=-1,
+        names=["sex", "x", "rings"],
+        value_maps={"sex": {"M": 0, "F": 1, "I": 2}},
+        target_bins=[9, 11],
+        ctx=ctx,
+    )
     np.testing.assert_array_equal(ds.parts["all"].X[:, 0], [0, 1, 2, 0])
     assert ds.parts["all"].y.tolist() == [0, 1, 1, 2]
     q = _put(ctx, "ab2.data", b"M,0.1,3\nX,0.2,9\n")
     with pytest.raises(DataError, match=r"ab2\.data, line 2: value 'X' of column 'sex'"):
-        uci.load({"all": _spec(q)}, "classification", target=-1, names=["sex", "x", "rings"],
-                 value_maps={"sex": {"M": 0, "F": 1, "I": 2}}, target_bins=[9, 11], ctx=ctx)
+        uci.load(
+            {"all": _spec(q)},
+            "classification",
+            target=-1,
+            names=["sex", "x", "rings"],
+            value_maps={"sex": {"M": 0, "F": 1, "I": 2}},
+            target_bins=[9, 11],
+            ctx=ctx,
+        )
 
 
 def test_separate_label_file_length_mismatch(ctx):
     x = _put(ctx, "m.data", b"1 2 3 \n4 5 6 \n")
     y = _put(ctx, "m.labels", b"1\n-1\n")
-    ds = uci.load({"train": _spec(x)}, "classification", target=-1, sep="whitespace",
-                  labels={"train": _spec(y)}, ctx=ctx)
+    ds = uci.load(
+        {"train": _spec(x)},
+        "classification",
+        target=-1,
+        sep="whitespace",
+        labels={"train": _spec(y)},
+        ctx=ctx,
+    )
     assert ds.parts["train"].X.shape == (2, 3) and ds.meta["classes"] == [-1, 1]
     y2 = _put(ctx, "m2.labels", b"1\n")
     with pytest.raises(DataError, match="has 1 labels but m.data has 2 rows"):
-        uci.load({"train": _spec(x)}, "classification", target=-1, sep="whitespace",
-                 labels={"train": _spec(y2)}, ctx=ctx)
+        uci.load(
+            {"train": _spec(x)},
+            "classification",
+            target=-1,
+            sep="whitespace",
+            labels={"train": _spec(y2)},
+            ctx=ctx,
+        )
 
 
 def test_arff_nominal_attributes_are_categorical(ctx):
-    text = (b"% comment\r\n@RELATION r\r\n@ATTRIBUTE a NUMERIC\r\n@ATTRIBUTE 'b c' {x,y}\r\n"
-            b"@ATTRIBUTE class {0,1}\r\n\r\n@DATA\r\n1.5,x,0\r\n2.5,y,1\r\n")
+    text = (
+        b"% comment\r\n@RELATION r\r\n@ATTRIBUTE a NUMERIC\r\n@ATTRIBUTE 'b c' {x,y}\r\n"
+        b"@ATTRIBUTE class {0,1}\r\n\r\n@DATA\r\n1.5,x,0\r\n2.5,y,1\r\n"
+    )
     df, attrs = read_arff(text, "t.arff")
     assert list(df.columns) == ["a", "b c", "class"] and attrs["b c"] == ["x", "y"]
     p = _put(ctx, "t.arff", text)
@@ -129,7 +175,9 @@ def test_arff_nominal_attributes_are_categorical(ctx):
 def test_libsvm_shared_width_and_malformed_line(ctx):
     tr = _put(ctx, "toy", b"1 1:0.5 3:1\n2 2:1\n")
     te = _put(ctx, "toy.t.bz2", bz2.compress(b"1 1:0.25\n"))
-    ds = libsvm.load({"train": _spec(tr), "test": _spec(te)}, "classification", n_features=5, ctx=ctx)
+    ds = libsvm.load(
+        {"train": _spec(tr), "test": _spec(te)}, "classification", n_features=5, ctx=ctx
+    )
     assert ds.parts["train"].X.shape == (2, 5) and ds.parts["test"].X.shape == (1, 5)
     np.testing.assert_array_equal(ds.parts["train"].X[0], [0.5, 0, 1, 0, 0])
     bad = _put(ctx, "bad", b"1 1:0.5\n2 2:abc\n1 3:1\n")
@@ -153,7 +201,9 @@ def test_idx_roundtrip_and_truncation(ctx):
     imgs = np.arange(3 * 4 * 4).reshape(3, 4, 4) % 256
     ip = _put(ctx, "i.gz", _idx(imgs))
     lp = _put(ctx, "l.gz", _idx(np.array([1, 0, 1])))
-    ds = idx.load({"train": {"images": _spec(ip), "labels": _spec(lp)}}, image_shape=[4, 4], ctx=ctx)
+    ds = idx.load(
+        {"train": {"images": _spec(ip), "labels": _spec(lp)}}, image_shape=[4, 4], ctx=ctx
+    )
     assert ds.parts["train"].X.shape == (3, 16) and ds.parts["train"].X.dtype == np.uint8
     assert ds.image_shape == (4, 4)
     raw = gzip.decompress(ip.read_bytes())

@@ -27,7 +27,7 @@ def _ds(n=300, k=3, task="classification", parts=None, seed=0):
         return Dataset("toy", task, {"all": Part(X, y)})
     out, start = {}, 0
     for name, m in parts.items():
-        out[name] = Part(X[start:start + m], y[start:start + m])
+        out[name] = Part(X[start : start + m], y[start : start + m])
         start += m
     return Dataset("toy", task, out)
 
@@ -37,8 +37,15 @@ def _ids(part):
 
 
 def _signature(folds):
-    return [(f.split_id, _ids(f.train).tolist(), _ids(f.test).tolist(),
-             None if f.val is None else _ids(f.val).tolist()) for f in folds]
+    return [
+        (
+            f.split_id,
+            _ids(f.train).tolist(),
+            _ids(f.test).tolist(),
+            None if f.val is None else _ids(f.val).tolist(),
+        )
+        for f in folds
+    ]
 
 
 PROTOCOLS = [
@@ -103,7 +110,7 @@ def test_kfold_tests_cover_every_row_once_per_repeat():
     ds = _ds(n=100)
     folds = list(KFold(5, n_repeats=2).folds(ds, seed=0))
     for r in range(2):
-        ids = np.concatenate([_ids(f.test) for f in folds[5 * r:5 * r + 5]])
+        ids = np.concatenate([_ids(f.test) for f in folds[5 * r : 5 * r + 5]])
         assert sorted(ids.tolist()) == list(range(100))
 
 
@@ -112,7 +119,7 @@ def test_rotating_folds_rhf_iris_protocol():
     folds = list(RotatingFolds(5, 3).folds(ds, seed=0))
     assert len(folds) == 15
     for s in range(5):
-        group = folds[3 * s:3 * s + 3]
+        group = folds[3 * s : 3 * s + 3]
         assert all((len(f.train_proper), len(f.val), len(f.test)) == (50, 50, 50) for f in group)
         tests = np.concatenate([_ids(f.test) for f in group])
         assert sorted(tests.tolist()) == list(range(150))  # each row tested once per shuffle
@@ -150,8 +157,14 @@ def test_stratified_split_keeps_singleton_classes_in_train():
 
 def test_class_absent_from_train_is_a_clear_error():
     X = np.arange(10.0)[:, None]
-    ds = Dataset("toy", "classification", {"train": Part(X[:8], np.zeros(8, int) + np.arange(8) % 2),
-                                             "test": Part(X[8:], np.array([2, 2]))})
+    ds = Dataset(
+        "toy",
+        "classification",
+        {
+            "train": Part(X[:8], np.zeros(8, int) + np.arange(8) % 2),
+            "test": Part(X[8:], np.array([2, 2])),
+        },
+    )
     with pytest.raises(DataError, match=r"leaves classes \[2\] out of the training part"):
         next(Given().folds(ds, seed=0))
 
@@ -162,7 +175,9 @@ def test_regression_holdout_is_not_stratified():
     assert "strat" not in f.split_id and len(f.test) == 60
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "conf" / "split").glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", sorted((REPO / "conf" / "split").glob("*.yaml")), ids=lambda p: p.stem
+)
 def test_split_configs_instantiate(path):
     split = instantiate(OmegaConf.load(path))
     assert split.n_folds >= 1

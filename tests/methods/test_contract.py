@@ -45,7 +45,9 @@ def test_yaml_params_are_constructor_defaults(name, task):
         if not isinstance(value, dict):
             want = tuple(value) if isinstance(value, list) else value
             got = tuple(default) if isinstance(default, list) else default
-            assert want == got, f"{name}.yaml {key}={value!r} but constructor default is {default!r}"
+            assert want == got, (
+                f"{name}.yaml {key}={value!r} but constructor default is {default!r}"
+            )
     assert "random_state" not in (cfg.get("params") or {}), "random_state is owned by the runner"
 
 
@@ -60,8 +62,9 @@ def test_sklearn_contract(name, task, data):
     assert est.fit(X, y) is est
     fitted = [k for k in vars(est) if k.endswith("_") and not k.startswith("_")]
     assert fitted, "fit must set learned attributes ending in '_'"
-    assert not any(k.endswith("_") for k in vars(twin) if not k.startswith("_")), \
+    assert not any(k.endswith("_") for k in vars(twin) if not k.startswith("_")), (
         "the constructor must not set learned attributes"
+    )
     pred = est.predict(X)
     assert pred.shape == (len(y),)
     if task == "classification":
@@ -93,7 +96,13 @@ def test_string_labels(name, data):
 
 
 # out-of-range values every method must reject with sklearn's InvalidParameterError naming the key
-_INVALID = {"max_depth": -1, "n_estimators": 0, "learning_rate": -1.0, "ccp_alpha": -0.1, "alpha": 1.5}
+_INVALID = {
+    "max_depth": -1,
+    "n_estimators": 0,
+    "learning_rate": -1.0,
+    "ccp_alpha": -0.1,
+    "alpha": 1.5,
+}
 
 
 @pytest.mark.parametrize(("name", "task"), CASES)

@@ -92,8 +92,9 @@ def iris():
 @pytest.fixture(scope="module")
 def fitted_tree(iris):
     X, y = iris
-    return E2EDTClassifier(max_depth=3, epochs=6, batch_size=64, random_state=0, n_jobs=1,
-                           keep_greedy=True).fit(X, y)
+    return E2EDTClassifier(
+        max_depth=3, epochs=6, batch_size=64, random_state=0, n_jobs=1, keep_greedy=True
+    ).fit(X, y)
 
 
 # ----------------------------------------------------------------------------- path probabilities
@@ -190,9 +191,20 @@ def test_leaf_closed_form_update_and_annealing():
     for topk in (None, struct.n_leaves):  # dense and sparse (top-k = all) storage of h
         bank = core.LinearBank(torch.from_numpy(W), torch.from_numpy(b))
         bank2, g2, pi2, _ = core.finetune(
-            bank, struct, torch.from_numpy(gamma), torch.from_numpy(pi), torch.from_numpy(X),
-            torch.from_numpy(y), torch.from_numpy(sw), K, epochs=1, dgamma=0.25, batch_size=16,
-            gen=torch.Generator().manual_seed(0), topk=topk)
+            bank,
+            struct,
+            torch.from_numpy(gamma),
+            torch.from_numpy(pi),
+            torch.from_numpy(X),
+            torch.from_numpy(y),
+            torch.from_numpy(sw),
+            K,
+            epochs=1,
+            dgamma=0.25,
+            batch_size=16,
+            gen=torch.Generator().manual_seed(0),
+            topk=topk,
+        )
         np.testing.assert_allclose(pi2.numpy(), expected, rtol=1e-4, atol=1e-6)
         # first epoch is leaves-only: split parameters untouched; gamma annealed once
         np.testing.assert_array_equal(bank2.params()[0].numpy(), W)
@@ -201,16 +213,31 @@ def test_leaf_closed_form_update_and_annealing():
 
 def test_steepness_carried_from_greedy_into_finetune(iris):
     X, y = iris
-    e = E2EDTClassifier(max_depth=2, epochs=4, finetune_epochs=3, steepness_inc=0.2,
-                        batch_size=64, random_state=0, n_jobs=1, keep_greedy=True).fit(X, y)
+    e = E2EDTClassifier(
+        max_depth=2,
+        epochs=4,
+        finetune_epochs=3,
+        steepness_inc=0.2,
+        batch_size=64,
+        random_state=0,
+        n_jobs=1,
+        keep_greedy=True,
+    ).fit(X, y)
     np.testing.assert_allclose(e.greedy_[2].numpy(), 1 + 4 * 0.2, rtol=1e-6)
     np.testing.assert_allclose(e.gamma_.numpy(), 1 + (4 + 3) * 0.2, rtol=1e-6)
     e0 = clone(e).set_params(finetune_epochs=0).fit(X, y)
     np.testing.assert_allclose(e0.gamma_.numpy(), 1 + 4 * 0.2, rtol=1e-6)
     assert e0.fit_info_["finetune_epochs"] == 0
     # the forest's finetune defaults to 3 x the greedy epochs
-    f = E2EDFClassifier(n_estimators=2, max_depth=2, epochs=2, steepness_inc=0.1, batch_size=64,
-                        random_state=0, n_jobs=1).fit(X, y)
+    f = E2EDFClassifier(
+        n_estimators=2,
+        max_depth=2,
+        epochs=2,
+        steepness_inc=0.1,
+        batch_size=64,
+        random_state=0,
+        n_jobs=1,
+    ).fit(X, y)
     assert f.fit_info_["finetune_epochs"] == 6
     np.testing.assert_allclose(f.gamma_.numpy(), 1 + (2 + 6) * 0.1, rtol=1e-5)
 
@@ -240,8 +267,9 @@ def test_stacked_adam_matches_torch_adam_and_skips_inactive():
 
 def test_greedy_stumps_split_their_own_subsets(iris):
     X, y = iris
-    e = E2EDTClassifier(max_depth=3, epochs=8, finetune_epochs=0, batch_size=32, random_state=1,
-                        n_jobs=1).fit(X, y)
+    e = E2EDTClassifier(
+        max_depth=3, epochs=8, finetune_epochs=0, batch_size=32, random_state=1, n_jobs=1
+    ).fit(X, y)
     leaves = e.apply(X)[:, 0]
     # every leaf of the greedy tree receives training data (a split sending all one way is refused)
     assert set(leaves.tolist()) == set(range(e.struct_.n_leaves))
@@ -252,8 +280,9 @@ def test_greedy_stumps_split_their_own_subsets(iris):
 def test_best_first_growth_respects_max_leaves():
     X, y = load_digits(return_X_y=True)
     X = (X / 16).astype(np.float32)
-    e = E2EDTClassifier(max_depth=None, max_leaves=6, epochs=3, finetune_epochs=1,
-                        random_state=0, n_jobs=1).fit(X[:600], y[:600])
+    e = E2EDTClassifier(
+        max_depth=None, max_leaves=6, epochs=3, finetune_epochs=1, random_state=0, n_jobs=1
+    ).fit(X[:600], y[:600])
     assert e.struct_.n_leaves == 6
     assert e.size_report(X[:50])["n_leaves"] == 6
 
@@ -265,8 +294,15 @@ def test_forest_feature_subsets_and_patches():
     X, y = load_digits(return_X_y=True)
     X = (X / 16).astype(np.float32)[:400]
     y = y[:400]
-    f = E2EDFClassifier(n_estimators=3, max_depth=3, max_features=5, epochs=2, finetune_epochs=1,
-                        random_state=0, n_jobs=1).fit(X, y)
+    f = E2EDFClassifier(
+        n_estimators=3,
+        max_depth=3,
+        max_features=5,
+        epochs=2,
+        finetune_epochs=1,
+        random_state=0,
+        n_jobs=1,
+    ).fit(X, y)
     feat = f.bank_.feat.numpy()
     assert feat.shape == (f.struct_.n_splits, 5)
     assert all(len(set(r)) == 5 for r in feat)
@@ -274,8 +310,16 @@ def test_forest_feature_subsets_and_patches():
     # prediction = mean of the trees' leaf distributions
     leaves = f.apply(X)
     np.testing.assert_allclose(f.predict_proba(X), f.pi_.numpy()[leaves].mean(1), rtol=1e-6)
-    fp = E2EDFClassifier(n_estimators=2, max_depth=2, patch_size=3, image_shape=(8, 8), epochs=2,
-                         finetune_epochs=1, random_state=0, n_jobs=1).fit(X, y)
+    fp = E2EDFClassifier(
+        n_estimators=2,
+        max_depth=2,
+        patch_size=3,
+        image_shape=(8, 8),
+        epochs=2,
+        finetune_epochs=1,
+        random_state=0,
+        n_jobs=1,
+    ).fit(X, y)
     for r in fp.bank_.feat.numpy():
         rows, cols = np.divmod(r, 8)
         assert rows.max() - rows.min() == 2 and cols.max() - cols.min() == 2 and len(set(r)) == 9
@@ -290,17 +334,26 @@ def test_cnn_bank_rows_equal_all():
     full = bank.f_all(X)
     n_idx = torch.tensor([0, 1, 2, 3, 4, 0])
     s_idx = torch.tensor([2, 0, 1, 1, 2, 0])
-    torch.testing.assert_close(bank.f_rows(X, n_idx, s_idx), full[n_idx, s_idx], rtol=1e-4,
-                               atol=1e-5)
+    torch.testing.assert_close(
+        bank.f_rows(X, n_idx, s_idx), full[n_idx, s_idx], rtol=1e-4, atol=1e-5
+    )
 
 
 def test_cnn_tree_fits_images():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 256)).astype(np.float32)
     y = (X.reshape(200, 16, 16)[:, 4:12, 4:12].mean((1, 2)) > 0).astype(int)
-    e = E2EDTClassifier(max_depth=None, max_leaves=3, split_features="cnn", image_shape=(16, 16),
-                        epochs=3, finetune_epochs=2, batch_size=50, random_state=0,
-                        n_jobs=1).fit(X, y)
+    e = E2EDTClassifier(
+        max_depth=None,
+        max_leaves=3,
+        split_features="cnn",
+        image_shape=(16, 16),
+        epochs=3,
+        finetune_epochs=2,
+        batch_size=50,
+        random_state=0,
+        n_jobs=1,
+    ).fit(X, y)
     assert e.struct_.n_leaves <= 3
     assert e.predict(X).shape == (200,)
 
@@ -311,8 +364,9 @@ def test_spatial_regulariser_laplacian():
     assert L[0, 0] == 2 and L[5, 5] == 4
     X, y = load_digits(return_X_y=True)
     X = (X / 16).astype(np.float32)
-    e = E2EDTClassifier(max_depth=1, epochs=3, spatial_reg=1e-3, image_shape=(8, 8),
-                        random_state=0, n_jobs=1).fit(X[:300], y[:300])
+    e = E2EDTClassifier(
+        max_depth=1, epochs=3, spatial_reg=1e-3, image_shape=(8, 8), random_state=0, n_jobs=1
+    ).fit(X[:300], y[:300])
     assert e.struct_.n_splits == 1
 
 
@@ -357,8 +411,9 @@ def test_sample_weight_bagging_adaboost(iris):
 def test_string_labels_and_inference_modes(iris):
     X, y = iris
     labels = np.array(["a", "b", "c"])[y]
-    e = E2EDTClassifier(max_depth=2, epochs=3, batch_size=64, random_state=0, n_jobs=1,
-                        inference="root_hard").fit(X, labels)
+    e = E2EDTClassifier(
+        max_depth=2, epochs=3, batch_size=64, random_state=0, n_jobs=1, inference="root_hard"
+    ).fit(X, labels)
     assert set(e.predict(X)) <= set(labels)
     for mode in ("deterministic", "root_hard", "probabilistic"):
         pr = e.predict_proba(X, inference=mode)
@@ -368,8 +423,9 @@ def test_string_labels_and_inference_modes(iris):
 
 def test_validation_fraction_records_validation_accuracy(iris):
     X, y = iris
-    e = E2EDTClassifier(max_depth=2, epochs=3, batch_size=64, validation_fraction=0.2,
-                        random_state=0, n_jobs=1).fit(X, y)
+    e = E2EDTClassifier(
+        max_depth=2, epochs=3, batch_size=64, validation_fraction=0.2, random_state=0, n_jobs=1
+    ).fit(X, y)
     info = e.fit_info_
     assert 0 <= info["val_accuracy"] <= 1 and 0 <= info["greedy_val_accuracy"] <= 1
     assert 0 <= info["greedy_train_accuracy"] <= 1
@@ -379,8 +435,16 @@ def test_validation_fraction_records_validation_accuracy(iris):
 
 def test_forest_without_finetune_annealing(iris):
     X, y = iris
-    f = E2EDFClassifier(n_estimators=2, max_depth=2, epochs=2, steepness_inc=0.1, batch_size=64,
-                        anneal_finetune=False, random_state=0, n_jobs=1).fit(X, y)
+    f = E2EDFClassifier(
+        n_estimators=2,
+        max_depth=2,
+        epochs=2,
+        steepness_inc=0.1,
+        batch_size=64,
+        anneal_finetune=False,
+        random_state=0,
+        n_jobs=1,
+    ).fit(X, y)
     np.testing.assert_allclose(f.gamma_.numpy(), 1 + 2 * 0.1, rtol=1e-5)
 
 
@@ -389,9 +453,17 @@ def test_single_class_and_diagonal_patches():
     e = E2EDTClassifier(max_depth=2, epochs=2, random_state=0, n_jobs=1).fit(X, np.zeros(30))
     assert (e.predict(X) == 0).all() and e.size_report(X)["n_splits"] == 0
     y = (X[:, 0] > 0).astype(int)
-    f = E2EDFClassifier(n_estimators=2, max_depth=2, patch_size=3, diagonal_patch=True,
-                        image_shape=(8, 8), epochs=2, finetune_epochs=0, random_state=0,
-                        n_jobs=1).fit(X, y)
+    f = E2EDFClassifier(
+        n_estimators=2,
+        max_depth=2,
+        patch_size=3,
+        diagonal_patch=True,
+        image_shape=(8, 8),
+        epochs=2,
+        finetune_epochs=0,
+        random_state=0,
+        n_jobs=1,
+    ).fit(X, y)
     for r in f.bank_.feat.numpy():
         rows, cols = np.divmod(r, 8)
         assert rows.min() == cols.min() <= 8 - 3 - 1

@@ -56,10 +56,10 @@ def _closed_form_grads(forest, z, info, G):
     for b in range(z.shape[0]):
         for m in range(forest.n_trees):
             leaf, v, r = int(info[b, m, 0]), int(info[b, m, 1]), info[b, m, 2]
-            gw[m, leaf] += G[b, m] * abs(r)                    # Eq. 12: |r*|
+            gw[m, leaf] += G[b, m] * abs(r)  # Eq. 12: |r*|
             s = float(G[b, m] @ w[m, leaf]) * np.sign(r)
-            gt[m, v] += -s                                     # -sgn(r*) w_leaf
-            gz[b, f[m, v]] += s                                # Eq. 11: +sgn(r*) w_leaf
+            gt[m, v] += -s  # -sgn(r*) w_leaf
+            gz[b, f[m, v]] += s  # Eq. 11: +sgn(r*) w_leaf
     return gz, gt, gw
 
 
@@ -104,8 +104,9 @@ def test_fern_depth1_equals_tree_depth1():
     z = torch.randn(30, 6, generator=torch.Generator().manual_seed(1))
     torch.testing.assert_close(a(z), b(z), rtol=0, atol=0)
     X, y = load_iris(return_X_y=True)
-    kw = dict(n_estimators=10, max_depth=1, n_iterations=150, snapshot_every=50, random_state=0,
-              n_jobs=1)
+    kw = dict(
+        n_estimators=10, max_depth=1, n_iterations=150, snapshot_every=50, random_state=0, n_jobs=1
+    )
     pa = HingeForestClassifier(**kw).fit(X, y).predict_proba(X)
     pb = HingeFernClassifier(**kw).fit(X, y).predict_proba(X)
     np.testing.assert_array_equal(pa, pb)
@@ -131,8 +132,9 @@ def test_running_batchnorm():
 
 def test_deterministic_inference_train_equals_eval():
     X, y = load_iris(return_X_y=True)
-    est = HingeForestClassifier(n_estimators=10, max_depth=3, n_iterations=200,
-                                snapshot_every=100, random_state=1, n_jobs=1).fit(X, y)
+    est = HingeForestClassifier(
+        n_estimators=10, max_depth=3, n_iterations=200, snapshot_every=100, random_state=1, n_jobs=1
+    ).fit(X, y)
     net = est.net_
     Xt = torch.tensor(X, dtype=torch.float32)
     with torch.no_grad():
@@ -149,8 +151,18 @@ def test_deterministic_inference_train_equals_eval():
 
 
 def test_conv_pool_and_sum_aggregation_shapes():
-    net = HingeNet(28 * 28, 10, 4, 3, "tree", pool="conv", n_features=80, aggregation="sum",
-                   image_shape=(28, 28), generator=torch.Generator().manual_seed(0))
+    net = HingeNet(
+        28 * 28,
+        10,
+        4,
+        3,
+        "tree",
+        pool="conv",
+        n_features=80,
+        aggregation="sum",
+        image_shape=(28, 28),
+        generator=torch.Generator().manual_seed(0),
+    )
     assert net.n_pool == 80 * 8 * 8
     assert net(torch.randn(5, 784)).shape == (5, 10)
 
@@ -178,8 +190,16 @@ def test_sklearn_contract_and_iris(cls):
 
 def test_test_selection_is_labelled():
     X, y = load_iris(return_X_y=True)
-    est = HingeFernClassifier(n_estimators=5, max_depth=2, n_iterations=200, snapshot_every=50,
-                              selection="test", validation_fraction=0, random_state=0, n_jobs=1)
+    est = HingeFernClassifier(
+        n_estimators=5,
+        max_depth=2,
+        n_iterations=200,
+        snapshot_every=50,
+        selection="test",
+        validation_fraction=0,
+        random_state=0,
+        n_jobs=1,
+    )
     est.fit(X[::2], y[::2], eval_set=(X[1::2], y[1::2]))
     info = est.fit_info_
     assert info["selection"] == "test"
@@ -190,8 +210,14 @@ def test_test_selection_is_labelled():
 @pytest.mark.parametrize("cls", [HingeForestRegressor, HingeFernRegressor])
 def test_regression_diabetes(cls):
     X, y = load_diabetes(return_X_y=True)
-    est = cls(n_estimators=50, max_depth=1, n_iterations=1500, snapshot_every=100,
-              random_state=0, n_jobs=1).fit(X[:330], y[:330])
+    est = cls(
+        n_estimators=50,
+        max_depth=1,
+        n_iterations=1500,
+        snapshot_every=100,
+        random_state=0,
+        n_jobs=1,
+    ).fit(X[:330], y[:330])
     assert est.predict(X[330:]).shape == (112,)
     assert est.score(X[330:], y[330:]) > 0.3
 
@@ -210,8 +236,9 @@ def test_bagging_and_adaboost_accept_it():
     from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
 
     X, y = load_iris(return_X_y=True)
-    base = HingeFernClassifier(n_estimators=4, max_depth=2, n_iterations=60, snapshot_every=30,
-                               random_state=0, n_jobs=1)
+    base = HingeFernClassifier(
+        n_estimators=4, max_depth=2, n_iterations=60, snapshot_every=30, random_state=0, n_jobs=1
+    )
     bag = BaggingClassifier(base, n_estimators=2, random_state=0).fit(X, y)
     ada = AdaBoostClassifier(base, n_estimators=2, random_state=0).fit(X, y)
     assert bag.predict(X).shape == ada.predict(X).shape == (150,)

@@ -41,7 +41,10 @@ targets:
     return load_paper(p)
 
 
-AVAIL = dict(datasets={"digits", "iris", "wine", "protein"}, methods={"cart", "rf", "redt", "hinge_forest", "gbdt"})
+AVAIL = dict(
+    datasets={"digits", "iris", "wine", "protein"},
+    methods={"cart", "rf", "redt", "hinge_forest", "gbdt"},
+)
 
 
 def _by_id(res):
@@ -49,12 +52,19 @@ def _by_id(res):
 
 
 def _cart(acc, n=3, **kw):
-    return [make_record("cart", "digits", seed=s, acc=acc, n_splits=100, experiment="exp", **kw) for s in range(n)]
+    return [
+        make_record("cart", "digits", seed=s, acc=acc, n_splits=100, experiment="exp", **kw)
+        for s in range(n)
+    ]
 
 
 def test_pass_fail_and_skip_reasons(paper):
-    recs = _cart(0.895) + [make_record("rf", "digits", seed=s, acc=0.92, experiment="exp") for s in range(3)]
-    res = run_checks(paper.targets, frame(recs), Availability(**AVAIL, unavailable=paper.unavailable))
+    recs = _cart(0.895) + [
+        make_record("rf", "digits", seed=s, acc=0.92, experiment="exp") for s in range(3)
+    ]
+    res = run_checks(
+        paper.targets, frame(recs), Availability(**AVAIL, unavailable=paper.unavailable)
+    )
     r = _by_id(res)
     assert r["acc"]["status"] == PASS and r["acc"]["n"] == 3
     assert r["acc"]["delta"] == pytest.approx(-0.005)
@@ -91,20 +101,51 @@ def test_reduced_profile_gets_looser_tolerance_and_full_is_preferred(paper):
 
 
 def test_where_selects_param_variant(paper):
-    recs = [make_record("redt", "digits", seed=s, acc=0.81, params={"teacher": "rf", "alpha": 0.2},
-                        experiment="exp") for s in range(2)]
-    recs += [make_record("redt", "digits", seed=s, acc=0.30, params={"teacher": "gbdt", "alpha": 0.2},
-                         experiment="exp") for s in range(2)]
+    recs = [
+        make_record(
+            "redt",
+            "digits",
+            seed=s,
+            acc=0.81,
+            params={"teacher": "rf", "alpha": 0.2},
+            experiment="exp",
+        )
+        for s in range(2)
+    ]
+    recs += [
+        make_record(
+            "redt",
+            "digits",
+            seed=s,
+            acc=0.30,
+            params={"teacher": "gbdt", "alpha": 0.2},
+            experiment="exp",
+        )
+        for s in range(2)
+    ]
     t = [t for t in paper.targets if t.id == "variant"]
     r = run_checks(t, frame(recs)).iloc[0]
-    assert r["status"] == PASS and r["ours"] == pytest.approx(0.81) and r["method"] == "redt[teacher=rf]"
+    assert (
+        r["status"] == PASS
+        and r["ours"] == pytest.approx(0.81)
+        and r["method"] == "redt[teacher=rf]"
+    )
 
 
 def test_best_over_picks_best_config(paper):
     recs = []
     for n_est, acc in ((1, 0.80), (10, 0.96), (50, 0.93)):
-        recs += [make_record("hinge_forest", "iris", seed=s, acc=acc, params={"n_estimators": n_est},
-                             experiment="exp") for s in range(2)]
+        recs += [
+            make_record(
+                "hinge_forest",
+                "iris",
+                seed=s,
+                acc=acc,
+                params={"n_estimators": n_est},
+                experiment="exp",
+            )
+            for s in range(2)
+        ]
     t = [t for t in paper.targets if t.id == "best"]
     r = run_checks(t, frame(recs)).iloc[0]
     assert r["ours"] == pytest.approx(0.04)  # test_error derived from test_accuracy
@@ -113,27 +154,38 @@ def test_best_over_picks_best_config(paper):
 
 def test_failed_runs_fail_and_skipped_runs_skip(paper):
     t = paper.targets[:1]
-    r = run_checks(t, frame([make_record("cart", "digits", status="failed", experiment="exp")])).iloc[0]
+    r = run_checks(
+        t, frame([make_record("cart", "digits", status="failed", experiment="exp")])
+    ).iloc[0]
     assert r["status"] == FAIL and "RuntimeError: boom" in r["note"]
-    r = run_checks(t, frame([make_record("cart", "digits", status="skipped", reason="task",
-                                         experiment="exp")])).iloc[0]
+    r = run_checks(
+        t, frame([make_record("cart", "digits", status="skipped", reason="task", experiment="exp")])
+    ).iloc[0]
     assert r["status"] == SKIP and "runs skipped: task" in r["note"]
 
 
 def test_other_experiments_are_ignored(paper):
-    r = run_checks(paper.targets[:1], frame(_cart(0.2)[:0] + [make_record("cart", "digits", acc=0.2,
-                                                                          experiment="other")])).iloc[0]
+    r = run_checks(
+        paper.targets[:1],
+        frame(_cart(0.2)[:0] + [make_record("cart", "digits", acc=0.2, experiment="other")]),
+    ).iloc[0]
     assert r["status"] == SKIP
 
 
 def test_relation_fails_with_the_offending_blocks(paper):
     recs = []
-    for ds, (a_rf, a_cart) in {"digits": (0.97, 0.83), "iris": (0.90, 0.94), "wine": (0.97, 0.90)}.items():
+    for ds, (a_rf, a_cart) in {
+        "digits": (0.97, 0.83),
+        "iris": (0.90, 0.94),
+        "wine": (0.97, 0.90),
+    }.items():
         recs += [make_record("rf", ds, seed=s, acc=a_rf, experiment="exp") for s in range(2)]
         recs += [make_record("cart", ds, seed=s, acc=a_cart, experiment="exp") for s in range(2)]
     rel = [t for t in paper.targets if t.id == "rel"]
     r = run_checks(rel, frame(recs)).iloc[0]
-    assert r["status"] == FAIL and r["ours"] == pytest.approx(2 / 3) and "fails on: iris" in r["note"]
+    assert (
+        r["status"] == FAIL and r["ours"] == pytest.approx(2 / 3) and "fails on: iris" in r["note"]
+    )
 
 
 def test_stat_target_friedman(paper):
@@ -154,7 +206,9 @@ def test_info_targets_never_fail(paper):
 
 
 def test_where_mismatch_is_explained(paper):
-    recs = [make_record("redt", "digits", acc=0.8, params={"teacher_model": "rf"}, experiment="exp")]
+    recs = [
+        make_record("redt", "digits", acc=0.8, params={"teacher_model": "rf"}, experiment="exp")
+    ]
     t = [t for t in paper.targets if t.id == "variant"]
     r = run_checks(t, frame(recs)).iloc[0]
     assert r["status"] == SKIP and "1 runs of redt but none match" in r["note"]
@@ -163,12 +217,28 @@ def test_where_mismatch_is_explained(paper):
 
 def test_nearest_picks_the_config_closest_to_a_size(tmp_path):
     p = tmp_path / "n.yaml"
-    p.write_text("units: percent\ntargets:\n  - {id: n, experiment: exp, dataset: digits, method: cart, "
-                 "nearest: {n_splits: 100}, metric: test_accuracy, value: 85.0, tolerance: 1.0}\n")
+    p.write_text(
+        "units: percent\ntargets:\n  - {id: n, experiment: exp, dataset: digits, method: cart, "
+        "nearest: {n_splits: 100}, metric: test_accuracy, value: 85.0, tolerance: 1.0}\n"
+    )
     t = load_paper(p).targets
     recs = []
     for leaves, acc in ((11, 0.60), (101, 0.85), (1001, 0.95)):
-        recs += [make_record("cart", "digits", seed=s, acc=acc, n_splits=leaves - 1 + s,
-                             params={"max_leaf_nodes": leaves}, experiment="exp") for s in range(2)]
+        recs += [
+            make_record(
+                "cart",
+                "digits",
+                seed=s,
+                acc=acc,
+                n_splits=leaves - 1 + s,
+                params={"max_leaf_nodes": leaves},
+                experiment="exp",
+            )
+            for s in range(2)
+        ]
     r = run_checks(t, frame(recs)).iloc[0]
-    assert r["status"] == PASS and r["ours"] == pytest.approx(0.85) and "max_leaf_nodes=101" in r["note"]
+    assert (
+        r["status"] == PASS
+        and r["ours"] == pytest.approx(0.85)
+        and "max_leaf_nodes=101" in r["note"]
+    )

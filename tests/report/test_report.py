@@ -50,21 +50,61 @@ def _records():
     for i, ds in enumerate(["d1", "d2", "d3", "d4", "d5"]):
         for s in range(2):
             for depth in (1, 2, 4):
-                recs.append(make_record("cart", ds, seed=s, acc=0.5 + 0.07 * depth + 0.01 * i,
-                                        n_splits=2 ** depth - 1, params={"max_depth": depth}, experiment="exp"))
-            recs.append(make_record("rf", ds, seed=s, acc=0.9 + 0.01 * i, n_splits=1000, n_trees=100,
-                                    params={"n_estimators": 100}, experiment="exp"))
-            recs.append(make_record("gbdt", ds, seed=s, acc=0.85 + 0.005 * i, n_splits=700, n_trees=100,
-                                    experiment="exp", profile="reduced"))
+                recs.append(
+                    make_record(
+                        "cart",
+                        ds,
+                        seed=s,
+                        acc=0.5 + 0.07 * depth + 0.01 * i,
+                        n_splits=2**depth - 1,
+                        params={"max_depth": depth},
+                        experiment="exp",
+                    )
+                )
+            recs.append(
+                make_record(
+                    "rf",
+                    ds,
+                    seed=s,
+                    acc=0.9 + 0.01 * i,
+                    n_splits=1000,
+                    n_trees=100,
+                    params={"n_estimators": 100},
+                    experiment="exp",
+                )
+            )
+            recs.append(
+                make_record(
+                    "gbdt",
+                    ds,
+                    seed=s,
+                    acc=0.85 + 0.005 * i,
+                    n_splits=700,
+                    n_trees=100,
+                    experiment="exp",
+                    profile="reduced",
+                )
+            )
     return recs
 
 
 def test_report_experiment_writes_tables_figures_and_stats(toy, tmp_path):
     res = report_experiment(frame(_records()), [toy], "exp", tmp_path / "reports", Availability())
     out = tmp_path / "reports" / "exp"
-    for name in ("README.md", "comparison.md", "comparison.tex", "table1.md", "table1.tex", "summary.md",
-                 "figures/acc_vs_depth.png", "figures/acc_vs_depth.pdf", "figures/acc_vs_splits.png",
-                 "figures/acc_vs_splits.pdf", "fr_cd.png", "fr_cd.pdf"):
+    for name in (
+        "README.md",
+        "comparison.md",
+        "comparison.tex",
+        "table1.md",
+        "table1.tex",
+        "summary.md",
+        "figures/acc_vs_depth.png",
+        "figures/acc_vs_depth.pdf",
+        "figures/acc_vs_splits.png",
+        "figures/acc_vs_splits.pdf",
+        "fr_cd.png",
+        "fr_cd.pdf",
+    ):
         assert (out / name).exists(), name
     comp = (out / "comparison.md").read_text()
     assert "80.00 ± 1.00" in comp and "c/d1" in comp and "not in mirror: not in the mirror" in comp
@@ -81,18 +121,32 @@ def test_report_experiment_writes_tables_figures_and_stats(toy, tmp_path):
 
 def test_figure_points_group_by_param_or_measured_x():
     df = frame(_records())
-    pts = figure_points(df, {"name": "f", "x": "param.max_depth", "y": "test_accuracy", "series": ["method"],
-                             "facet": "dataset"})
+    pts = figure_points(
+        df,
+        {
+            "name": "f",
+            "x": "param.max_depth",
+            "y": "test_accuracy",
+            "series": ["method"],
+            "facet": "dataset",
+        },
+    )
     d1 = pts[(pts["facet"] == "d1") & (pts["series"] == "cart")]
     assert d1["x"].tolist() == [1.0, 2.0, 4.0] and d1["n"].tolist() == [2, 2, 2]
     assert d1["y"].tolist() == pytest.approx([0.57, 0.64, 0.78])
     pts = figure_points(df, {"name": "f", "x": "n_splits", "y": "test_accuracy", "facet": None})
     cart = pts[pts["series"] == "cart"]
-    assert sorted(cart["x"]) == [1.0, 3.0, 15.0]  # one point per max_depth, averaged over datasets/seeds
+    assert sorted(cart["x"]) == [
+        1.0,
+        3.0,
+        15.0,
+    ]  # one point per max_depth, averaged over datasets/seeds
 
 
 def test_reproduction_markdown(toy):
-    text = reproduction_markdown(frame(_records()), [toy], Availability(datasets={"d1"}, methods={"cart", "rf"}))
+    text = reproduction_markdown(
+        frame(_records()), [toy], Availability(datasets={"d1"}, methods={"cart", "rf"})
+    )
     assert "# Reproduction status" in text and "Toy paper" in text and "| toy" in text
     assert "**Missing and why:**" in text and "not in mirror: not in the mirror" in text
     assert "**How close:**" in text and "profiles" in text
@@ -118,19 +172,40 @@ def load_papers_yaml_targets(paper):
 
 
 def test_check_cli_fails_on_worsened_cart(store_with):
-    out = store_with([make_record("cart", "digits", seed=s, acc=0.19, n_splits=1, experiment="ci",
-                                  profile="reduced", params={"max_depth": 1}) for s in range(3)])
+    out = store_with(
+        [
+            make_record(
+                "cart",
+                "digits",
+                seed=s,
+                acc=0.19,
+                n_splits=1,
+                experiment="ci",
+                profile="reduced",
+                params={"max_depth": 1},
+            )
+            for s in range(3)
+        ]
+    )
     r = CliRunner().invoke(app, ["check", "--experiment", "ci", "--outputs", str(out)])
     assert r.exit_code == 1, r.output
-    line = next(ln for ln in r.output.splitlines() if "ci/cart/digits " in ln or "ci/cart/digits │" in ln)
+    line = next(
+        ln for ln in r.output.splitlines() if "ci/cart/digits " in ln or "ci/cart/digits │" in ln
+    )
     guard = next(t for t in load_papers_yaml_targets("ci") if t["id"] == "ci/cart/digits")
     assert "FAIL" in line and "0.1900" in line and f"{guard['value']:.4f}" in line
     assert "REGRESSION" in r.output and "skipped" in r.output
 
 
 def test_check_cli_passes_and_strict_fails_on_missing(store_with):
-    out = store_with([make_record("cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci",
-                                  profile="reduced") for s in range(3)])
+    out = store_with(
+        [
+            make_record(
+                "cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci", profile="reduced"
+            )
+            for s in range(3)
+        ]
+    )
     r = CliRunner().invoke(app, ["check", "--experiment", "ci", "--outputs", str(out)])
     assert r.exit_code == 0, r.output
     assert "not run (experiment ci)" in r.output
@@ -144,24 +219,41 @@ def test_check_cli_unknown_experiment(tmp_path):
 
 
 def test_report_cli_writes_experiment_dir_and_reproduction(store_with, tmp_path):
-    out = store_with([make_record("cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci",
-                                  profile="reduced") for s in range(3)])
+    out = store_with(
+        [
+            make_record(
+                "cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci", profile="reduced"
+            )
+            for s in range(3)
+        ]
+    )
     r = CliRunner().invoke(app, ["report", "--experiment", "ci", "--outputs", str(out)])
     assert r.exit_code == 0, r.output
     assert (out / "reports" / "ci" / "README.md").exists()
     dest = tmp_path / "REPRODUCTION.md"
-    r = CliRunner().invoke(app, ["report", "--reproduction", "--outputs", str(out), "--out", str(dest)])
+    r = CliRunner().invoke(
+        app, ["report", "--reproduction", "--outputs", str(out), "--out", str(dest)]
+    )
     assert r.exit_code == 0, r.output
     text = dest.read_text()
     assert "## Overview" in text and "tnt_table1" in text and "not in mirror" in text
 
 
 def test_check_cli_reports_failed_runs(store_with):
-    recs = [make_record("cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci") for s in range(3)]
+    recs = [
+        make_record("cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci")
+        for s in range(3)
+    ]
     # a dataset without a guard: the failure is listed, the check itself passes
-    recs.append(make_record("cart", "housing", status="failed", error="ValueError: criterion", experiment="ci"))
+    recs.append(
+        make_record(
+            "cart", "housing", status="failed", error="ValueError: criterion", experiment="ci"
+        )
+    )
     out = store_with(recs)
     r = CliRunner().invoke(app, ["check", "--experiment", "ci", "--outputs", str(out)])
     assert r.exit_code == 0 and "1 failed runs" in r.output
-    r = CliRunner().invoke(app, ["check", "--experiment", "ci", "--outputs", str(out), "--fail-on-errors"])
+    r = CliRunner().invoke(
+        app, ["check", "--experiment", "ci", "--outputs", str(out), "--fail-on-errors"]
+    )
     assert r.exit_code == 1 and "cart on housing" in r.output

@@ -17,10 +17,12 @@ from treebench.report.targets import (
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 # names fixed in HELPERS.md (datasets) and the brief (methods); adf/sndf are published-only baselines
-DATASETS = set("""iris digits wine breast_cancer diabetes mnist fashion_mnist usps letter letter_libsvm connect4
+DATASETS = set(
+    """iris digits wine breast_cancer diabetes mnist fashion_mnist usps letter letter_libsvm connect4
 pendigits optdigits satimage dna protein sensit adult crx eeg bank german cmc landcover isolet abalone abalone_reg
 har madelon poker ionosphere pima spectf hepatitis wine_red wine_white bike spambase magic04 yeast ecoli glass
-housing airfoil fertility messidor megawatt1 credit_default fri586 fri589 fri620""".split())
+housing airfoil fertility messidor megawatt1 credit_default fri586 fri589 fri620""".split()
+)
 METHODS = set(available_methods())
 REFERENCE_ONLY = {"adf", "sndf"}
 
@@ -66,21 +68,54 @@ def test_for_experiment_merges_unavailable():
     assert "protein" in unavailable
 
 
-@pytest.mark.parametrize("body, message", [
-    ("targets:\n  - {id: a, experiment: e, dataset: d, method: m, metric: test_accuracy}", "missing 'value'"),
-    ("targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, colour: red}", "unknown keys ['colour']"),
-    ("targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, metric: x, op: '=='}", "op must be one of"),
-    ("targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: fast, metric: x}", "value must be a number"),
-    ("targets:\n  - {id: a, experiment: e, method: m, value: 1, metric: x}", "missing 'dataset'"),
-    ("targets:\n  - {id: a, kind: relation, experiment: e, lhs: a, rhs: b, metric: x, require: 2}", "require must be in"),
-    ("targets:\n  - {id: a, kind: stat, experiment: e, test: anova, metric: x}", "test must be one of"),
-    ("targets:\n  - {id: a, kind: stat, experiment: e, test: friedman, metric: x, groups: [a, b]}", ">= 3 selectors"),
-    ("units: furlongs\ntargets: []", "units"),
-    ("targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, metric: x}\n"
-     "  - {id: a, experiment: e, dataset: d, method: m, value: 2, metric: x}", "duplicate id"),
-    ("experiments:\n  e: {figures: [{name: f, x: param.a}]}\ntargets: []", "needs 'name', 'x' and 'y'"),
-    ("targets: [1, 2", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            "targets:\n  - {id: a, experiment: e, dataset: d, method: m, metric: test_accuracy}",
+            "missing 'value'",
+        ),
+        (
+            "targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, colour: red}",
+            "unknown keys ['colour']",
+        ),
+        (
+            "targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, metric: x, op: '=='}",
+            "op must be one of",
+        ),
+        (
+            "targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: fast, metric: x}",
+            "value must be a number",
+        ),
+        (
+            "targets:\n  - {id: a, experiment: e, method: m, value: 1, metric: x}",
+            "missing 'dataset'",
+        ),
+        (
+            "targets:\n  - {id: a, kind: relation, experiment: e, lhs: a, rhs: b, metric: x, require: 2}",
+            "require must be in",
+        ),
+        (
+            "targets:\n  - {id: a, kind: stat, experiment: e, test: anova, metric: x}",
+            "test must be one of",
+        ),
+        (
+            "targets:\n  - {id: a, kind: stat, experiment: e, test: friedman, metric: x, groups: [a, b]}",
+            ">= 3 selectors",
+        ),
+        ("units: furlongs\ntargets: []", "units"),
+        (
+            "targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, metric: x}\n"
+            "  - {id: a, experiment: e, dataset: d, method: m, value: 2, metric: x}",
+            "duplicate id",
+        ),
+        (
+            "experiments:\n  e: {figures: [{name: f, x: param.a}]}\ntargets: []",
+            "needs 'name', 'x' and 'y'",
+        ),
+        ("targets: [1, 2", "not valid YAML"),
+    ],
+)
 def test_bad_files_give_clear_errors(tmp_path, body, message):
     p = _write(tmp_path, body)
     with pytest.raises(TargetError) as exc:
@@ -90,7 +125,10 @@ def test_bad_files_give_clear_errors(tmp_path, body, message):
 
 
 def test_error_names_the_target(tmp_path):
-    p = _write(tmp_path, "targets:\n  - {id: t1/x, experiment: e, dataset: d, method: m, value: 1, metric: x, "
-                        "tolerance: -1}")
+    p = _write(
+        tmp_path,
+        "targets:\n  - {id: t1/x, experiment: e, dataset: d, method: m, value: 1, metric: x, "
+        "tolerance: -1}",
+    )
     with pytest.raises(TargetError, match=r"targets\[0\] \(id t1/x\): tolerance must be >= 0"):
         load_paper(p)

@@ -8,9 +8,19 @@ from treebench.results import JobBusyError, Store, collect, run_key
 
 
 def _rec(key, status="ok", **kw):
-    return {"key": key, "status": status, "experiment": "e", "dataset": "d", "method": "m",
-            "seed": 0, "fold": 0, "params": {"a": 1}, "metrics": {"test_accuracy": 0.5},
-            "size": {"n_splits": 3}, **kw}
+    return {
+        "key": key,
+        "status": status,
+        "experiment": "e",
+        "dataset": "d",
+        "method": "m",
+        "seed": 0,
+        "fold": 0,
+        "params": {"a": 1},
+        "metrics": {"test_accuracy": 0.5},
+        "size": {"n_splits": 3},
+        **kw,
+    }
 
 
 def test_write_is_atomic_and_readable(tmp_path):

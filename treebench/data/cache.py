@@ -71,14 +71,20 @@ class RemoteFile:
         if isinstance(spec, RemoteFile):
             return spec
         if isinstance(spec, str):
-            raise DataError(f"file spec must be a mapping with url/path/sha256, got the string {spec!r}")
+            raise DataError(
+                f"file spec must be a mapping with url/path/sha256, got the string {spec!r}"
+            )
         missing = [k for k in ("url", "path") if not spec.get(k)]
         if missing:
             raise DataError(f"file spec {dict(spec)} lacks {', '.join(missing)}")
         sha = spec.get("sha256")
         member = spec.get("member")
-        return cls(str(spec["url"]), str(spec["path"]), str(sha).lower() if sha else None,
-                   str(member) if member else None)
+        return cls(
+            str(spec["url"]),
+            str(spec["path"]),
+            str(sha).lower() if sha else None,
+            str(member) if member else None,
+        )
 
 
 _DIGESTS: dict[tuple, str] = {}
@@ -150,8 +156,14 @@ class Progress:
         pass
 
 
-def _download(url: str, dest_dir: Path, rf: RemoteFile, progress: Progress, timeout: float,
-              verify: bool = True) -> Path:
+def _download(
+    url: str,
+    dest_dir: Path,
+    rf: RemoteFile,
+    progress: Progress,
+    timeout: float,
+    verify: bool = True,
+) -> Path:
     """Stream ``url`` into a temporary file in ``dest_dir``; verify size and checksum; return it."""
     req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     fd, tmp = tempfile.mkstemp(prefix=".part-", dir=dest_dir)
@@ -224,8 +236,16 @@ def ensure_file(
         raise
 
 
-def _fetch_locked(rf, ctx, target: Path, data_dir: Path, dataset: str, retries: int,
-                  backoff: float, timeout: float) -> Path:
+def _fetch_locked(
+    rf,
+    ctx,
+    target: Path,
+    data_dir: Path,
+    dataset: str,
+    retries: int,
+    backoff: float,
+    timeout: float,
+) -> Path:
     """Download one file while holding its lock: mirror URL, then upstream, with retries."""
     progress = getattr(ctx, "progress", None) or Progress()
     if target.exists():  # another process finished it while we waited for the lock
@@ -236,8 +256,9 @@ def _fetch_locked(rf, ctx, target: Path, data_dir: Path, dataset: str, retries: 
         for attempt in range(1, retries + 1):
             try:
                 if rf.member and url == rf.url:
-                    tmp = _download_member(url, target.parent, rf, progress, timeout,
-                                           data_dir / ".archives")
+                    tmp = _download_member(
+                        url, target.parent, rf, progress, timeout, data_dir / ".archives"
+                    )
                 else:
                     tmp = _download(url, target.parent, rf, progress, timeout)
                 os.replace(tmp, target)
@@ -292,22 +313,28 @@ def _warn(ctx, msg: str) -> None:
         warnings.warn(msg, stacklevel=3)
 
 
-def _download_member(url: str, dest_dir: Path, rf: RemoteFile, progress: Progress,
-                     timeout: float, arch_dir: Path) -> Path:
+def _download_member(
+    url: str, dest_dir: Path, rf: RemoteFile, progress: Progress, timeout: float, arch_dir: Path
+) -> Path:
     """Download the upstream archive (kept in ``arch_dir`` for its other members), extract one."""
     arch_dir.mkdir(parents=True, exist_ok=True)
     stem = urllib.parse.unquote(url.rstrip("/").rsplit("/", 1)[-1])
     archive = arch_dir / f"{hashlib.sha256(url.encode()).hexdigest()[:8]}-{stem}"
     with _lock(archive):
         if not archive.exists():
-            tmp = _download(url, arch_dir, RemoteFile(url, str(archive.name)), progress, timeout,
-                            verify=False)
+            tmp = _download(
+                url, arch_dir, RemoteFile(url, str(archive.name)), progress, timeout, verify=False
+            )
             os.replace(tmp, archive)
     fd, tmp = tempfile.mkstemp(prefix=".part-", dir=dest_dir)
     tmp_path = Path(tmp)
     try:
         try:
-            with zipfile.ZipFile(archive) as zf, zf.open(rf.member) as src, os.fdopen(fd, "wb") as out:
+            with (
+                zipfile.ZipFile(archive) as zf,
+                zf.open(rf.member) as src,
+                os.fdopen(fd, "wb") as out,
+            ):
                 shutil.copyfileobj(src, out, CHUNK)
         except KeyError as exc:
             raise OSError(f"{url} has no member {rf.member!r}") from exc

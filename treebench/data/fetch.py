@@ -21,8 +21,15 @@ class RichProgress(Progress):
         )
         from rich.progress import Progress as _P
 
-        self._bar = _P(TextColumn("[bold blue]{task.description}"), BarColumn(), DownloadColumn(),
-                       TransferSpeedColumn(), TimeRemainingColumn(), console=console, transient=False)
+        self._bar = _P(
+            TextColumn("[bold blue]{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
         self._tasks: dict[str, int] = {}
 
     def __enter__(self):
@@ -59,16 +66,26 @@ def sweep_datasets(cfg) -> list[str]:
     return [str(v) for v in value]
 
 
-def fetch_datasets(names: Iterable[str], dataset_cfg: Callable[[str], object], data_dir: Path,
-                   mirror: str | None, console=None) -> list[tuple[str, str | None]]:
+def fetch_datasets(
+    names: Iterable[str],
+    dataset_cfg: Callable[[str], object],
+    data_dir: Path,
+    mirror: str | None,
+    console=None,
+) -> list[tuple[str, str | None]]:
     """Download (or verify) and parse each dataset; return ``(name, error or None)`` per dataset."""
     from treebench.data import DataContext, load_dataset
 
     results = []
     with RichProgress(console) as progress:
         for name in names:
-            ctx = DataContext(Path(data_dir), mirror, allow_fetch=True, progress=progress,
-                              log=(console.print if console is not None else None))
+            ctx = DataContext(
+                Path(data_dir),
+                mirror,
+                allow_fetch=True,
+                progress=progress,
+                log=(console.print if console is not None else None),
+            )
             try:
                 ds = load_dataset(dataset_cfg(name), ctx)
             except Exception as exc:  # reported per dataset; the others still run

@@ -17,8 +17,9 @@ _SCALERS = {"none": None, "standard": StandardScaler, "minmax": MinMaxScaler}
 _ENCODERS = {
     "onehot": lambda: OneHotEncoder(handle_unknown="ignore", sparse_output=False),
     # missing and unseen categories both become -1 (one-hot: missing is its own column)
-    "ordinal": lambda: OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1,
-                                      encoded_missing_value=-1),
+    "ordinal": lambda: OrdinalEncoder(
+        handle_unknown="use_encoded_value", unknown_value=-1, encoded_missing_value=-1
+    ),
 }
 
 
@@ -55,7 +56,9 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         if self.scale not in _SCALERS:
             raise ValueError(f"scale must be one of {list(_SCALERS)}, got {self.scale!r}")
         if self.categorical not in _ENCODERS:
-            raise ValueError(f"categorical must be one of {list(_ENCODERS)}, got {self.categorical!r}")
+            raise ValueError(
+                f"categorical must be one of {list(_ENCODERS)}, got {self.categorical!r}"
+            )
         cats = list(categorical)
         if isinstance(X, pd.DataFrame):
             num = [c for c in X.columns if c not in cats]
@@ -67,7 +70,9 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             if self.impute != "none":
                 enc.insert(0, SimpleImputer(strategy="most_frequent"))
             transformers.append(("cat", make_pipeline(*enc), cats))
-        self.transformer_ = ColumnTransformer(transformers, sparse_threshold=0.0 if self.dense else 1.0)
+        self.transformer_ = ColumnTransformer(
+            transformers, sparse_threshold=0.0 if self.dense else 1.0
+        )
         X = self._prepare(X)
         self.transformer_.fit(X)
         return self

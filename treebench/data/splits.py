@@ -74,8 +74,9 @@ def _n_of(size: float | int, n: int, what: str) -> int:
     return k
 
 
-def split_indices(y: np.ndarray | None, n_out: int, rs: np.random.RandomState
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def split_indices(
+    y: np.ndarray | None, n_out: int, rs: np.random.RandomState
+) -> tuple[np.ndarray, np.ndarray]:
     """Split ``range(len(y))`` into (keep, out) with ``n_out`` rows out, seeded by ``rs``.
 
     With ``y`` the split is stratified: each class gives its proportional share (largest
@@ -140,14 +141,22 @@ class SplitProtocol:
             va = np.asarray(va, dtype=np.int64)
             split_id += f"/val:{_digest(va)}"
             full = np.concatenate([tr, va])
-            fold = Fold(index, Part(take(part.X, full), part.y[full]),
-                        Part(take(part.X, te), part.y[te]), split_id,
-                        val=Part(take(part.X, va), part.y[va]),
-                        train_proper=Part(take(part.X, tr), part.y[tr]))
+            fold = Fold(
+                index,
+                Part(take(part.X, full), part.y[full]),
+                Part(take(part.X, te), part.y[te]),
+                split_id,
+                val=Part(take(part.X, va), part.y[va]),
+                train_proper=Part(take(part.X, tr), part.y[tr]),
+            )
             _check_classes(ds, fold.train_proper, fold.val, split_id + " (validation)")
         else:
-            fold = Fold(index, Part(take(part.X, tr), part.y[tr]),
-                        Part(take(part.X, te), part.y[te]), split_id)
+            fold = Fold(
+                index,
+                Part(take(part.X, tr), part.y[tr]),
+                Part(take(part.X, te), part.y[te]),
+                split_id,
+            )
         _check_classes(ds, fold.train, fold.test, split_id)
         return fold
 
@@ -167,8 +176,9 @@ class Given(SplitProtocol):
         Stratify ``val_size`` by class.
     """
 
-    def __init__(self, merge_val: bool = True, val_size: float | int | None = None,
-                 stratify: bool = True):
+    def __init__(
+        self, merge_val: bool = True, val_size: float | int | None = None, stratify: bool = True
+    ):
         self.merge_val, self.val_size, self.stratify = merge_val, val_size, stratify
 
     def folds(self, ds, seed, only=None):
@@ -186,13 +196,19 @@ class Given(SplitProtocol):
         elif self.val_size:
             n = len(train)
             strat = self.stratify and ds.task == "classification"
-            tr, va = _random_split(n, _n_of(self.val_size, n, "val_size"), _rng(seed, 0),
-                                   train.y, strat)
+            tr, va = _random_split(
+                n, _n_of(self.val_size, n, "val_size"), _rng(seed, 0), train.y, strat
+            )
             full = np.concatenate([tr, va])
             split_id = f"given#0:{_digest(te)}/val:{_digest(va)}"
-            fold = Fold(0, Part(take(train.X, full), train.y[full]), test, split_id,
-                        val=Part(take(train.X, va), train.y[va]),
-                        train_proper=Part(take(train.X, tr), train.y[tr]))
+            fold = Fold(
+                0,
+                Part(take(train.X, full), train.y[full]),
+                test,
+                split_id,
+                val=Part(take(train.X, va), train.y[va]),
+                train_proper=Part(take(train.X, tr), train.y[tr]),
+            )
             _check_classes(ds, fold.train_proper, fold.val, split_id + " (validation)")
         else:
             split_id = f"given#0:{_digest(te)}"
@@ -215,8 +231,10 @@ class FileOrder(SplitProtocol):
         start = self.n_train + self.n_val
         end = n if self.n_test is None else start + int(self.n_test)
         if end > n or start >= n:
-            raise DataError(f"file-order split {self.n_train}/{self.n_val}/{self.n_test} of "
-                            f"dataset {ds.name!r} needs more than its {n} rows")
+            raise DataError(
+                f"file-order split {self.n_train}/{self.n_val}/{self.n_test} of "
+                f"dataset {ds.name!r} needs more than its {n} rows"
+            )
         va = np.arange(self.n_train, start) if self.n_val else None
         desc = f"fileorder({self.n_train}" + (f",{self.n_val}" if self.n_val else "") + ")"
         yield self._make(ds, part, np.arange(self.n_train), np.arange(start, end), 0, desc, va)
@@ -241,8 +259,14 @@ class Holdout(SplitProtocol):
         splits with ``random_state=0``; E2EDT's connect4 permutation uses seed 0).
     """
 
-    def __init__(self, test_size: float = 0.33, stratify: bool = True, n_repeats: int = 1,
-                 val_size: float | int | None = None, fixed_seed: int | None = None):
+    def __init__(
+        self,
+        test_size: float = 0.33,
+        stratify: bool = True,
+        n_repeats: int = 1,
+        val_size: float | int | None = None,
+        fixed_seed: int | None = None,
+    ):
         if isinstance(test_size, float) and not 0.0 < test_size < 1.0:
             raise ValueError(f"test_size must be in (0, 1), got {test_size}")
         self.test_size, self.stratify, self.n_repeats = test_size, stratify, int(n_repeats)
@@ -260,8 +284,10 @@ class Holdout(SplitProtocol):
         n_te = _n_of(self.test_size, n, "test_size")
         n_va = _n_of(self.val_size, n, "val_size") if self.val_size else 0
         if n_te + n_va >= n:
-            raise DataError(f"holdout of {n_te} test + {n_va} validation rows leaves no training "
-                            f"data in dataset {ds.name!r} ({n} rows)")
+            raise DataError(
+                f"holdout of {n_te} test + {n_va} validation rows leaves no training "
+                f"data in dataset {ds.name!r} ({n} rows)"
+            )
         for r in range(self.n_repeats):
             if only is not None and r != only:
                 continue
@@ -271,9 +297,13 @@ class Holdout(SplitProtocol):
             if n_va:
                 keep, out = _random_split(len(rest), n_va, rs, part.y[rest], strat)
                 rest, va = rest[keep], rest[out]
-            desc = (f"holdout({self.test_size}" + (f",val={self.val_size}" if n_va else "")
-                    + (",strat" if strat else "")
-                    + (f",fixed={self.fixed_seed}" if self.fixed_seed is not None else "") + ")")
+            desc = (
+                f"holdout({self.test_size}"
+                + (f",val={self.val_size}" if n_va else "")
+                + (",strat" if strat else "")
+                + (f",fixed={self.fixed_seed}" if self.fixed_seed is not None else "")
+                + ")"
+            )
             yield self._make(ds, part, rest, te, r, desc, va)
 
 
@@ -294,11 +324,15 @@ class KFold(SplitProtocol):
             if only is not None and only // self.n_splits != r:
                 continue
             rs = _rng(seed, r)
-            cv = (StratifiedKFold if strat else _KFold)(self.n_splits, shuffle=True, random_state=rs)
+            cv = (StratifiedKFold if strat else _KFold)(
+                self.n_splits, shuffle=True, random_state=rs
+            )
             for k, (tr, te) in enumerate(cv.split(np.zeros(len(part)), part.y)):
                 i = r * self.n_splits + k
                 if only is None or i == only:
-                    yield self._make(ds, part, tr, te, i, f"kfold({self.n_splits}x{self.n_repeats})")
+                    yield self._make(
+                        ds, part, tr, te, i, f"kfold({self.n_splits}x{self.n_repeats})"
+                    )
 
 
 class RotatingFolds(SplitProtocol):
@@ -339,7 +373,8 @@ class RotatingFolds(SplitProtocol):
                     continue
                 tr = np.sort(chunks[r])
                 va = np.sort(chunks[(r + 1) % self.n_parts])
-                te = np.sort(np.concatenate([chunks[(r + k) % self.n_parts]
-                                             for k in range(2, self.n_parts)]))
+                te = np.sort(
+                    np.concatenate([chunks[(r + k) % self.n_parts] for k in range(2, self.n_parts)])
+                )
                 desc = f"rotating({self.n_shuffles}x{self.n_parts}{',strat' if strat else ''})"
                 yield self._make(ds, part, tr, te, i, desc, va)

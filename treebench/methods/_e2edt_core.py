@@ -82,14 +82,20 @@ class LinearBank:
 
     def select(self, idx):
         idx = torch.as_tensor(idx, dtype=torch.long)
-        return LinearBank(self.w[idx].clone(), self.b[idx].clone(),
-                          None if self.feat is None else self.feat[idx].clone())
+        return LinearBank(
+            self.w[idx].clone(),
+            self.b[idx].clone(),
+            None if self.feat is None else self.feat[idx].clone(),
+        )
 
     @staticmethod
     def cat(banks):
         feats = [bk.feat for bk in banks]
-        return LinearBank(torch.cat([bk.w for bk in banks]), torch.cat([bk.b for bk in banks]),
-                          None if feats[0] is None else torch.cat(feats))
+        return LinearBank(
+            torch.cat([bk.w for bk in banks]),
+            torch.cat([bk.b for bk in banks]),
+            None if feats[0] is None else torch.cat(feats),
+        )
 
     def __len__(self):
         return self.w.shape[0]
@@ -99,14 +105,18 @@ class LinearBank:
         """[B, S]: every split on every sample."""
         if self.feat is None:
             return X @ self.w.T + self.b
-        dense = torch.zeros(self.w.shape[0], X.shape[1], dtype=X.dtype).scatter(1, self.feat, self.w)
+        dense = torch.zeros(self.w.shape[0], X.shape[1], dtype=X.dtype).scatter(
+            1, self.feat, self.w
+        )
         return X @ dense.T + self.b
 
     def f_allT(self, X):
         """[S, B]: every split on every sample, node-major."""
         if self.feat is None:
             return torch.addmm(self.b[:, None], self.w, X.T)
-        dense = torch.zeros(self.w.shape[0], X.shape[1], dtype=X.dtype).scatter(1, self.feat, self.w)
+        dense = torch.zeros(self.w.shape[0], X.shape[1], dtype=X.dtype).scatter(
+            1, self.feat, self.w
+        )
         return torch.addmm(self.b[:, None], dense, X.T)
 
     def f_rows(self, X, n_idx, s_idx):
@@ -168,8 +178,9 @@ class CNNBank:
 
     @staticmethod
     def cat(banks):
-        return CNNBank([torch.cat(z) for z in zip(*[bk.ps for bk in banks], strict=True)],
-                       banks[0].image_shape)
+        return CNNBank(
+            [torch.cat(z) for z in zip(*[bk.ps for bk in banks], strict=True)], banks[0].image_shape
+        )
 
     def __len__(self):
         return self.ps[0].shape[0]
@@ -293,8 +304,24 @@ def _shuffled_batches(s_of_row, n_stumps, batch_size, gen):
     return order[o2], bid[o2], counts
 
 
-def train_stumps(bank, X, y, sw, n_idx, s_idx, n_classes, epochs, gamma0, dgamma, batch_size,
-                 gen, weight_decay=0.0, lap=None, reg=0.0, lr=1e-3):
+def train_stumps(
+    bank,
+    X,
+    y,
+    sw,
+    n_idx,
+    s_idx,
+    n_classes,
+    epochs,
+    gamma0,
+    dgamma,
+    batch_size,
+    gen,
+    weight_decay=0.0,
+    lap=None,
+    reg=0.0,
+    lr=1e-3,
+):
     """Train S stumps (split + two leaves) with the EM scheme, each on its own rows.
 
     n_idx, s_idx : LongTensor [R] sample index and stump index of every row.
@@ -341,8 +368,9 @@ def train_stumps(bank, X, y, sw, n_idx, s_idx, n_classes, epochs, gamma0, dgamma
                     ls = F.logsigmoid(z)
                     lsn = ls - z
                     sg = ls.exp()
-                    g_z = (hr[rows] * (1 - sg) * ((ls >= LOG_LO) & (ls <= LOG_HI))
-                           - hl[rows] * sg * ((lsn >= LOG_LO) & (lsn <= LOG_HI)))
+                    g_z = hr[rows] * (1 - sg) * ((ls >= LOG_LO) & (ls <= LOG_HI)) - hl[
+                        rows
+                    ] * sg * ((lsn >= LOG_LO) & (lsn <= LOG_HI))
                     g_z = -g_z * w_r[rows] / bsz[sr]
                 if reg > 0 and lap is not None:
                     reg_l = reg * bank.reg_per_split(lap)[active].sum()
@@ -400,7 +428,9 @@ class Structure:
         cur = self.roots
         while len(cur):
             inner = self.split[cur] >= 0
-            self.levels.append((np.nonzero(inner)[0], self.split[cur[inner]], np.nonzero(~inner)[0]))
+            self.levels.append(
+                (np.nonzero(inner)[0], self.split[cur[inner]], np.nonzero(~inner)[0])
+            )
             order_nodes.append(cur)
             leaf_nodes.append(cur[~inner])
             split_bfs.append(self.split[cur[inner]])
@@ -454,8 +484,9 @@ class Structure:
                     sel = slice(int(sids[0]), int(sids[0]) + len(sids))
                 else:
                     sel = torch.as_tensor(sids)
-                out.append((torch.as_tensor(inner_pos), sel, torch.as_tensor(leaf_pos),
-                            len(leaf_pos) == 0))
+                out.append(
+                    (torch.as_tensor(inner_pos), sel, torch.as_tensor(leaf_pos), len(leaf_pos) == 0)
+                )
             self._torch = out
         return self._torch
 
@@ -512,9 +543,27 @@ def padded_leaf_index(struct: Structure):
     return torch.as_tensor(out)
 
 
-def finetune(bank, struct: Structure, gamma, pi, X, y, sw, n_classes, epochs, dgamma, batch_size,
-             gen, weight_decay=0.0, lap=None, reg=0.0, lr=1e-3, topk=None, h_budget=2**25,
-             callback=None):
+def finetune(
+    bank,
+    struct: Structure,
+    gamma,
+    pi,
+    X,
+    y,
+    sw,
+    n_classes,
+    epochs,
+    dgamma,
+    batch_size,
+    gen,
+    weight_decay=0.0,
+    lap=None,
+    reg=0.0,
+    lr=1e-3,
+    topk=None,
+    h_budget=2**25,
+    callback=None,
+):
     """EM Finetune of all trees in ``struct`` (probabilistic routing of all data).
 
     Per epoch: E-step (responsibilities h, no gradients, all samples), Adam steps on the splits over
@@ -555,8 +604,10 @@ def finetune(bank, struct: Structure, gamma, pi, X, y, sw, n_classes, epochs, dg
             logpi = pi.clamp_min(0).log()
             for a in range(0, N, chunk):
                 xb = X[a : a + chunk]
-                lh = (leaf_logprob(bank.f_allT(xb) * gamma[:, None], struct)
-                      + logpi[:, y[a : a + chunk]]).T  # [b, L]
+                lh = (
+                    leaf_logprob(bank.f_allT(xb) * gamma[:, None], struct)
+                    + logpi[:, y[a : a + chunk]]
+                ).T  # [b, L]
                 if dense and T == 1:
                     h[a : a + chunk] = torch.softmax(lh, dim=1).nan_to_num(0.0)
                     continue
@@ -622,8 +673,16 @@ def route_hard(bank, struct: Structure, X, row_chunk=None):
         from treebench.methods._routing import route_oblique
 
         feat = None if bank.feat is None else bank.feat.numpy()
-        node, _ = route_oblique(X.numpy(), bank.w.detach().numpy(), bank.b.detach().numpy(),
-                                struct.split, struct.left, struct.right, struct.roots, feat=feat)
+        node, _ = route_oblique(
+            X.numpy(),
+            bank.w.detach().numpy(),
+            bank.b.detach().numpy(),
+            struct.split,
+            struct.left,
+            struct.right,
+            struct.roots,
+            feat=feat,
+        )
         return torch.from_numpy(struct.leaf[node])
     return route_hard_torch(bank, struct, X, row_chunk)
 
@@ -682,13 +741,41 @@ class Grower:
     retrained (fresh init) up to ``max_attempts`` times, then its node stays a leaf.
     """
 
-    def __init__(self, make_bank, X, y, sw, n_classes, n_trees=1, max_depth=None, max_leaves=None,
-                 epochs=20, dgamma=0.1, gamma0=1.0, batch_size=1000, gen=None, max_attempts=5,
-                 weight_decay=0.0, lap=None, reg=0.0, lr=1e-3, log=None):
+    def __init__(
+        self,
+        make_bank,
+        X,
+        y,
+        sw,
+        n_classes,
+        n_trees=1,
+        max_depth=None,
+        max_leaves=None,
+        epochs=20,
+        dgamma=0.1,
+        gamma0=1.0,
+        batch_size=1000,
+        gen=None,
+        max_attempts=5,
+        weight_decay=0.0,
+        lap=None,
+        reg=0.0,
+        lr=1e-3,
+        log=None,
+    ):
         self.make_bank, self.X, self.y, self.sw, self.K = make_bank, X, y, sw, n_classes
         self.n_trees, self.max_depth, self.max_leaves = n_trees, max_depth, max_leaves
-        self.kw = dict(epochs=epochs, gamma0=gamma0, dgamma=dgamma, batch_size=batch_size, gen=gen,
-                       weight_decay=weight_decay, lap=lap, reg=reg, lr=lr)
+        self.kw = dict(
+            epochs=epochs,
+            gamma0=gamma0,
+            dgamma=dgamma,
+            batch_size=batch_size,
+            gen=gen,
+            weight_decay=weight_decay,
+            lap=lap,
+            reg=reg,
+            lr=lr,
+        )
         self.gen, self.max_attempts, self.log = gen, max_attempts, log
         self.tree, self.depth, self.split, self.left, self.right = [], [], [], [], []
         self.dist, self.rows = [], []
@@ -711,23 +798,32 @@ class Grower:
     def _fit(self, nodes):
         """Fit stumps for ``nodes``; returns {node: (bank, gamma, pi_l, pi_r, gain, rows_l, rows_r)}."""
         y = self.y
-        todo = [n for n in nodes if len(self.rows[n]) > 0
-                and bool((y[self.rows[n]] != y[self.rows[n][0]]).any())]
+        todo = [
+            n
+            for n in nodes
+            if len(self.rows[n]) > 0 and bool((y[self.rows[n]] != y[self.rows[n][0]]).any())
+        ]
         out = {}
         for _attempt in range(self.max_attempts):
             if not todo:
                 break
             bank = self.make_bank(len(todo))
             n_idx = torch.cat([self.rows[n] for n in todo])
-            s_idx = torch.repeat_interleave(torch.arange(len(todo)),
-                                            torch.tensor([len(self.rows[n]) for n in todo]))
-            bank, gamma, pi_l, pi_r = train_stumps(bank, self.X, y, self.sw, n_idx, s_idx, self.K,
-                                                   **self.kw)
+            s_idx = torch.repeat_interleave(
+                torch.arange(len(todo)), torch.tensor([len(self.rows[n]) for n in todo])
+            )
+            bank, gamma, pi_l, pi_r = train_stumps(
+                bank, self.X, y, self.sw, n_idx, s_idx, self.K, **self.kw
+            )
             self.n_stumps_trained += len(todo)
             with torch.no_grad():
                 c = bank.row_chunk
-                go_r = torch.cat([bank.f_rows(self.X, n_idx[a : a + c], s_idx[a : a + c]) > 0
-                                  for a in range(0, len(n_idx), c)])
+                go_r = torch.cat(
+                    [
+                        bank.f_rows(self.X, n_idx[a : a + c], s_idx[a : a + c]) > 0
+                        for a in range(0, len(n_idx), c)
+                    ]
+                )
             n_r = torch.bincount(s_idx[go_r], minlength=len(todo)).tolist()
             n_l = torch.bincount(s_idx[~go_r], minlength=len(todo)).tolist()
             ends = np.cumsum([len(self.rows[n]) for n in todo]).tolist()  # rows grouped by stump
@@ -740,8 +836,9 @@ class Grower:
                 rows_j, go_j = n_idx[sl], go_r[sl]
                 rr, rl = rows_j[go_j], rows_j[~go_j]
                 tot = float(n_r[j] + n_l[j])
-                gain = _entropy(self.dist[n]) - (n_r[j] / tot * _entropy(pi_r[j])
-                                                 + n_l[j] / tot * _entropy(pi_l[j]))
+                gain = _entropy(self.dist[n]) - (
+                    n_r[j] / tot * _entropy(pi_r[j]) + n_l[j] / tot * _entropy(pi_l[j])
+                )
                 out[n] = (bank.select([j]), gamma[j : j + 1], pi_l[j], pi_r[j], gain, rl, rr)
             todo = failed
         self.n_failed += len(todo)
@@ -771,8 +868,10 @@ class Grower:
                 cand = [n for n in frontier if self._may_split(n)]
                 fitted = self._fit(cand)
                 if self.log:
-                    self.log(f"level {self.depth[cand[0]] if cand else '-'}: {len(cand)} stumps, "
-                             f"{len(fitted)} split")
+                    self.log(
+                        f"level {self.depth[cand[0]] if cand else '-'}: {len(cand)} stumps, "
+                        f"{len(fitted)} split"
+                    )
                 frontier = []
                 for n in cand:
                     if n in fitted:
@@ -819,8 +918,12 @@ def substructure(struct: Structure, trees):
     smap[split_ids] = np.arange(len(split_ids))
     new_split = np.where(splits >= 0, smap[np.maximum(splits, 0)], -1)
     tree_map = {t: i for i, t in enumerate(sorted(set(struct.tree[nodes].tolist())))}
-    sub = Structure([tree_map[t] for t in struct.tree[nodes]], struct.depth[nodes], new_split,
-                    np.where(struct.left[nodes] >= 0, remap[np.maximum(struct.left[nodes], 0)], -1),
-                    np.where(struct.right[nodes] >= 0, remap[np.maximum(struct.right[nodes], 0)], -1))
+    sub = Structure(
+        [tree_map[t] for t in struct.tree[nodes]],
+        struct.depth[nodes],
+        new_split,
+        np.where(struct.left[nodes] >= 0, remap[np.maximum(struct.left[nodes], 0)], -1),
+        np.where(struct.right[nodes] >= 0, remap[np.maximum(struct.right[nodes], 0)], -1),
+    )
     leaf_ids = struct.leaf[nodes[sub.leaf_nodes]]
     return sub, split_ids, leaf_ids

@@ -109,9 +109,17 @@ class HingeForest(nn.Module):
     Routing: right iff r > 0. r* = the smallest-|r| decision on the path, ties -> the shallower one.
     """
 
-    def __init__(self, in_features: int, n_trees: int, depth: int, n_outputs: int = 1,
-                 kind: str = "tree", threshold_range: float = 3.0, leaf_std: float = 0.01,
-                 generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        in_features: int,
+        n_trees: int,
+        depth: int,
+        n_outputs: int = 1,
+        kind: str = "tree",
+        threshold_range: float = 3.0,
+        leaf_std: float = 0.01,
+        generator: torch.Generator | None = None,
+    ):
         super().__init__()
         if kind not in ("tree", "fern"):
             raise ValueError(f"kind must be 'tree' or 'fern', got {kind!r}")
@@ -139,14 +147,24 @@ class HingeForest(nn.Module):
         B = z.shape[0]
         M, D = self.n_trees, self.depth
         feats, thr = self.features.reshape(-1), self.thresholds.detach().reshape(-1)
-        if (self.kind == "tree" and numba is not None and not self.training
-                and z.dtype == torch.float32 and z.device.type == "cpu"):
+        if (
+            self.kind == "tree"
+            and numba is not None
+            and not self.training
+            and z.dtype == torch.float32
+            and z.device.type == "cpu"
+        ):
             # inference: one compiled walk per sample and tree, no [D, B, M] temporaries
             leaf = torch.empty(B, M, dtype=torch.int64)
             vstar = torch.empty(B, M, dtype=torch.int64)
-            _route_trees_nb(z.detach().contiguous().numpy(), self.features.numpy(),
-                            self.thresholds.detach().contiguous().numpy(), D, leaf.numpy(),
-                            vstar.numpy())
+            _route_trees_nb(
+                z.detach().contiguous().numpy(),
+                self.features.numpy(),
+                self.thresholds.detach().contiguous().numpy(),
+                D,
+                leaf.numpy(),
+                vstar.numpy(),
+            )
             return leaf, vstar
         if self.kind == "fern":
             r = z[:, feats].view(B, M, D) - thr.view(1, M, D)
@@ -176,7 +194,7 @@ class HingeForest(nn.Module):
         leaf, vstar = self.route(z)
         flat_v = vstar + self._dec_off.view(1, -1)
         B, M, K = z.shape[0], self.n_trees, self.n_outputs
-        zv = z.gather(1, self.features.reshape(-1)[flat_v])                         # [B, M]
+        zv = z.gather(1, self.features.reshape(-1)[flat_v])  # [B, M]
         tv = self.thresholds.reshape(-1).index_select(0, flat_v.reshape(-1)).view(B, M)
         rows = (leaf + self._leaf_off.view(1, -1)).reshape(-1)
         w = self.weights.reshape(-1, K).index_select(0, rows).view(B, M, K)
@@ -191,11 +209,23 @@ class HingeNet(nn.Module):
     outputs -> Linear(M, K) with bias) or ``"sum"`` (K-vector leaves summed over trees).
     """
 
-    def __init__(self, n_inputs: int, n_outputs: int, n_trees: int, depth: int, kind: str,
-                 pool: str = "linear", n_features: int = 100, aggregation: str = "linear",
-                 image_shape=None, kernel_size: int = 5, stride: int = 3,
-                 threshold_range: float = 3.0, leaf_std: float = 0.01,
-                 generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        n_inputs: int,
+        n_outputs: int,
+        n_trees: int,
+        depth: int,
+        kind: str,
+        pool: str = "linear",
+        n_features: int = 100,
+        aggregation: str = "linear",
+        image_shape=None,
+        kernel_size: int = 5,
+        stride: int = 3,
+        threshold_range: float = 3.0,
+        leaf_std: float = 0.01,
+        generator: torch.Generator | None = None,
+    ):
         super().__init__()
         self.pool_kind, self.aggregation = pool, aggregation
         if pool == "linear":
@@ -211,8 +241,10 @@ class HingeNet(nn.Module):
             self.bn = RunningBatchNorm(n_features)
             oh, ow = (h - kernel_size) // stride + 1, (w - kernel_size) // stride + 1
             if oh < 1 or ow < 1:
-                raise ValueError(f"image_shape {image_shape} is smaller than the {kernel_size}x"
-                                 f"{kernel_size} convolution")
+                raise ValueError(
+                    f"image_shape {image_shape} is smaller than the {kernel_size}x"
+                    f"{kernel_size} convolution"
+                )
             n_pool = n_features * oh * ow
         elif pool == "none":
             self.pool = nn.Identity()
@@ -222,8 +254,9 @@ class HingeNet(nn.Module):
             raise ValueError(f"features must be 'linear', 'conv' or 'none', got {pool!r}")
         self.n_pool = n_pool
         k_leaf = n_outputs if aggregation == "sum" else 1
-        self.forest = HingeForest(n_pool, n_trees, depth, k_leaf, kind, threshold_range, leaf_std,
-                                  generator)
+        self.forest = HingeForest(
+            n_pool, n_trees, depth, k_leaf, kind, threshold_range, leaf_std, generator
+        )
         if aggregation == "linear":
             self.head = _skip(nn.Linear, n_trees, n_outputs)
             _reinit(self.head, generator)
@@ -247,7 +280,9 @@ def _chw(image_shape, n_inputs):
     if image_shape is None:
         side = int(round(math.sqrt(n_inputs)))
         if side * side != n_inputs:
-            raise ValueError("features='conv' needs image_shape (the runner fills it for image data)")
+            raise ValueError(
+                "features='conv' needs image_shape (the runner fills it for image data)"
+            )
         return 1, side, side
     shp = tuple(int(s) for s in image_shape)
     if len(shp) == 2:

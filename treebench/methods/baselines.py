@@ -66,7 +66,9 @@ class _EnsembleSize(SizeMixin):
         return sklearn_ensemble(self)
 
 
-_CART = "CART (scikit-learn): depth-first, best-first with max_leaf_nodes, cost-complexity ccp_alpha"
+_CART = (
+    "CART (scikit-learn): depth-first, best-first with max_leaf_nodes, cost-complexity ccp_alpha"
+)
 
 
 @register("cart", CLASSIFICATION, _CART)

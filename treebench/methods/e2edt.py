@@ -51,11 +51,15 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         if int(self.epochs) < 1:
             raise InvalidParameterError(f"epochs must be >= 1, got {self.epochs}")
         if self.finetune_epochs is not None and int(self.finetune_epochs) < 0:
-            raise InvalidParameterError(f"finetune_epochs must be >= 0 or None, got {self.finetune_epochs}")
+            raise InvalidParameterError(
+                f"finetune_epochs must be >= 0 or None, got {self.finetune_epochs}"
+            )
         if self.steepness_inc < 0:
             raise InvalidParameterError(f"steepness_inc must be >= 0, got {self.steepness_inc}")
         if self.initial_steepness <= 0:
-            raise InvalidParameterError(f"initial_steepness must be > 0, got {self.initial_steepness}")
+            raise InvalidParameterError(
+                f"initial_steepness must be > 0, got {self.initial_steepness}"
+            )
         if int(self.batch_size) < 1:
             raise InvalidParameterError(f"batch_size must be >= 1, got {self.batch_size}")
         if self.learning_rate <= 0:
@@ -65,7 +69,9 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         if int(self.max_attempts) < 1:
             raise InvalidParameterError(f"max_attempts must be >= 1, got {self.max_attempts}")
         if self.inference not in INFERENCE:
-            raise InvalidParameterError(f"inference must be one of {INFERENCE}, got {self.inference!r}")
+            raise InvalidParameterError(
+                f"inference must be one of {INFERENCE}, got {self.inference!r}"
+            )
         if self.split_features not in SPLIT_FEATURES:
             raise InvalidParameterError(
                 f"split_features must be one of {SPLIT_FEATURES}, got {self.split_features!r}"
@@ -76,7 +82,9 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             )
         if self.spatial_reg < 0:
             raise InvalidParameterError(f"spatial_reg must be >= 0, got {self.spatial_reg}")
-        needs_image = self.split_features == "cnn" or self.spatial_reg > 0 or self._patch() is not None
+        needs_image = (
+            self.split_features == "cnn" or self.spatial_reg > 0 or self._patch() is not None
+        )
         if needs_image:
             shape = self._image_hw()
             if shape is None or shape[0] * shape[1] != n_features:
@@ -111,7 +119,9 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         inputs, like the reference's MNIST normalisation); ``False``: inputs used as given.
         """
         if self.standardize not in (True, False, "global"):
-            raise ValueError(f"standardize must be True, False or 'global', got {self.standardize!r}")
+            raise ValueError(
+                f"standardize must be True, False or 'global', got {self.standardize!r}"
+            )
         if self.standardize == "global":
             self.scale_mean_, self.scale_sd_ = np.float32(X.mean()), np.float32(X.std() or 1.0)
         elif self.standardize:
@@ -141,8 +151,11 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             from sklearn.model_selection import train_test_split
 
             idx_tr, idx_val = train_test_split(
-                np.arange(n), test_size=self.validation_fraction, random_state=rs,
-                stratify=y_enc if np.bincount(y_enc).min() >= 2 else None)
+                np.arange(n),
+                test_size=self.validation_fraction,
+                random_state=rs,
+                stratify=y_enc if np.bincount(y_enc).min() >= 2 else None,
+            )
             X_val, y_val = X[idx_val], y_enc[idx_val]
             X, y_enc = X[idx_tr], y_enc[idx_tr]
             if sample_weight is not None:
@@ -167,19 +180,32 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         diag = bool(getattr(self, "diagonal_patch", False))
 
         def make_bank(m):
-            return bank_cls.init(m, p, gen, k=k_feat, image_shape=hw, patch=patch,
-                                 diagonal_patch=diag)
+            return bank_cls.init(
+                m, p, gen, k=k_feat, image_shape=hw, patch=patch, diagonal_patch=diag
+            )
 
         log = print if self.verbose else None
         t0 = time.perf_counter()
         grower = core.Grower(
-            make_bank, Xt, yt, swt, K, n_trees=self._n_trees(),
+            make_bank,
+            Xt,
+            yt,
+            swt,
+            K,
+            n_trees=self._n_trees(),
             max_depth=None if self.max_depth is None else int(self.max_depth),
             max_leaves=None if self.max_leaves is None else int(self.max_leaves),
-            epochs=int(self.epochs), dgamma=float(self.steepness_inc),
-            gamma0=float(self.initial_steepness), batch_size=int(self.batch_size), gen=gen,
-            max_attempts=int(self.max_attempts), weight_decay=float(self.weight_decay),
-            lap=lap, reg=float(self.spatial_reg), lr=float(self.learning_rate), log=log,
+            epochs=int(self.epochs),
+            dgamma=float(self.steepness_inc),
+            gamma0=float(self.initial_steepness),
+            batch_size=int(self.batch_size),
+            gen=gen,
+            max_attempts=int(self.max_attempts),
+            weight_decay=float(self.weight_decay),
+            lap=lap,
+            reg=float(self.spatial_reg),
+            lr=float(self.learning_rate),
+            log=log,
         ).grow()
         bank, struct, gamma, pi = grower.result()
         t_greedy = time.perf_counter() - t0
@@ -193,15 +219,17 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         if bank is not None:
             info["greedy_train_accuracy"] = self._acc(core, bank, struct, pi, Xt, y_enc)
             if X_val is not None:
-                info["greedy_val_accuracy"] = self._acc(core, bank, struct, pi,
-                                                        torch.from_numpy(X_val), y_val)
+                info["greedy_val_accuracy"] = self._acc(
+                    core, bank, struct, pi, torch.from_numpy(X_val), y_val
+                )
         if self.keep_greedy and bank is not None:
             self.greedy_ = (bank.select(np.arange(len(bank))), struct, gamma.clone(), pi.clone())
         fe = self._finetune_epochs()
         t1 = time.perf_counter()
         if fe > 0 and bank is not None:
-            bank, gamma, pi, finfo = self._finetune(core, torch, bank, struct, gamma, pi, Xt, yt,
-                                                    swt, K, fe, gen, lap, log)
+            bank, gamma, pi, finfo = self._finetune(
+                core, torch, bank, struct, gamma, pi, Xt, yt, swt, K, fe, gen, lap, log
+            )
             info.update(finfo)
         info["finetune_seconds"] = time.perf_counter() - t1
         info["finetune_epochs"] = fe
@@ -229,8 +257,10 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         per_tree = np.bincount(lt, minlength=struct.n_trees)
         # trees per group: bounds the [nodes, batch] level-pass tensors (and h) in memory
         budget = max(1, int(2**24 // (2 * max(int(per_tree.max()), 1) * int(self.batch_size))))
-        groups = [list(range(a, min(a + budget, struct.n_trees)))
-                  for a in range(0, struct.n_trees, budget)]
+        groups = [
+            list(range(a, min(a + budget, struct.n_trees)))
+            for a in range(0, struct.n_trees, budget)
+        ]
         gamma, pi = gamma.clone(), pi.clone()
         kept = []
         new_params = [p.clone() for p in bank.params()]
@@ -241,15 +271,30 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             sub_bank = bank.select(split_ids)
             cb = None
             if log is not None:
+
                 def cb(e, g=g):
                     if (e + 1) % 5 == 0:
                         log(f"finetune trees {g[0]}..{g[-1]}: epoch {e + 1}/{fe}")
+
             sub_bank, sg, spi, info = core.finetune(
-                sub_bank, sub, gamma[split_ids], pi[leaf_ids], Xt, yt, swt, K, fe,
+                sub_bank,
+                sub,
+                gamma[split_ids],
+                pi[leaf_ids],
+                Xt,
+                yt,
+                swt,
+                K,
+                fe,
                 float(self.steepness_inc) if getattr(self, "anneal_finetune", True) else 0.0,
-                int(self.batch_size), gen,
-                weight_decay=float(self.weight_decay), lap=lap, reg=float(self.spatial_reg),
-                lr=float(self.learning_rate), callback=cb)
+                int(self.batch_size),
+                gen,
+                weight_decay=float(self.weight_decay),
+                lap=lap,
+                reg=float(self.spatial_reg),
+                lr=float(self.learning_rate),
+                callback=cb,
+            )
             sid = torch.as_tensor(split_ids)
             for dst, src in zip(new_params, sub_bank.params(), strict=True):
                 dst[sid] = src
@@ -257,10 +302,15 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             pi[torch.as_tensor(leaf_ids)] = spi
             kept.append(info)
         bank.set_params(new_params)
-        return bank, gamma, pi, {
-            "h_topk_min": min(i["h_topk"] for i in kept) if kept else 0,
-            "h_dropped_max": max(i["h_dropped_max"] for i in kept) if kept else 0.0,
-        }
+        return (
+            bank,
+            gamma,
+            pi,
+            {
+                "h_topk_min": min(i["h_topk"] for i in kept) if kept else 0,
+                "h_dropped_max": max(i["h_dropped_max"] for i in kept) if kept else 0.0,
+            },
+        )
 
     # ------------------------------------------------------------------ predict
     def _tensor(self, X):
@@ -292,8 +342,9 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
 
         X = validate_data(self, X, dtype=np.float32, reset=False)
         W, b, feat = self._folded(bank)
-        node, _ = route_oblique(X, W, b, struct.split, struct.left, struct.right, struct.roots,
-                                feat=feat)
+        node, _ = route_oblique(
+            X, W, b, struct.split, struct.left, struct.right, struct.roots, feat=feat
+        )
         return struct.leaf[node]
 
     def _folded(self, bank):
@@ -337,8 +388,9 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         torch, Xt = self._tensor(X)
         from treebench.methods import _e2edt_core as core
 
-        proba = core.soft_proba(self.bank_, self.struct_, self.gamma_, self.pi_, Xt,
-                                hard_root=(mode == "root_hard"))
+        proba = core.soft_proba(
+            self.bank_, self.struct_, self.gamma_, self.pi_, Xt, hard_root=(mode == "root_hard")
+        )
         return proba.numpy().astype(np.float64)
 
     def predict(self, X, inference=None):
@@ -415,9 +467,12 @@ _COMMON_DOC = """
 """
 
 
-@register("e2edt", CLASSIFICATION,
-          "E2EDT: end-to-end learned deterministic oblique tree (greedy EM stumps + EM finetune, "
-          "steepness annealing; Hehn et al. 2019/2020)")
+@register(
+    "e2edt",
+    CLASSIFICATION,
+    "E2EDT: end-to-end learned deterministic oblique tree (greedy EM stumps + EM finetune, "
+    "steepness annealing; Hehn et al. 2019/2020)",
+)
 class E2EDTClassifier(_E2EDBase):
     """End-to-end learned deterministic oblique decision tree (E2EDT).
 
@@ -431,12 +486,29 @@ class E2EDTClassifier(_E2EDBase):
 
     __doc__ += _COMMON_DOC
 
-    def __init__(self, max_depth=8, max_leaves=None, epochs=20, finetune_epochs=None,
-                 steepness_inc=0.1, initial_steepness=1.0, batch_size=1000, learning_rate=1e-3,
-                 weight_decay=0.0, max_attempts=5, split_features="linear", spatial_reg=0.0,
-                 inference="deterministic", keep_greedy=False, validation_fraction=0.0,
-                 standardize=True, image_shape=None, n_jobs=None, random_state=None,
-                 verbose=False):
+    def __init__(
+        self,
+        max_depth=8,
+        max_leaves=None,
+        epochs=20,
+        finetune_epochs=None,
+        steepness_inc=0.1,
+        initial_steepness=1.0,
+        batch_size=1000,
+        learning_rate=1e-3,
+        weight_decay=0.0,
+        max_attempts=5,
+        split_features="linear",
+        spatial_reg=0.0,
+        inference="deterministic",
+        keep_greedy=False,
+        validation_fraction=0.0,
+        standardize=True,
+        image_shape=None,
+        n_jobs=None,
+        random_state=None,
+        verbose=False,
+    ):
         self.max_depth = max_depth
         self.max_leaves = max_leaves
         self.epochs = epochs
@@ -459,9 +531,12 @@ class E2EDTClassifier(_E2EDBase):
         self.verbose = verbose
 
 
-@register("e2edf", CLASSIFICATION,
-          "E2EDF: forest of E2EDT oblique trees on the full data, random feature subset or image "
-          "patch per split, Finetune 3x greedy epochs (Hehn et al. 2020)")
+@register(
+    "e2edf",
+    CLASSIFICATION,
+    "E2EDF: forest of E2EDT oblique trees on the full data, random feature subset or image "
+    "patch per split, Finetune 3x greedy epochs (Hehn et al. 2020)",
+)
 class E2EDFClassifier(_E2EDBase):
     """End-to-end learned deterministic decision forest (E2EDF).
 
@@ -490,14 +565,34 @@ class E2EDFClassifier(_E2EDBase):
     __doc__ += _COMMON_DOC
     _forest = True
 
-    def __init__(self, n_estimators=10, max_depth=10, max_leaves=None, max_features=None,
-                 patch_size=None, diagonal_patch=False, anneal_finetune=True, epochs=45,
-                 finetune_epochs=None,
-                 steepness_inc=0.1, initial_steepness=1.0, batch_size=2000, learning_rate=1e-3,
-                 weight_decay=0.0, max_attempts=5, split_features="linear", spatial_reg=0.0,
-                 inference="deterministic", keep_greedy=False, validation_fraction=0.0,
-                 standardize=True, image_shape=None, n_jobs=None, random_state=None,
-                 verbose=False):
+    def __init__(
+        self,
+        n_estimators=10,
+        max_depth=10,
+        max_leaves=None,
+        max_features=None,
+        patch_size=None,
+        diagonal_patch=False,
+        anneal_finetune=True,
+        epochs=45,
+        finetune_epochs=None,
+        steepness_inc=0.1,
+        initial_steepness=1.0,
+        batch_size=2000,
+        learning_rate=1e-3,
+        weight_decay=0.0,
+        max_attempts=5,
+        split_features="linear",
+        spatial_reg=0.0,
+        inference="deterministic",
+        keep_greedy=False,
+        validation_fraction=0.0,
+        standardize=True,
+        image_shape=None,
+        n_jobs=None,
+        random_state=None,
+        verbose=False,
+    ):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.max_leaves = max_leaves
@@ -529,9 +624,12 @@ class E2EDFClassifier(_E2EDBase):
             raise InvalidParameterError(f"n_estimators must be >= 1, got {self.n_estimators}")
         if self.patch_size is not None and int(self.patch_size) < 1:
             raise InvalidParameterError(f"patch_size must be >= 1 or None, got {self.patch_size}")
-        if self.split_features == "cnn" and (self.patch_size is not None
-                                             or self.max_features is not None):
-            raise InvalidParameterError("split_features='cnn' cannot be combined with max_features/patch_size")
+        if self.split_features == "cnn" and (
+            self.patch_size is not None or self.max_features is not None
+        ):
+            raise InvalidParameterError(
+                "split_features='cnn' cannot be combined with max_features/patch_size"
+            )
         mf = self.max_features
         if mf is not None:
             if isinstance(mf, float) and not 0 < mf <= 1:

@@ -47,16 +47,33 @@ _SELECTIONS = ("validation", "last", "test")
 class _HingeBase(SizeMixin, BaseEstimator):
     """Shared implementation; subclasses fix ``_kind`` ("tree"/"fern") and the task."""
 
-    capabilities = Capabilities(needs_validation=True, image_input=True, requires_torch=True,
-                                sample_weight=True)
+    capabilities = Capabilities(
+        needs_validation=True, image_input=True, requires_torch=True, sample_weight=True
+    )
     _kind = "tree"
     _is_classifier = True
 
-    def __init__(self, n_estimators=100, max_depth=10, features="linear", n_features=100,
-                 aggregation="linear", optimizer="adagrad", learning_rate=0.05,
-                 n_iterations=40000, batch_size=53, snapshot_every=500, selection="validation",
-                 validation_fraction=0.25, threshold_init=3.0, leaf_init_std=0.01,
-                 image_shape=None, n_jobs=None, random_state=None, verbose=0):
+    def __init__(
+        self,
+        n_estimators=100,
+        max_depth=10,
+        features="linear",
+        n_features=100,
+        aggregation="linear",
+        optimizer="adagrad",
+        learning_rate=0.05,
+        n_iterations=40000,
+        batch_size=53,
+        snapshot_every=500,
+        selection="validation",
+        validation_fraction=0.25,
+        threshold_init=3.0,
+        leaf_init_std=0.01,
+        image_shape=None,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.features = features
@@ -83,23 +100,39 @@ class _HingeBase(SizeMixin, BaseEstimator):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise InvalidParameterError(f"{name} must be a positive integer, got {v!r}")
 
-        for name in ("n_estimators", "max_depth", "n_features", "n_iterations", "batch_size",
-                     "snapshot_every"):
+        for name in (
+            "n_estimators",
+            "max_depth",
+            "n_features",
+            "n_iterations",
+            "batch_size",
+            "snapshot_every",
+        ):
             pos_int(name)
         if self.max_depth > 30:
             raise InvalidParameterError(f"max_depth must be <= 30, got {self.max_depth}")
         if self.features not in ("linear", "conv", "none"):
-            raise InvalidParameterError(f"features must be 'linear', 'conv' or 'none', got {self.features!r}")
+            raise InvalidParameterError(
+                f"features must be 'linear', 'conv' or 'none', got {self.features!r}"
+            )
         if self.aggregation not in ("linear", "sum"):
-            raise InvalidParameterError(f"aggregation must be 'linear' or 'sum', got {self.aggregation!r}")
+            raise InvalidParameterError(
+                f"aggregation must be 'linear' or 'sum', got {self.aggregation!r}"
+            )
         if self.optimizer not in _OPTIMIZERS:
-            raise InvalidParameterError(f"optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}")
+            raise InvalidParameterError(
+                f"optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}"
+            )
         if not self.learning_rate > 0:
             raise InvalidParameterError(f"learning_rate must be > 0, got {self.learning_rate!r}")
         if self.selection not in _SELECTIONS:
-            raise InvalidParameterError(f"selection must be one of {_SELECTIONS}, got {self.selection!r}")
+            raise InvalidParameterError(
+                f"selection must be one of {_SELECTIONS}, got {self.selection!r}"
+            )
         if not 0 <= self.validation_fraction < 1:
-            raise InvalidParameterError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+            raise InvalidParameterError(
+                f"validation_fraction must be in [0, 1), got {self.validation_fraction}"
+            )
         if self.selection == "validation" and self.validation_fraction == 0:
             raise InvalidParameterError("selection='validation' needs validation_fraction > 0")
         if not self.threshold_init >= 0:
@@ -113,16 +146,21 @@ class _HingeBase(SizeMixin, BaseEstimator):
         self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float32, y_numeric=not self._is_classifier)
         if self.selection == "test" and eval_set is None:
-            raise InvalidParameterError("selection='test' (best test error over model states) needs "
-                             "fit(..., eval_set=(X_test, y_test))")
+            raise InvalidParameterError(
+                "selection='test' (best test error over model states) needs "
+                "fit(..., eval_set=(X_test, y_test))"
+            )
         torch = import_torch(self.n_jobs)
         from treebench.methods._hinge_torch import HingeNet
 
         rs = check_random_state(self.random_state)
         gen = torch_generator(rs)
         n = X.shape[0]
-        sw = np.ones(n, dtype=np.float32) if sample_weight is None else \
-            np.asarray(sample_weight, dtype=np.float32).reshape(-1)
+        sw = (
+            np.ones(n, dtype=np.float32)
+            if sample_weight is None
+            else np.asarray(sample_weight, dtype=np.float32).reshape(-1)
+        )
         if sw.shape[0] != n:
             raise ValueError("sample_weight has a different length than X")
         sw = sw * (n / max(float(sw.sum()), 1e-12))
@@ -144,19 +182,33 @@ class _HingeBase(SizeMixin, BaseEstimator):
         if self.selection == "validation":
             strat = yt if self._is_classifier and np.bincount(yt).min() >= 2 else None
             try:
-                tr, va = train_test_split(idx, test_size=self.validation_fraction,
-                                          random_state=rs.randint(2**31 - 1), stratify=strat)
+                tr, va = train_test_split(
+                    idx,
+                    test_size=self.validation_fraction,
+                    random_state=rs.randint(2**31 - 1),
+                    stratify=strat,
+                )
             except ValueError:
-                tr, va = train_test_split(idx, test_size=self.validation_fraction,
-                                          random_state=rs.randint(2**31 - 1))
+                tr, va = train_test_split(
+                    idx, test_size=self.validation_fraction, random_state=rs.randint(2**31 - 1)
+                )
         else:
             tr, va = idx, idx[:0]
 
-        net = HingeNet(X.shape[1], n_out, self.n_estimators, self.max_depth, self._kind,
-                       pool=self.features, n_features=self.n_features,
-                       aggregation=self.aggregation, image_shape=self.image_shape,
-                       threshold_range=self.threshold_init, leaf_std=self.leaf_init_std,
-                       generator=gen)
+        net = HingeNet(
+            X.shape[1],
+            n_out,
+            self.n_estimators,
+            self.max_depth,
+            self._kind,
+            pool=self.features,
+            n_features=self.n_features,
+            aggregation=self.aggregation,
+            image_shape=self.image_shape,
+            threshold_range=self.threshold_init,
+            leaf_std=self.leaf_init_std,
+            generator=gen,
+        )
         opt = self._make_optimizer(torch, net.parameters())
 
         Xt = torch.from_numpy(np.ascontiguousarray(X))
@@ -194,7 +246,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
         for it in range(1, self.n_iterations + 1):
             if pos + bs > n_tr:
                 perm, pos = torch.randperm(n_tr, generator=gen), 0
-            b = perm[pos:pos + bs]
+            b = perm[pos : pos + bs]
             pos += bs
             loss = loss_fn(net(X_tr[b]), Y_tr[b], None if uniform_w else W_tr[b])
             opt.zero_grad(set_to_none=True)
@@ -221,8 +273,11 @@ class _HingeBase(SizeMixin, BaseEstimator):
                     best_score, best_it = score, it
                     best_state = copy.deepcopy(net.state_dict())
                 if self.verbose:
-                    print(f"[hinge] it {it} loss {float(loss):.4f} score {score:.4f} "
-                          f"eval {e_err} {time.perf_counter() - t0:.1f}s", flush=True)
+                    print(
+                        f"[hinge] it {it} loss {float(loss):.4f} score {score:.4f} "
+                        f"eval {e_err} {time.perf_counter() - t0:.1f}s",
+                        flush=True,
+                    )
         train_s = time.perf_counter() - t0
         net.load_state_dict(best_state)
         net.eval()
@@ -262,7 +317,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
     def _forward_chunks(net, Xt, chunk=8192):
         torch = import_torch()
         with torch.no_grad():
-            outs = [net(Xt[i:i + chunk]) for i in range(0, Xt.shape[0], chunk)]
+            outs = [net(Xt[i : i + chunk]) for i in range(0, Xt.shape[0], chunk)]
         return torch.cat(outs) if outs else net(Xt)
 
     def _predict_net(self, net, Xt):

@@ -303,7 +303,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
     # ------------------------------------------------------------------ validation
     def _check_params(self):
         if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 16):
-            raise InvalidParameterError(f"max_depth must be an int in [1, 16], got {self.max_depth!r}")
+            raise InvalidParameterError(
+                f"max_depth must be an int in [1, 16], got {self.max_depth!r}"
+            )
         for name in ("learning_rate", "gamma_learning_rate", "temperature", "prob_floor"):
             v = getattr(self, name)
             if not v > 0:

@@ -350,7 +350,9 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
             )
         if isinstance(self.alpha, str):
             if self.alpha != "auto":
-                raise InvalidParameterError(f"alpha must be in [0, 1] or 'auto', got {self.alpha!r}")
+                raise InvalidParameterError(
+                    f"alpha must be in [0, 1] or 'auto', got {self.alpha!r}"
+                )
         elif not (isinstance(self.alpha, numbers.Real) and 0.0 <= self.alpha <= 1.0):
             raise InvalidParameterError(f"alpha must be in [0, 1] or 'auto', got {self.alpha!r}")
         grid = DEFAULT_ALPHA_GRID if self.alpha_grid is None else tuple(self.alpha_grid)
@@ -377,13 +379,19 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         if int(self.k) < 1:
             raise InvalidParameterError(f"k must be >= 1, got {self.k!r}")
         if int(self.min_samples_leaf) < 1:
-            raise InvalidParameterError(f"min_samples_leaf must be >= 1, got {self.min_samples_leaf!r}")
+            raise InvalidParameterError(
+                f"min_samples_leaf must be >= 1, got {self.min_samples_leaf!r}"
+            )
         if self.criterion not in CRITERIA:
-            raise InvalidParameterError(f"criterion must be one of {list(CRITERIA)}, got {self.criterion!r}")
+            raise InvalidParameterError(
+                f"criterion must be one of {list(CRITERIA)}, got {self.criterion!r}"
+            )
         if self.max_depth is not None and int(self.max_depth) < 1:
             raise InvalidParameterError(f"max_depth must be None or >= 1, got {self.max_depth!r}")
         if self.backend not in ("auto", "numba", "numpy"):
-            raise InvalidParameterError(f"backend must be 'auto', 'numba' or 'numpy', got {self.backend!r}")
+            raise InvalidParameterError(
+                f"backend must be 'auto', 'numba' or 'numpy', got {self.backend!r}"
+            )
         return grid
 
     # ------------------------------------------------------------------ soft labels

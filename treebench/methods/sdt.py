@@ -30,9 +30,12 @@ from treebench.methods.base import (
 )
 
 
-@register("sdt", CLASSIFICATION,
-          "Soft Decision Tree (Frosst & Hinton 2017): sigmoid routers, leaf-logit mixture, "
-          "balanced-routing penalty")
+@register(
+    "sdt",
+    CLASSIFICATION,
+    "Soft Decision Tree (Frosst & Hinton 2017): sigmoid routers, leaf-logit mixture, "
+    "balanced-routing penalty",
+)
 class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
     """Soft decision tree classifier; see the module docstring.
 
@@ -52,8 +55,19 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
 
     capabilities = Capabilities(requires_torch=True, sample_weight=True)
 
-    def __init__(self, max_depth=5, lam=1e-3, learning_rate=1e-3, weight_decay=5e-4, batch_size=128,
-                 max_epochs=50, standardize=True, random_state=None, n_jobs=None, verbose=0):
+    def __init__(
+        self,
+        max_depth=5,
+        lam=1e-3,
+        learning_rate=1e-3,
+        weight_decay=5e-4,
+        batch_size=128,
+        max_epochs=50,
+        standardize=True,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
         self.max_depth = max_depth
         self.lam = lam
         self.learning_rate = learning_rate
@@ -67,7 +81,9 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
 
     def _check_params(self):
         if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 14):
-            raise InvalidParameterError(f"max_depth must be an int in [1, 14], got {self.max_depth!r}")
+            raise InvalidParameterError(
+                f"max_depth must be an int in [1, 14], got {self.max_depth!r}"
+            )
         for name in ("batch_size", "max_epochs"):
             v = getattr(self, name)
             if not (isinstance(v, (int, np.integer)) and v >= 1):
@@ -84,7 +100,7 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
         mu = Xa.new_ones(B, 1)
         layers = []
         for lvl in range(self.max_depth):
-            pl = p[:, 2**lvl - 1: 2 ** (lvl + 1) - 1]
+            pl = p[:, 2**lvl - 1 : 2 ** (lvl + 1) - 1]
             layers.append((mu, pl))
             mu = torch.stack([mu * pl, mu * (1 - pl)], dim=2).reshape(B, -1)
         return mu, layers
@@ -104,8 +120,11 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
             self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
         Xa = torch.as_tensor(self._augment(X))
         T = torch.as_tensor(t, dtype=torch.long)
-        sw = (torch.ones(len(t), dtype=torch.float32) if sample_weight is None
-              else torch.as_tensor(np.asarray(sample_weight, dtype=np.float32)))
+        sw = (
+            torch.ones(len(t), dtype=torch.float32)
+            if sample_weight is None
+            else torch.as_tensor(np.asarray(sample_weight, dtype=np.float32))
+        )
         D, k, dp1 = int(self.max_depth), len(self.classes_), Xa.shape[1]
         n_inner, n_leaf = 2**D - 1, 2**D
         # PyTorch Linear default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
@@ -119,7 +138,7 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
             perm = torch.randperm(n, generator=g)
             tot = 0.0
             for s in range(0, n, int(self.batch_size)):
-                b = perm[s:s + int(self.batch_size)]
+                b = perm[s : s + int(self.batch_size)]
                 mu, layers = self._mu(torch, Xa[b], Wn)
                 logits = mu @ L
                 ce = torch.nn.functional.cross_entropy(logits, T[b], reduction="none")
@@ -141,7 +160,9 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _augment(self, X):
-        return np.hstack([(X - self.x_mean_) / self.x_scale_, np.ones((len(X), 1))]).astype(np.float32)
+        return np.hstack([(X - self.x_mean_) / self.x_scale_, np.ones((len(X), 1))]).astype(
+            np.float32
+        )
 
     def decision_function(self, X):
         check_is_fitted(self, "leaf_logits_")
@@ -150,7 +171,7 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
         p = 1.0 / (1.0 + np.exp(-(Xa @ self.inner_)))
         mu = np.ones((len(Xa), 1), dtype=np.float32)
         for lvl in range(self.max_depth):
-            pl = p[:, 2**lvl - 1: 2 ** (lvl + 1) - 1]
+            pl = p[:, 2**lvl - 1 : 2 ** (lvl + 1) - 1]
             mu = np.stack([mu * pl, mu * (1 - pl)], axis=2).reshape(len(Xa), -1)
         return mu @ self.leaf_logits_
 
@@ -165,8 +186,14 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
 
     def size_report(self, X):
         D = int(self.max_depth)
-        return {"n_trees": 1, "n_splits": 2**D - 1, "n_leaves": 2**D, "depth": D,
-                "mean_depth": float(D), "split_evals": float(2**D - 1)}
+        return {
+            "n_trees": 1,
+            "n_splits": 2**D - 1,
+            "n_leaves": 2**D,
+            "depth": D,
+            "mean_depth": float(D),
+            "split_evals": float(2**D - 1),
+        }
 
     def to_graph(self):
         """The soft tree as a soft oblique :class:`treebench.inspect.GraphEnsemble`."""

@@ -826,9 +826,13 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
             if not (isinstance(v, int | np.integer) and v >= 1):
                 raise InvalidParameterError(f"{name} must be an int >= 1, got {v!r}")
         if self.target_splits is not None and not (self.target_splits >= 1):
-            raise InvalidParameterError(f"target_splits must be >= 1 or None, got {self.target_splits!r}")
+            raise InvalidParameterError(
+                f"target_splits must be >= 1 or None, got {self.target_splits!r}"
+            )
         if not (isinstance(self.finetune_passes, int | np.integer) and self.finetune_passes >= 0):
-            raise InvalidParameterError(f"finetune_passes must be an int >= 0, got {self.finetune_passes!r}")
+            raise InvalidParameterError(
+                f"finetune_passes must be an int >= 0, got {self.finetune_passes!r}"
+            )
         if not (self.target_tol >= 0):
             raise InvalidParameterError(f"target_tol must be >= 0, got {self.target_tol!r}")
         if not (isinstance(self.max_search, int | np.integer) and self.max_search >= 1):
@@ -966,7 +970,9 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, sample_weight=None):
         if not (isinstance(self.n_estimators, int | np.integer) and self.n_estimators >= 1):
-            raise InvalidParameterError(f"n_estimators must be an int >= 1, got {self.n_estimators!r}")
+            raise InvalidParameterError(
+                f"n_estimators must be an int >= 1, got {self.n_estimators!r}"
+            )
         X, y = validate_data(self, X, y, dtype=np.float32)
         self.ensemble_ = self._make().fit(X, y, sample_weight=sample_weight)
         self.classes_ = self.ensemble_.classes_

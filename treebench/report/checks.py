@@ -19,9 +19,29 @@ from treebench.report.targets import Selector, Target
 PASS, FAIL, SKIP, INFO = "pass", "FAIL", "skipped", "info"
 _OPS = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 
-COLUMNS = ["id", "paper", "experiment", "kind", "source", "table", "dataset", "method", "metric",
-           "units", "op", "paper_value", "paper_sd", "ours", "ours_sd", "n", "profile", "delta", "tol",
-           "status", "note"]
+COLUMNS = [
+    "id",
+    "paper",
+    "experiment",
+    "kind",
+    "source",
+    "table",
+    "dataset",
+    "method",
+    "metric",
+    "units",
+    "op",
+    "paper_value",
+    "paper_sd",
+    "ours",
+    "ours_sd",
+    "n",
+    "profile",
+    "delta",
+    "tol",
+    "status",
+    "note",
+]
 
 
 class Availability:
@@ -45,12 +65,29 @@ class Availability:
 
 def _row(t: Target, **kw) -> dict:
     sel = t.select or t.lhs
-    base = {"id": t.id, "paper": t.paper, "experiment": t.experiment, "kind": t.kind,
-            "source": t.source, "table": t.table, "dataset": sel.dataset if sel else None,
-            "method": sel.label() if sel else "", "metric": t.metric, "units": t.units, "op": t.op,
-            "paper_value": t.value, "paper_sd": t.sd, "ours": float("nan"), "ours_sd": float("nan"),
-            "n": 0, "profile": "", "delta": float("nan"), "tol": float("nan"), "status": SKIP,
-            "note": t.note}
+    base = {
+        "id": t.id,
+        "paper": t.paper,
+        "experiment": t.experiment,
+        "kind": t.kind,
+        "source": t.source,
+        "table": t.table,
+        "dataset": sel.dataset if sel else None,
+        "method": sel.label() if sel else "",
+        "metric": t.metric,
+        "units": t.units,
+        "op": t.op,
+        "paper_value": t.value,
+        "paper_sd": t.sd,
+        "ours": float("nan"),
+        "ours_sd": float("nan"),
+        "n": 0,
+        "profile": "",
+        "delta": float("nan"),
+        "tol": float("nan"),
+        "status": SKIP,
+        "note": t.note,
+    }
     if t.kind == "relation":
         base.update(units="share", paper_value=t.require)
     elif t.kind == "stat":
@@ -76,27 +113,48 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         statuses = rows["status"].value_counts().to_dict()
         if statuses.get("failed"):
             err = rows.loc[rows["status"] == "failed", "error"].iloc[0] if "error" in rows else ""
-            return _row(t, status=FAIL if t.check else INFO, profile=agg["profile"],
-                        note=f"all {statuses['failed']} runs failed: {err}")
+            return _row(
+                t,
+                status=FAIL if t.check else INFO,
+                profile=agg["profile"],
+                note=f"all {statuses['failed']} runs failed: {err}",
+            )
         if statuses.get("skipped"):
-            why = rows.loc[rows["status"] == "skipped", "reason"].iloc[0] if "reason" in rows else ""
+            why = (
+                rows.loc[rows["status"] == "skipped", "reason"].iloc[0] if "reason" in rows else ""
+            )
             return _row(t, profile=agg["profile"], note=f"runs skipped: {why}")
         return _row(t, profile=agg["profile"], note=_join(agg["note"], t.note))
     profile = agg["profile"]
-    tol = max(t.tolerance_for("reduced" if "reduced" in profile and "full" not in profile else "full"),
-              t.rtol * abs(t.value))
+    tol = max(
+        t.tolerance_for("reduced" if "reduced" in profile and "full" not in profile else "full"),
+        t.rtol * abs(t.value),
+    )
     ours = agg["mean"]
     ok = _within(t, ours, tol)
     status = (PASS if ok else FAIL) if t.check else INFO
     note = _join(agg["note"], f"{agg['n_failed']} runs failed" if agg["n_failed"] else "", t.note)
-    return _row(t, ours=ours, ours_sd=agg["sd"], n=agg["n"], profile=profile,
-                delta=ours - t.value, tol=tol, status=status, note=note)
+    return _row(
+        t,
+        ours=ours,
+        ours_sd=agg["sd"],
+        n=agg["n"],
+        profile=profile,
+        delta=ours - t.value,
+        tol=tol,
+        status=status,
+        note=note,
+    )
 
 
 def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     left = per_block_means(df, t.lhs, t.metric, t.per, t.experiment)
     right = per_block_means(df, t.rhs, t.metric, t.per, t.experiment)
-    both = pd.concat({"lhs": left, "rhs": right}, axis=1).dropna() if len(left) and len(right) else None
+    both = (
+        pd.concat({"lhs": left, "rhs": right}, axis=1).dropna()
+        if len(left) and len(right)
+        else None
+    )
     label = f"{t.lhs.label()} {t.op} {t.rhs.label()}"
     if both is None or both.empty:
         missing = t.lhs if not len(left) else t.rhs
@@ -105,13 +163,24 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     slack = t.margin if t.op in (">=", ">") else -t.margin
     holds = op(both["lhs"] + slack, both["rhs"])
     share = float(holds.mean())
-    bad = [str(k if not isinstance(k, tuple) else "/".join(map(str, k))) for k in both.index[~holds]]
+    bad = [
+        str(k if not isinstance(k, tuple) else "/".join(map(str, k))) for k in both.index[~holds]
+    ]
     status = (PASS if share >= t.require - 1e-12 else FAIL) if t.check else INFO
     note = _join(t.claim, f"fails on: {', '.join(bad)}" if bad else "")
     need = "all" if t.require >= 1 else f">= {t.require:.0%}"
-    return _row(t, method=label, units="share", paper_value=t.require, ours=share, n=len(both),
-                delta=share - t.require, tol=0.0, status=status,
-                note=_join(f"{int(holds.sum())}/{len(both)} {'/'.join(t.per)} hold (need {need})", note))
+    return _row(
+        t,
+        method=label,
+        units="share",
+        paper_value=t.require,
+        ours=share,
+        n=len(both),
+        delta=share - t.require,
+        tol=0.0,
+        status=status,
+        note=_join(f"{int(holds.sum())}/{len(both)} {'/'.join(t.per)} hold (need {need})", note),
+    )
 
 
 def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
@@ -127,26 +196,44 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
             return _row(t, method=label, note=(informative or reasons)[0])
         table = pd.concat(cols, axis=1).dropna()
         if len(table) < 2:
-            return _row(t, method=label, note=f"needs >= 2 complete {'/'.join(t.per)}, got {len(table)}")
+            return _row(
+                t, method=label, note=f"needs >= 2 complete {'/'.join(t.per)}, got {len(table)}"
+            )
         res = stats.friedman(table)
     else:
         left = per_block_means(df, t.lhs, t.metric, t.per, t.experiment)
         right = per_block_means(df, t.rhs, t.metric, t.per, t.experiment)
         label = f"wilcoxon({t.lhs.label()}, {t.rhs.label()})"
         if left.empty or right.empty:
-            return _row(t, method=label, note=avail.reason(t.lhs if left.empty else t.rhs, t.experiment))
+            return _row(
+                t, method=label, note=avail.reason(t.lhs if left.empty else t.rhs, t.experiment)
+            )
         both = pd.concat({"lhs": left, "rhs": right}, axis=1).dropna()
         if len(both) < 2:
-            return _row(t, method=label, note=f"needs >= 2 paired {'/'.join(t.per)}, got {len(both)}")
+            return _row(
+                t, method=label, note=f"needs >= 2 paired {'/'.join(t.per)}, got {len(both)}"
+            )
         res = stats.wilcoxon(both["lhs"], both["rhs"])
     significant = res["p"] < t.alpha
     ok = significant == (t.expect == "significant")
     status = (PASS if ok else FAIL) if t.check else INFO
-    paper = (f"paper: stat {t.paper_statistic:g}, p={t.paper_p:g}; "
-             if t.paper_statistic is not None and t.paper_p is not None else "")
-    return _row(t, method=label, units="p", paper_value=t.paper_p, ours=res["p"], n=res["n"],
-                tol=t.alpha, op=f"expect {t.expect} at α={t.alpha}", status=status,
-                note=_join(f"{paper}ours: stat {res['statistic']:.4g}, N={res['n']}", t.claim))
+    paper = (
+        f"paper: stat {t.paper_statistic:g}, p={t.paper_p:g}; "
+        if t.paper_statistic is not None and t.paper_p is not None
+        else ""
+    )
+    return _row(
+        t,
+        method=label,
+        units="p",
+        paper_value=t.paper_p,
+        ours=res["p"],
+        n=res["n"],
+        tol=t.alpha,
+        op=f"expect {t.expect} at α={t.alpha}",
+        status=status,
+        note=_join(f"{paper}ours: stat {res['statistic']:.4g}, N={res['n']}", t.claim),
+    )
 
 
 def _why_empty(sel: Selector, df: pd.DataFrame, experiment: str, avail: Availability) -> str:
@@ -155,8 +242,11 @@ def _why_empty(sel: Selector, df: pd.DataFrame, experiment: str, avail: Availabi
         loose = select(df, Selector(sel.method, sel.dataset, {}, sel.experiment), experiment)
         if len(loose):
             missing = [c for c in sel.where if c not in loose.columns]
-            detail = (f"columns {missing} not recorded" if missing else
-                      "; ".join(f"{c} has {sorted(set(loose[c].map(norm)))}" for c in sel.where))
+            detail = (
+                f"columns {missing} not recorded"
+                if missing
+                else "; ".join(f"{c} has {sorted(set(loose[c].map(norm)))}" for c in sel.where)
+            )
             return f"{len(loose)} runs of {sel.method} but none match where {sel.where}: {detail}"
     return avail.reason(sel, experiment)
 
@@ -165,7 +255,9 @@ def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def run_checks(targets: list[Target], df: pd.DataFrame, avail: Availability | None = None) -> pd.DataFrame:
+def run_checks(
+    targets: list[Target], df: pd.DataFrame, avail: Availability | None = None
+) -> pd.DataFrame:
     """One verdict row per target (see :data:`COLUMNS`)."""
     avail = avail or Availability()
     df = add_derived(df) if not df.empty else df
@@ -204,24 +296,41 @@ def display_frame(res: pd.DataFrame) -> pd.DataFrame:
     for _, r in res.iterrows():
         u = r["units"]
         paper = fmt_num(r["paper_value"], u)
-        if r["kind"] == "value" and isinstance(r["paper_sd"], float) and not np.isnan(r["paper_sd"]):
+        if (
+            r["kind"] == "value"
+            and isinstance(r["paper_sd"], float)
+            and not np.isnan(r["paper_sd"])
+        ):
             paper += f" ± {fmt_num(r['paper_sd'], u)}"
         if r["kind"] == "relation":
             paper = f"{r['op']} in {fmt_num(r['paper_value'], 'share')}"
         ours = fmt_num(r["ours"], u)
         if isinstance(r["ours_sd"], float) and not np.isnan(r["ours_sd"]) and r["kind"] == "value":
             ours += f" ± {fmt_num(r['ours_sd'], u)}"
-        tol = "–" if r["kind"] != "value" or np.isnan(r["tol"]) else (
-            ("±" if r["op"] == "~" else r["op"]) + " " + fmt_num(r["tol"], u))
+        tol = (
+            "–"
+            if r["kind"] != "value" or np.isnan(r["tol"])
+            else (("±" if r["op"] == "~" else r["op"]) + " " + fmt_num(r["tol"], u))
+        )
         if r["kind"] == "stat":
             tol = r["op"]
-        rows.append({
-            "target": r["id"], "source": r["source"],
-            "dataset": r["dataset"] if isinstance(r["dataset"], str) else "", "method": r["method"],
-            "metric": r["metric"] + (" (%)" if u == "percent" else ""), "paper": paper, "ours": ours,
-            "n": int(r["n"]), "profile": r["profile"],
-            "Δ": "–" if np.isnan(r["delta"]) else (f"{100 * r['delta']:+.2f}" if u == "percent"
-                                                    else f"{r['delta']:+.3g}"),
-            "tolerance": tol, "status": r["status"], "note": r["note"],
-        })
+        rows.append(
+            {
+                "target": r["id"],
+                "source": r["source"],
+                "dataset": r["dataset"] if isinstance(r["dataset"], str) else "",
+                "method": r["method"],
+                "metric": r["metric"] + (" (%)" if u == "percent" else ""),
+                "paper": paper,
+                "ours": ours,
+                "n": int(r["n"]),
+                "profile": r["profile"],
+                "Δ": "–"
+                if np.isnan(r["delta"])
+                else (f"{100 * r['delta']:+.2f}" if u == "percent" else f"{r['delta']:+.3g}"),
+                "tolerance": tol,
+                "status": r["status"],
+                "note": r["note"],
+            }
+        )
     return pd.DataFrame(rows)

@@ -26,12 +26,17 @@ def _fmt(v) -> str:
 def print_records(records: list[dict]) -> None:
     """Print each record's identity, metrics, size and timing as a two-column table."""
     for rec in records:
-        t = Table(title=f"{rec['method']} on {rec['dataset']} (seed {rec['seed']}, fold {rec['fold']})",
-                  show_header=False)
+        t = Table(
+            title=f"{rec['method']} on {rec['dataset']} (seed {rec['seed']}, fold {rec['fold']})",
+            show_header=False,
+        )
         t.add_column("field", style="bold")
         t.add_column("value")
-        t.add_row("status", rec["status"] + (f": {rec.get('reason') or rec.get('error')}"
-                                              if rec["status"] != "ok" else ""))
+        t.add_row(
+            "status",
+            rec["status"]
+            + (f": {rec.get('reason') or rec.get('error')}" if rec["status"] != "ok" else ""),
+        )
         for k, v in (rec.get("metrics") or {}).items():
             t.add_row(k, _fmt(v))
         for k, v in (rec.get("size") or {}).items():
@@ -67,7 +72,9 @@ def print_summary(df, title: str) -> None:
     for c in extra:
         t.add_column(c, justify="right", no_wrap=True)
     for _, row in df.iterrows():
-        cells = [_fmt(row[c]).removeprefix("test_") if c == "metric" else _fmt(row[c]) for c in cols]
+        cells = [
+            _fmt(row[c]).removeprefix("test_") if c == "metric" else _fmt(row[c]) for c in cols
+        ]
         if "mean" in df.columns:
             sd = row["sd"]
             cells.append(f"{row['mean']:.4f} ± {0.0 if math.isnan(sd) else sd:.4f}")
@@ -131,14 +138,33 @@ def print_checks(res, title: str) -> None:
     disp = display_frame(res)
     out = console if console.is_terminal else Console(width=max(console.width, 200))
     t = Table(title=title, title_justify="left", show_lines=False)
-    for c in ("target", "method", "metric", "expected", "ours", "Δ", "tolerance", "n", "profile", "status",
-              "note"):
-        t.add_column(c, justify="right" if c in ("expected", "ours", "Δ", "n") else "left",
-                     overflow="fold", max_width=60 if c == "note" else None)
+    for c in (
+        "target",
+        "method",
+        "metric",
+        "expected",
+        "ours",
+        "Δ",
+        "tolerance",
+        "n",
+        "profile",
+        "status",
+        "note",
+    ):
+        t.add_column(
+            c,
+            justify="right" if c in ("expected", "ours", "Δ", "n") else "left",
+            overflow="fold",
+            max_width=60 if c == "note" else None,
+        )
     for _, r in disp.iterrows():
         style = _STATUS_STYLE.get(r["status"], "")
         method = f"{r['method']} on {r['dataset']}" if r["dataset"] else r["method"]
-        t.add_row(str(r["target"]), method, *[str(r[c]) for c in ("metric", "paper", "ours", "Δ",
-                                                                  "tolerance", "n", "profile")],
-                  f"[{style}]{r['status']}[/]", str(r["note"]))
+        t.add_row(
+            str(r["target"]),
+            method,
+            *[str(r[c]) for c in ("metric", "paper", "ours", "Δ", "tolerance", "n", "profile")],
+            f"[{style}]{r['status']}[/]",
+            str(r["note"]),
+        )
     out.print(t)

@@ -67,14 +67,18 @@ def figure_points(df: pd.DataFrame, spec: dict) -> pd.DataFrame:
     if x.startswith("param."):
         keys = ["_facet", "_series", "_x"]
     else:
-        varying = [c for c in ok.columns if c.startswith("param.") and c not in series
-                   and ok[c].map(norm).nunique() > 1]
+        varying = [
+            c
+            for c in ok.columns
+            if c.startswith("param.") and c not in series and ok[c].map(norm).nunique() > 1
+        ]
         for c in varying:
             ok[c] = ok[c].map(norm)
         keys = ["_facet", "_series", *varying]
     g = ok.groupby(keys, dropna=False)
-    pts = pd.DataFrame({"x": g["_x"].mean(), "y": g[y].mean(), "sd": g[y].std(ddof=1),
-                        "n": g[y].size()}).reset_index()
+    pts = pd.DataFrame(
+        {"x": g["_x"].mean(), "y": g[y].mean(), "sd": g[y].std(ddof=1), "n": g[y].size()}
+    ).reset_index()
     pts = pts.rename(columns={"_facet": "facet", "_series": "series"})
     return pts[["facet", "series", "x", "y", "sd", "n"]].sort_values(["facet", "series", "x"])
 
@@ -90,13 +94,24 @@ def paper_points(targets: list[Target], spec: dict) -> pd.DataFrame:
         xv = pd.to_numeric(norm(t.select.where[x]), errors="coerce")
         if np.isnan(xv):
             continue
-        rows.append({"facet": (t.select.dataset or "") if facet == "dataset" else "",
-                     "series": t.select.method, "x": float(xv), "y": t.value})
+        rows.append(
+            {
+                "facet": (t.select.dataset or "") if facet == "dataset" else "",
+                "series": t.select.method,
+                "x": float(xv),
+                "y": t.value,
+            }
+        )
     return pd.DataFrame(rows, columns=["facet", "series", "x", "y"])
 
 
-def make_figure(df: pd.DataFrame, spec: dict, out_dir: str | Path, targets: list[Target] = (),
-                experiment: str = "") -> list[Path]:
+def make_figure(
+    df: pd.DataFrame,
+    spec: dict,
+    out_dir: str | Path,
+    targets: list[Target] = (),
+    experiment: str = "",
+) -> list[Path]:
     """Draw one declared figure; write ``<name>.png`` and ``<name>.pdf``; return the paths ([] if no data)."""
     pts = figure_points(df, spec)
     ref = paper_points(list(targets), spec) if spec.get("paper_points", True) else pd.DataFrame()
@@ -113,13 +128,23 @@ def make_figure(df: pd.DataFrame, spec: dict, out_dir: str | Path, targets: list
         ax = axes[i // ncol][i % ncol]
         for s, grp in pts[pts["facet"] == f].groupby("series"):
             c = colors.setdefault(s, f"C{len(colors) % 10}")
-            ax.errorbar(grp["x"], scale * grp["y"], yerr=scale * grp["sd"].fillna(0), marker="o", ms=3,
-                        capsize=2, lw=1.2, color=c, label=s)
+            ax.errorbar(
+                grp["x"],
+                scale * grp["y"],
+                yerr=scale * grp["sd"].fillna(0),
+                marker="o",
+                ms=3,
+                capsize=2,
+                lw=1.2,
+                color=c,
+                label=s,
+            )
         if not ref.empty:
             r = ref[ref["facet"].isin([f, ""])]
             for s, grp in r.groupby("series"):
-                ax.scatter(grp["x"], scale * grp["y"], marker="x", s=30, color="k",
-                           label=f"{s} (paper)")
+                ax.scatter(
+                    grp["x"], scale * grp["y"], marker="x", s=30, color="k", label=f"{s} (paper)"
+                )
         ax.set_title(f or spec.get("title", ""), fontsize=9)
         ax.set_xlabel(spec.get("xlabel", spec["x"].split(".", 1)[-1]))
         ax.set_ylabel(spec.get("ylabel", spec["y"] + (" (%)" if scale == 100 else "")))
@@ -130,8 +155,11 @@ def make_figure(df: pd.DataFrame, spec: dict, out_dir: str | Path, targets: list
     for j in range(len(facets), nrow * ncol):
         axes[j // ncol][j % ncol].axis("off")
     n = int(pts["n"].max())
-    fig.suptitle(spec.get("title", f"{experiment}: {spec['y']} vs {spec['x']}") +
-                 f"  (mean ± SD over ≤{n} runs)", fontsize=10)
+    fig.suptitle(
+        spec.get("title", f"{experiment}: {spec['y']} vs {spec['x']}")
+        + f"  (mean ± SD over ≤{n} runs)",
+        fontsize=10,
+    )
     fig.tight_layout()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -34,20 +34,43 @@ from treebench.report.targets import PaperSpec, Selector, for_experiment
 
 def _tex_escape(s) -> str:
     s = str(s)
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
-                 ("^", r"\textasciicircum{}")):
+    for a, b in (
+        ("\\", r"\textbackslash{}"),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("$", r"\$"),
+        ("#", r"\#"),
+        ("_", r"\_"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+        ("~", r"\textasciitilde{}"),
+        ("^", r"\textasciicircum{}"),
+    ):
         s = s.replace(a, b)
-    return (s.replace("±", r"$\pm$").replace("Δ", r"$\Delta$").replace("≥", r"$\geq$")
-            .replace("≤", r"$\leq$").replace("–", "--").replace("α", r"$\alpha$").replace("χ²", r"$\chi^2$"))
+    return (
+        s.replace("±", r"$\pm$")
+        .replace("Δ", r"$\Delta$")
+        .replace("≥", r"$\geq$")
+        .replace("≤", r"$\leq$")
+        .replace("–", "--")
+        .replace("α", r"$\alpha$")
+        .replace("χ²", r"$\chi^2$")
+    )
 
 
 def to_latex(df: pd.DataFrame, caption: str = "", label: str = "") -> str:
     """A booktabs table (escaped), with a caption."""
     cols = list(df.columns)
     align = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in cols)
-    lines = [r"\begin{table}[ht]", r"\centering", r"\small", rf"\begin{{tabular}}{{{align}}}", r"\toprule",
-             " & ".join(_tex_escape(c) for c in cols) + r" \\", r"\midrule"]
+    lines = [
+        r"\begin{table}[ht]",
+        r"\centering",
+        r"\small",
+        rf"\begin{{tabular}}{{{align}}}",
+        r"\toprule",
+        " & ".join(_tex_escape(c) for c in cols) + r" \\",
+        r"\midrule",
+    ]
     for _, row in df.iterrows():
         lines.append(" & ".join(_tex_escape("" if v is None else v) for v in row.tolist()) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
@@ -73,8 +96,23 @@ def comparison_table(res: pd.DataFrame) -> pd.DataFrame:
     disp = display_frame(res)
     if disp.empty:
         return disp
-    return disp[["target", "source", "dataset", "method", "metric", "paper", "ours", "n", "profile", "Δ",
-                 "tolerance", "status", "note"]]
+    return disp[
+        [
+            "target",
+            "source",
+            "dataset",
+            "method",
+            "metric",
+            "paper",
+            "ours",
+            "n",
+            "profile",
+            "Δ",
+            "tolerance",
+            "status",
+            "note",
+        ]
+    ]
 
 
 def layout_table(res: pd.DataFrame, spec: dict) -> pd.DataFrame:
@@ -95,7 +133,11 @@ def layout_table(res: pd.DataFrame, spec: dict) -> pd.DataFrame:
         for c in col_vals:
             for met in metrics:
                 hit = sub[(sub["method"] == m) & (sub[cols_key] == c) & (sub["metric"] == met)]
-                name = f"{c} {spec.get('metric_labels', {}).get(met, met)}" if len(metrics) > 1 else str(c)
+                name = (
+                    f"{c} {spec.get('metric_labels', {}).get(met, met)}"
+                    if len(metrics) > 1
+                    else str(c)
+                )
                 if hit.empty:
                     row[name] = ""
                     continue
@@ -128,12 +170,19 @@ def _groups_from_spec(df: pd.DataFrame, spec: dict, experiment: str) -> list[Sel
         if label in seen:
             continue
         seen.add(label)
-        out.append(Selector(method=r["method"], where={k: r.get(k) for k in keys if k != "method"},
-                            experiment=experiment))
+        out.append(
+            Selector(
+                method=r["method"],
+                where={k: r.get(k) for k in keys if k != "method"},
+                experiment=experiment,
+            )
+        )
     return out
 
 
-def stats_section(df: pd.DataFrame, spec: dict, experiment: str, out_dir: Path) -> tuple[str, list[Path]]:
+def stats_section(
+    df: pd.DataFrame, spec: dict, experiment: str, out_dir: Path
+) -> tuple[str, list[Path]]:
     """Run one declared test; return a Markdown section (caption names the test, N and α) and files."""
     metric, alpha = spec["metric"], float(spec.get("alpha", 0.05))
     per = tuple(spec.get("per", ["dataset"]))
@@ -146,40 +195,76 @@ def stats_section(df: pd.DataFrame, spec: dict, experiment: str, out_dir: Path) 
         cols = {k: v for k, v in cols.items() if not v.empty}
         table = pd.concat(cols, axis=1).dropna() if cols else pd.DataFrame()
         if table.shape[1] < 3 or table.shape[0] < 2:
-            return (f"### {name}\n\nNot computed: needs >= 3 methods on >= 2 common datasets "
-                    f"(have {table.shape[1]} methods × {table.shape[0]} datasets).\n", files)
+            return (
+                f"### {name}\n\nNot computed: needs >= 3 methods on >= 2 common datasets "
+                f"(have {table.shape[1]} methods × {table.shape[0]} datasets).\n",
+                files,
+            )
         fr = st.friedman(table)
         nem = st.nemenyi(table, alpha, higher_is_better=higher)
-        files = st.cd_diagram(nem, out_dir / f"{name}_cd", title=(
-            f"{metric}: Friedman p = {fr['p']:.3g}; Nemenyi post-hoc, N = {nem['n']} datasets, "
-            f"k = {nem['k']}, α = {alpha}, CD = {nem['cd']:.2f}"))
-        ranks = nem["ranks"].sort_values().round(3).rename("mean rank").to_frame().reset_index(names="method")
+        files = st.cd_diagram(
+            nem,
+            out_dir / f"{name}_cd",
+            title=(
+                f"{metric}: Friedman p = {fr['p']:.3g}; Nemenyi post-hoc, N = {nem['n']} datasets, "
+                f"k = {nem['k']}, α = {alpha}, CD = {nem['cd']:.2f}"
+            ),
+        )
+        ranks = (
+            nem["ranks"]
+            .sort_values()
+            .round(3)
+            .rename("mean rank")
+            .to_frame()
+            .reset_index(names="method")
+        )
         pv = nem["p_values"].round(4).reset_index(names="")
-        text = (f"### {name}\n\n{st.caption(fr, metric, alpha)} {st.caption(nem, metric)}\n\n"
-                f"Per-dataset means:\n\n{to_markdown(table.round(4).reset_index())}\n"
-                f"Average ranks (1 = best):\n\n{to_markdown(ranks)}\n"
-                f"Nemenyi p-values:\n\n{to_markdown(pv)}\n"
-                f"![critical difference diagram]({files[0].name})\n")
+        text = (
+            f"### {name}\n\n{st.caption(fr, metric, alpha)} {st.caption(nem, metric)}\n\n"
+            f"Per-dataset means:\n\n{to_markdown(table.round(4).reset_index())}\n"
+            f"Average ranks (1 = best):\n\n{to_markdown(ranks)}\n"
+            f"Nemenyi p-values:\n\n{to_markdown(pv)}\n"
+            f"![critical difference diagram]({files[0].name})\n"
+        )
         return text, files
     lhs = _groups_from_spec(df, {"groups": [spec["lhs"]]}, experiment)[0]
     rhs = _groups_from_spec(df, {"groups": [spec["rhs"]]}, experiment)[0]
-    both = pd.concat({lhs.label(): per_block_means(df, lhs, metric, per, experiment),
-                      rhs.label(): per_block_means(df, rhs, metric, per, experiment)}, axis=1).dropna()
+    both = pd.concat(
+        {
+            lhs.label(): per_block_means(df, lhs, metric, per, experiment),
+            rhs.label(): per_block_means(df, rhs, metric, per, experiment),
+        },
+        axis=1,
+    ).dropna()
     if len(both) < 2:
-        return f"### {name}\n\nNot computed: needs >= 2 paired datasets (have {len(both)}).\n", files
+        return (
+            f"### {name}\n\nNot computed: needs >= 2 paired datasets (have {len(both)}).\n",
+            files,
+        )
     res = st.wilcoxon(both.iloc[:, 0], both.iloc[:, 1])
-    wins = int((both.iloc[:, 0] > both.iloc[:, 1]).sum()) if higher else int(
-        (both.iloc[:, 0] < both.iloc[:, 1]).sum())
-    return (f"### {name}\n\n{st.caption(res, metric, alpha)} {lhs.label()} better on {wins}/{len(both)}; "
-            f"{'significant' if res['p'] < alpha else 'not significant'} at α = {alpha}.\n\n"
-            f"{to_markdown(both.round(4).reset_index())}", files)
+    wins = (
+        int((both.iloc[:, 0] > both.iloc[:, 1]).sum())
+        if higher
+        else int((both.iloc[:, 0] < both.iloc[:, 1]).sum())
+    )
+    return (
+        f"### {name}\n\n{st.caption(res, metric, alpha)} {lhs.label()} better on {wins}/{len(both)}; "
+        f"{'significant' if res['p'] < alpha else 'not significant'} at α = {alpha}.\n\n"
+        f"{to_markdown(both.round(4).reset_index())}",
+        files,
+    )
 
 
 # ------------------------------------------------------------------------------------------ report
 
 
-def report_experiment(df: pd.DataFrame, papers: list[PaperSpec], experiment: str, out_dir: str | Path,
-                      avail: Availability | None = None) -> dict:
+def report_experiment(
+    df: pd.DataFrame,
+    papers: list[PaperSpec],
+    experiment: str,
+    out_dir: str | Path,
+    avail: Availability | None = None,
+) -> dict:
     """Write everything declared for ``experiment`` under ``out_dir/<experiment>/``; return paths and verdicts."""
     targets, spec, unavailable = for_experiment(papers, experiment)
     avail = avail or Availability()
@@ -191,43 +276,66 @@ def report_experiment(df: pd.DataFrame, papers: list[PaperSpec], experiment: str
     res = run_checks(targets, df, avail)
     written: list[Path] = []
     title = spec.get("title", experiment)
-    md = [f"# {title}\n", f"Experiment `{experiment}`; generated "
-          f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}.\n"]
+    md = [
+        f"# {title}\n",
+        f"Experiment `{experiment}`; generated "
+        f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}.\n",
+    ]
     if not exp_df.empty:
         prof = exp_df["profile"].value_counts().to_dict() if "profile" in exp_df else {}
-        md.append(f"{len(exp_df)} records ({', '.join(f'{v} {k}' for k, v in prof.items())} profile); "
-                  f"methods: {', '.join(sorted(exp_df['method'].unique()))}; datasets: "
-                  f"{', '.join(sorted(exp_df['dataset'].unique()))}.\n")
+        md.append(
+            f"{len(exp_df)} records ({', '.join(f'{v} {k}' for k, v in prof.items())} profile); "
+            f"methods: {', '.join(sorted(exp_df['method'].unique()))}; datasets: "
+            f"{', '.join(sorted(exp_df['dataset'].unique()))}.\n"
+        )
     if not res.empty:
         counts = res["status"].value_counts().to_dict()
-        md.append("Targets: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in (PASS, FAIL, SKIP, INFO)) + ".\n")
+        md.append(
+            "Targets: "
+            + ", ".join(f"{counts.get(s, 0)} {s}" for s in (PASS, FAIL, SKIP, INFO))
+            + ".\n"
+        )
         comp = comparison_table(res)
         (out / "comparison.md").write_text(to_markdown(comp))
-        (out / "comparison.tex").write_text(to_latex(
-            comp.drop(columns=["note"]),
-            caption=f"{title}: ours (mean ± SD over n runs; profile) next to the paper. Δ = ours − paper "
-                    "in the paper's units."))
+        (out / "comparison.tex").write_text(
+            to_latex(
+                comp.drop(columns=["note"]),
+                caption=f"{title}: ours (mean ± SD over n runs; profile) next to the paper. Δ = ours − paper "
+                "in the paper's units.",
+            )
+        )
         written += [out / "comparison.md", out / "comparison.tex"]
-        md.append("## Ours vs the paper\n\nNumbers in the paper's units (metrics marked (%) in percent); "
-                  "ours = mean ± SD (ddof 1) over seeds × folds, n runs, and the profile that made them; "
-                  "Δ = ours − paper. Relations: the share of datasets where the claim holds; stats: p-values."
-                  "\n\n" + to_markdown(comp))
+        md.append(
+            "## Ours vs the paper\n\nNumbers in the paper's units (metrics marked (%) in percent); "
+            "ours = mean ± SD (ddof 1) over seeds × folds, n runs, and the profile that made them; "
+            "Δ = ours − paper. Relations: the share of datasets where the claim holds; stats: p-values."
+            "\n\n" + to_markdown(comp)
+        )
     for tab in spec.get("tables") or []:
         lay = layout_table(res, tab)
         if lay.empty:
             continue
-        cap = tab.get("caption", str(tab["table"])) + " — cells: ours (paper); ✗ = outside tolerance."
+        cap = (
+            tab.get("caption", str(tab["table"])) + " — cells: ours (paper); ✗ = outside tolerance."
+        )
         (out / f"{tab['name']}.md").write_text(f"{cap}\n\n" + to_markdown(lay))
-        (out / f"{tab['name']}.tex").write_text(to_latex(lay, caption=cap, label=f"tab:{tab['name']}"))
+        (out / f"{tab['name']}.tex").write_text(
+            to_latex(lay, caption=cap, label=f"tab:{tab['name']}")
+        )
         written += [out / f"{tab['name']}.md", out / f"{tab['name']}.tex"]
         md.append(f"## {tab['name']} (paper layout)\n\n{cap}\n\n" + to_markdown(lay))
     if not exp_df.empty:
         summ = summary_table(exp_df, spec.get("metric"))
         if not summ.empty:
             (out / "summary.md").write_text(to_markdown(summ.round(4)))
-            (out / "summary.tex").write_text(to_latex(summ.round(4), caption=f"{experiment}: mean and SD"))
+            (out / "summary.tex").write_text(
+                to_latex(summ.round(4), caption=f"{experiment}: mean and SD")
+            )
             written += [out / "summary.md", out / "summary.tex"]
-            md.append(f"## All results ({summ.attrs.get('metric', '')}, mean ± SD)\n\n" + to_markdown(summ.round(4)))
+            md.append(
+                f"## All results ({summ.attrs.get('metric', '')}, mean ± SD)\n\n"
+                + to_markdown(summ.round(4))
+            )
     figs = spec.get("figures") or []
     if figs:
         md.append("## Figures\n")
@@ -235,7 +343,9 @@ def report_experiment(df: pd.DataFrame, papers: list[PaperSpec], experiment: str
         paths = make_figure(exp_df, fspec, out / "figures", targets, experiment)
         written += paths
         if paths:
-            md.append(f"![{fspec['name']}](figures/{paths[0].name})\n\n{fspec.get('caption', '')}\n")
+            md.append(
+                f"![{fspec['name']}](figures/{paths[0].name})\n\n{fspec.get('caption', '')}\n"
+            )
         else:
             md.append(f"- {fspec['name']}: no data ({fspec['y']} vs {fspec['x']})\n")
     stats_specs = spec.get("stats") or []
@@ -253,17 +363,23 @@ def report_experiment(df: pd.DataFrame, papers: list[PaperSpec], experiment: str
 # ------------------------------------------------------------------------------------- reproduction
 
 
-def reproduction_markdown(df: pd.DataFrame, papers: list[PaperSpec], avail: Availability | None = None,
-                          conf_dir: str | Path | None = None) -> str:
+def reproduction_markdown(
+    df: pd.DataFrame,
+    papers: list[PaperSpec],
+    avail: Availability | None = None,
+    conf_dir: str | Path | None = None,
+) -> str:
     """The repository's REPRODUCTION.md: per paper and table, what ran, how close, what is missing."""
     now = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    lines = ["# Reproduction status\n",
-             f"Generated by `treebench report --reproduction` on {now} from the collected results "
-             "and the paper targets in `conf/papers/*.yaml`. Regenerate after new runs; do not edit by hand.\n",
-             "Legend: **pass** = within the target's tolerance; **FAIL** = outside; **skipped** = no usable "
-             "result (reason given); **info** = shown, not checked. Metrics marked (%) are in percent; ours = mean ± SD "
-             "over seeds × folds; *profile* says which protocol (full = the paper's, reduced = CI/laptop) "
-             "made the number.\n"]
+    lines = [
+        "# Reproduction status\n",
+        f"Generated by `treebench report --reproduction` on {now} from the collected results "
+        "and the paper targets in `conf/papers/*.yaml`. Regenerate after new runs; do not edit by hand.\n",
+        "Legend: **pass** = within the target's tolerance; **FAIL** = outside; **skipped** = no usable "
+        "result (reason given); **info** = shown, not checked. Metrics marked (%) are in percent; ours = mean ± SD "
+        "over seeds × folds; *profile* says which protocol (full = the paper's, reduced = CI/laptop) "
+        "made the number.\n",
+    ]
     overview = []
     sections = []
     for p in papers:
@@ -272,28 +388,46 @@ def reproduction_markdown(df: pd.DataFrame, papers: list[PaperSpec], avail: Avai
         if p.notes:
             sections.append(p.notes.strip() + "\n")
         for exp in exps:
-            a = Availability(getattr(avail, "datasets", None), getattr(avail, "methods", None),
-                             {**(getattr(avail, "unavailable", {}) or {}), **p.unavailable})
+            a = Availability(
+                getattr(avail, "datasets", None),
+                getattr(avail, "methods", None),
+                {**(getattr(avail, "unavailable", {}) or {}), **p.unavailable},
+            )
             ts = p.for_experiment(exp)
             res = run_checks(ts, df, a)
             spec = p.experiments.get(exp, {})
-            rows = df[df["experiment"] == exp] if not df.empty and "experiment" in df else pd.DataFrame()
+            rows = (
+                df[df["experiment"] == exp]
+                if not df.empty and "experiment" in df
+                else pd.DataFrame()
+            )
             cfg = Path(conf_dir) / "experiment" / f"{exp}.yaml" if conf_dir else None
             counts = res["status"].value_counts().to_dict() if not res.empty else {}
             checked = counts.get(PASS, 0) + counts.get(FAIL, 0)
-            overview.append({"paper": p.paper, "experiment": exp, "targets": len(res),
-                             PASS: counts.get(PASS, 0), FAIL: counts.get(FAIL, 0),
-                             SKIP: counts.get(SKIP, 0), INFO: counts.get(INFO, 0), "records": len(rows)})
+            overview.append(
+                {
+                    "paper": p.paper,
+                    "experiment": exp,
+                    "targets": len(res),
+                    PASS: counts.get(PASS, 0),
+                    FAIL: counts.get(FAIL, 0),
+                    SKIP: counts.get(SKIP, 0),
+                    INFO: counts.get(INFO, 0),
+                    "records": len(rows),
+                }
+            )
             sections.append(f"### {spec.get('title', exp)} — `{exp}`\n")
             state = "present" if cfg is not None and cfg.exists() else "not written yet"
             ran = f"config `conf/experiment/{exp}.yaml` {state}; " if cfg else ""
             if len(rows):
                 ok = rows[rows["status"] == "ok"]
                 prof = ", ".join(f"{k}: {v}" for k, v in rows["profile"].value_counts().items())
-                ran += (f"{len(rows)} records ({len(ok)} ok; profiles {prof}); methods "
-                        f"{', '.join(sorted(rows['method'].unique()))}; datasets "
-                        f"{', '.join(sorted(rows['dataset'].unique()))}; seeds "
-                        f"{', '.join(map(str, sorted(rows['seed'].unique())))}.")
+                ran += (
+                    f"{len(rows)} records ({len(ok)} ok; profiles {prof}); methods "
+                    f"{', '.join(sorted(rows['method'].unique()))}; datasets "
+                    f"{', '.join(sorted(rows['dataset'].unique()))}; seeds "
+                    f"{', '.join(map(str, sorted(rows['seed'].unique())))}."
+                )
             else:
                 ran += "no records collected."
             sections.append(f"**What ran:** {ran}\n")
@@ -305,24 +439,33 @@ def reproduction_markdown(df: pd.DataFrame, papers: list[PaperSpec], avail: Avai
             if len(val):
                 pct = val[val["units"] == "percent"]
                 if len(pct):
-                    close = (f" Median |Δ| over {len(pct)} rate targets: "
-                             f"{100 * pct['delta'].abs().median():.2f} points (max "
-                             f"{100 * pct['delta'].abs().max():.2f}).")
-            sections.append(f"**How close:** {checked} of {len(res)} targets checked: {counts.get(PASS, 0)} "
-                            f"pass, {counts.get(FAIL, 0)} fail, {counts.get(SKIP, 0)} skipped, "
-                            f"{counts.get(INFO, 0)} info.{close}\n")
+                    close = (
+                        f" Median |Δ| over {len(pct)} rate targets: "
+                        f"{100 * pct['delta'].abs().median():.2f} points (max "
+                        f"{100 * pct['delta'].abs().max():.2f})."
+                    )
+            sections.append(
+                f"**How close:** {checked} of {len(res)} targets checked: {counts.get(PASS, 0)} "
+                f"pass, {counts.get(FAIL, 0)} fail, {counts.get(SKIP, 0)} skipped, "
+                f"{counts.get(INFO, 0)} info.{close}\n"
+            )
             comp = comparison_table(res)
             if len(rows):
                 sections.append(to_markdown(comp.drop(columns=["source"])))
             else:
                 shown = comp[["target", "source", "dataset", "method", "metric", "paper"]]
-                sections.append("<details><summary>Paper numbers waiting for runs "
-                                f"({len(shown)})</summary>\n\n{to_markdown(shown)}\n</details>\n")
+                sections.append(
+                    "<details><summary>Paper numbers waiting for runs "
+                    f"({len(shown)})</summary>\n\n{to_markdown(shown)}\n</details>\n"
+                )
             skipped = res[res["status"] == SKIP]
             if len(skipped):
                 why = skipped["note"].str.split(";").str[0].value_counts()
-                sections.append("**Missing and why:**\n\n" + "\n".join(
-                    f"- {n} target(s): {reason}" for reason, n in why.items()) + "\n")
+                sections.append(
+                    "**Missing and why:**\n\n"
+                    + "\n".join(f"- {n} target(s): {reason}" for reason, n in why.items())
+                    + "\n"
+                )
     ov = pd.DataFrame(overview)
     lines.append("## Overview\n\n" + to_markdown(ov))
     return "\n".join(lines + sections)

@@ -97,17 +97,33 @@ def series_label(row: pd.Series, keys: list[str]) -> str:
             parts.append(f"{k.split('.', 1)[-1]}={norm(v)}")
     if len(parts) == 1:
         return parts[0]
-    return f"{parts[0]}[{', '.join(parts[1:])}]" if keys[0] in ("method", "dataset") else ", ".join(parts)
+    return (
+        f"{parts[0]}[{', '.join(parts[1:])}]"
+        if keys[0] in ("method", "dataset")
+        else ", ".join(parts)
+    )
 
 
-def aggregate(rows: pd.DataFrame, metric: str, best_over: tuple = (), best: str = "max",
-              best_metric: str | None = None, nearest: dict | None = None) -> dict:
+def aggregate(
+    rows: pd.DataFrame,
+    metric: str,
+    best_over: tuple = (),
+    best: str = "max",
+    best_metric: str | None = None,
+    nearest: dict | None = None,
+) -> dict:
     """Mean, SD (ddof 1), n over the ``ok`` rows; with ``best_over``, the best config's numbers.
 
     Returns ``{mean, sd, n, profile, n_failed, note}``; ``mean`` is NaN when nothing usable exists.
     """
-    out = {"mean": float("nan"), "sd": float("nan"), "n": 0, "profile": profile_of(rows),
-           "n_failed": int((rows["status"] == "failed").sum()) if "status" in rows else 0, "note": ""}
+    out = {
+        "mean": float("nan"),
+        "sd": float("nan"),
+        "n": 0,
+        "profile": profile_of(rows),
+        "n_failed": int((rows["status"] == "failed").sum()) if "status" in rows else 0,
+        "note": "",
+    }
     ok = rows[rows["status"] == "ok"] if "status" in rows.columns else rows
     if metric not in ok.columns:
         if not ok.empty:
@@ -129,7 +145,11 @@ def aggregate(rows: pd.DataFrame, metric: str, best_over: tuple = (), best: str 
         if missing:
             out["note"] = f"best_over columns not recorded (ignored): {missing}"
     if best_over:
-        keys = ok[list(best_over)].map(norm) if hasattr(ok, "map") else ok[list(best_over)].applymap(norm)
+        keys = (
+            ok[list(best_over)].map(norm)
+            if hasattr(ok, "map")
+            else ok[list(best_over)].applymap(norm)
+        )
         by = best_metric if best_metric and best_metric in ok.columns else metric
         grouped = ok[by].groupby([keys[c] for c in best_over])
         means = grouped.mean()
@@ -142,8 +162,11 @@ def aggregate(rows: pd.DataFrame, metric: str, best_over: tuple = (), best: str 
         cfg = ", ".join(f"{c.split('.', 1)[-1]}={v}" for c, v in zip(best_over, pick, strict=True))
         out["note"] = f"best of {len(means)} configs (selected on test, as the paper): {cfg}"
     vals = ok[metric].astype(float)
-    out.update(mean=float(vals.mean()), sd=float(vals.std(ddof=1)) if len(vals) > 1 else float("nan"),
-               n=int(len(vals)))
+    out.update(
+        mean=float(vals.mean()),
+        sd=float(vals.std(ddof=1)) if len(vals) > 1 else float("nan"),
+        n=int(len(vals)),
+    )
     return out
 
 
@@ -165,17 +188,25 @@ def _nearest_config(ok: pd.DataFrame, nearest: dict) -> tuple[pd.DataFrame, str]
     for c, v in zip(params, pick, strict=True):
         m &= (keys[c] == v).to_numpy()
     cfg = ", ".join(f"{c.split('.', 1)[-1]}={v}" for c, v in zip(params, pick, strict=True))
-    return ok[m], f"nearest config to {col} = {want:g}: {cfg} ({col} {means[pick if len(pick) > 1 else pick[0]]:.4g})"
+    return (
+        ok[m],
+        f"nearest config to {col} = {want:g}: {cfg} ({col} {means[pick if len(pick) > 1 else pick[0]]:.4g})",
+    )
 
 
-def per_block_means(df: pd.DataFrame, sel: Selector, metric: str, per: tuple,
-                    experiment: str | None = None) -> pd.Series:
+def per_block_means(
+    df: pd.DataFrame, sel: Selector, metric: str, per: tuple, experiment: str | None = None
+) -> pd.Series:
     """Mean of ``metric`` over the ok rows of ``sel``, per block (e.g. per dataset)."""
     rows = select(df, sel, experiment)
     if rows.empty or metric not in rows.columns:
         return pd.Series(dtype=float)
     ok = rows[(rows["status"] == "ok") & rows[metric].notna()]
-    ok = ok.groupby(list(per), group_keys=False)[list(ok.columns)].apply(prefer_full) if len(ok) else ok
+    ok = (
+        ok.groupby(list(per), group_keys=False)[list(ok.columns)].apply(prefer_full)
+        if len(ok)
+        else ok
+    )
     if ok.empty:
         return pd.Series(dtype=float)
     return ok.groupby(list(per))[metric].mean()

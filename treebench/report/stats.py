@@ -32,8 +32,13 @@ def friedman(table: pd.DataFrame) -> dict:
     if table.shape[0] < 2:
         raise ValueError(f"the Friedman test needs >= 2 blocks, got {table.shape[0]}")
     stat, p = sps.friedmanchisquare(*[table[c].to_numpy(float) for c in table.columns])
-    return {"statistic": float(stat), "p": float(p), "n": int(table.shape[0]), "k": int(table.shape[1]),
-            "test": "Friedman"}
+    return {
+        "statistic": float(stat),
+        "p": float(p),
+        "n": int(table.shape[0]),
+        "k": int(table.shape[1]),
+        "test": "Friedman",
+    }
 
 
 def critical_difference(k: int, n: int, alpha: float = 0.05) -> float:
@@ -50,9 +55,15 @@ def nemenyi(table: pd.DataFrame, alpha: float = 0.05, higher_is_better: bool = T
     data = table if higher_is_better else -table
     pvals = sp.posthoc_nemenyi_friedman(data.reset_index(drop=True))
     pvals.index = pvals.columns = list(table.columns)
-    return {"p_values": pvals, "ranks": average_ranks(table, higher_is_better),
-            "cd": critical_difference(table.shape[1], table.shape[0], alpha), "alpha": alpha,
-            "n": int(table.shape[0]), "k": int(table.shape[1]), "test": "Nemenyi"}
+    return {
+        "p_values": pvals,
+        "ranks": average_ranks(table, higher_is_better),
+        "cd": critical_difference(table.shape[1], table.shape[0], alpha),
+        "alpha": alpha,
+        "n": int(table.shape[0]),
+        "k": int(table.shape[1]),
+        "test": "Nemenyi",
+    }
 
 
 def wilcoxon(x, y) -> dict:
@@ -63,8 +74,12 @@ def wilcoxon(x, y) -> dict:
     if np.allclose(x, y):
         return {"statistic": 0.0, "p": 1.0, "n": int(x.size), "test": "Wilcoxon signed-rank"}
     res = sps.wilcoxon(x, y)
-    return {"statistic": float(res.statistic), "p": float(res.pvalue), "n": int(x.size),
-            "test": "Wilcoxon signed-rank"}
+    return {
+        "statistic": float(res.statistic),
+        "p": float(res.pvalue),
+        "n": int(x.size),
+        "test": "Wilcoxon signed-rank",
+    }
 
 
 def cd_diagram(nem: dict, path_stem: str | Path, title: str = "") -> list[Path]:
@@ -96,10 +111,16 @@ def caption(res: dict, metric: str, alpha: float | None = None) -> str:
     """One sentence naming the test, N, α and the result."""
     a = f", α = {alpha}" if alpha is not None else ""
     if res["test"] == "Friedman":
-        return (f"Friedman test on {metric} over N = {res['n']} datasets, k = {res['k']} methods{a}: "
-                f"χ² = {res['statistic']:.4g}, p = {res['p']:.3g}.")
+        return (
+            f"Friedman test on {metric} over N = {res['n']} datasets, k = {res['k']} methods{a}: "
+            f"χ² = {res['statistic']:.4g}, p = {res['p']:.3g}."
+        )
     if res["test"] == "Nemenyi":
-        return (f"Nemenyi post-hoc test (after Friedman) on {metric}, N = {res['n']} datasets, "
-                f"k = {res['k']} methods, α = {res['alpha']}: critical difference {res['cd']:.3f} ranks.")
-    return (f"Wilcoxon signed-rank test on {metric} over N = {res['n']} paired datasets{a}: "
-            f"W = {res['statistic']:.4g}, p = {res['p']:.3g}.")
+        return (
+            f"Nemenyi post-hoc test (after Friedman) on {metric}, N = {res['n']} datasets, "
+            f"k = {res['k']} methods, α = {res['alpha']}: critical difference {res['cd']:.3f} ranks."
+        )
+    return (
+        f"Wilcoxon signed-rank test on {metric} over N = {res['n']} paired datasets{a}: "
+        f"W = {res['statistic']:.4g}, p = {res['p']:.3g}."
+    )

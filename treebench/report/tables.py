@@ -33,8 +33,12 @@ def summary_table(df: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
     # each task has its own headline metric (accuracy for classification, R² for regression)
     for _, rows in ok.groupby(ok["task"] if "task" in ok.columns else pd.Series(0, ok.index)):
         m = metric if metric and metric in rows.columns else headline_metric(rows)
-        agg = {"n": (m, "size"), "mean": (m, "mean"), "sd": (m, "std"),
-               "fit_s": ("fit_seconds", "median")}
+        agg = {
+            "n": (m, "size"),
+            "mean": (m, "mean"),
+            "sd": (m, "std"),
+            "fit_s": ("fit_seconds", "median"),
+        }
         for c in _SIZE_COLS:
             if c in rows.columns:
                 agg[c] = (c, "mean")

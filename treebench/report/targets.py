@@ -30,8 +30,16 @@ UNITS = ("percent", "fraction", "count", "seconds")
 PROFILES = ("full", "reduced")
 STAT_TESTS = ("friedman", "wilcoxon")
 #: size fields a value target may carry next to its metric (paper "#S", "nodes", ...)
-SIZE_FIELDS = ("n_splits", "n_leaves", "n_nodes", "n_trees", "depth", "mean_depth", "split_evals",
-               "n_splits_per_tree")
+SIZE_FIELDS = (
+    "n_splits",
+    "n_leaves",
+    "n_nodes",
+    "n_trees",
+    "depth",
+    "mean_depth",
+    "split_evals",
+    "n_splits_per_tree",
+)
 
 
 class TargetError(ValueError):
@@ -71,34 +79,34 @@ class Target:
     metric: str
     # kind: value
     select: Selector | None = None
-    value: float | None = None          # in record units (fractions for rates)
+    value: float | None = None  # in record units (fractions for rates)
     sd: float | None = None
-    paper_value: float | None = None    # as printed in the paper
+    paper_value: float | None = None  # as printed in the paper
     paper_sd: float | None = None
     units: str = "fraction"
     op: str = "~"
     tolerance: float = 0.0
     tolerance_reduced: float | None = None
     rtol: float = 0.0
-    best_over: tuple = ()               # params the paper picked the best of (per dataset)
+    best_over: tuple = ()  # params the paper picked the best of (per dataset)
     best: str = "max"
-    best_metric: str | None = None      # metric the best config is picked by (default: ``metric``)
+    best_metric: str | None = None  # metric the best config is picked by (default: ``metric``)
     nearest: dict = field(default_factory=dict)  # {column: value}: the config whose mean is closest
-    check: bool = True                  # False: shown in reports, never fails ``check``
-    table: str | None = None            # paper table/figure layout this number belongs to
+    check: bool = True  # False: shown in reports, never fails ``check``
+    table: str | None = None  # paper table/figure layout this number belongs to
     note: str = ""
     # kind: relation
     lhs: Selector | None = None
     rhs: Selector | None = None
     per: tuple = ("dataset",)
-    require: float = 1.0                # share of pairs that must hold (1.0 = every one)
+    require: float = 1.0  # share of pairs that must hold (1.0 = every one)
     margin: float = 0.0
     claim: str = ""
     # kind: stat
     test: str | None = None
     groups: tuple = ()
     alpha: float = 0.05
-    expect: str = "significant"         # or "not_significant"
+    expect: str = "significant"  # or "not_significant"
     paper_statistic: float | None = None
     paper_p: float | None = None
 
@@ -132,16 +140,95 @@ class PaperSpec:
 
 # --------------------------------------------------------------------------------------------- load
 
-_TOP = {"paper", "title", "units", "defaults", "unavailable", "experiments", "targets", "notes", "source"}
-_VALUE_KEYS = {"id", "kind", "experiment", "source", "table", "dataset", "method", "where", "metric",
-               "value", "sd", "units", "op", "tolerance", "tolerance_reduced", "rtol", "best_over",
-               "best", "check", "note", "size", "nearest", *SIZE_FIELDS}
-_REL_KEYS = {"id", "kind", "experiment", "source", "lhs", "rhs", "metric", "op", "per", "require",
-             "margin", "claim", "check", "note", "dataset", "where", "table"}
-_STAT_KEYS = {"id", "kind", "experiment", "source", "test", "groups", "lhs", "rhs", "metric", "alpha",
-              "expect", "statistic", "p", "check", "note", "claim", "per"}
-_DEFAULT_KEYS = {"metric", "tolerance", "tolerance_reduced", "rtol", "op", "units", "size_rtol",
-                 "size_check", "experiment", "check", "alpha", "best", "require"}
+_TOP = {
+    "paper",
+    "title",
+    "units",
+    "defaults",
+    "unavailable",
+    "experiments",
+    "targets",
+    "notes",
+    "source",
+}
+_VALUE_KEYS = {
+    "id",
+    "kind",
+    "experiment",
+    "source",
+    "table",
+    "dataset",
+    "method",
+    "where",
+    "metric",
+    "value",
+    "sd",
+    "units",
+    "op",
+    "tolerance",
+    "tolerance_reduced",
+    "rtol",
+    "best_over",
+    "best",
+    "check",
+    "note",
+    "size",
+    "nearest",
+    *SIZE_FIELDS,
+}
+_REL_KEYS = {
+    "id",
+    "kind",
+    "experiment",
+    "source",
+    "lhs",
+    "rhs",
+    "metric",
+    "op",
+    "per",
+    "require",
+    "margin",
+    "claim",
+    "check",
+    "note",
+    "dataset",
+    "where",
+    "table",
+}
+_STAT_KEYS = {
+    "id",
+    "kind",
+    "experiment",
+    "source",
+    "test",
+    "groups",
+    "lhs",
+    "rhs",
+    "metric",
+    "alpha",
+    "expect",
+    "statistic",
+    "p",
+    "check",
+    "note",
+    "claim",
+    "per",
+}
+_DEFAULT_KEYS = {
+    "metric",
+    "tolerance",
+    "tolerance_reduced",
+    "rtol",
+    "op",
+    "units",
+    "size_rtol",
+    "size_check",
+    "experiment",
+    "check",
+    "alpha",
+    "best",
+    "require",
+}
 _SELECTOR_KEYS = {"method", "dataset", "where", "experiment"}
 _EXPERIMENT_KEYS = {"title", "tables", "figures", "stats", "description", "metric"}
 
@@ -153,7 +240,11 @@ def _err(path, where: str, msg: str) -> TargetError:
 def _number(path, where, name, v, allow_none=True) -> float | None:
     if v is None and allow_none:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and math.isnan(v)):
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or (isinstance(v, float) and math.isnan(v))
+    ):
         raise _err(path, where, f"{name} must be a number, got {v!r}")
     return float(v)
 
@@ -165,15 +256,25 @@ def _selector(path, where, d, defaults: dict, experiment: str | None = None) -> 
         raise _err(path, where, f"a selector must be a mapping with 'method', got {d!r}")
     unknown = set(d) - _SELECTOR_KEYS
     if unknown:
-        raise _err(path, where, f"unknown selector keys {sorted(unknown)}; allowed: {sorted(_SELECTOR_KEYS)}")
+        raise _err(
+            path,
+            where,
+            f"unknown selector keys {sorted(unknown)}; allowed: {sorted(_SELECTOR_KEYS)}",
+        )
     if not d.get("method") or not isinstance(d["method"], str):
         raise _err(path, where, "selector needs 'method' (a method name, e.g. cart)")
     w = d.get("where") or {}
     if not isinstance(w, dict):
-        raise _err(path, where, f"'where' must map columns to values (e.g. param.teacher: rf), got {w!r}")
+        raise _err(
+            path, where, f"'where' must map columns to values (e.g. param.teacher: rf), got {w!r}"
+        )
     w = {(k if "." in k or k in ("profile", "split") else f"param.{k}"): v for k, v in w.items()}
-    return Selector(method=d["method"], dataset=d.get("dataset"), where=w,
-                    experiment=d.get("experiment") or experiment)
+    return Selector(
+        method=d["method"],
+        dataset=d.get("dataset"),
+        where=w,
+        experiment=d.get("experiment") or experiment,
+    )
 
 
 def _to_record_units(units: str, v: float | None) -> float | None:
@@ -205,31 +306,53 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
     if isinstance(best_over, str):
         best_over = (best_over,)
     best_over = tuple(b if "." in b else f"param.{b}" for b in best_over)
-    sel = _selector(path, where, {k: e[k] for k in ("method", "dataset", "where") if k in e}, d,
-                    e["experiment"])
+    sel = _selector(
+        path, where, {k: e[k] for k in ("method", "dataset", "where") if k in e}, d, e["experiment"]
+    )
     nearest = e.get("nearest") or {}
     if not isinstance(nearest, dict) or len(nearest) > 1:
-        raise _err(path, where, f"nearest must map one column to a value (e.g. n_splits: 1000), got {nearest!r}")
+        raise _err(
+            path,
+            where,
+            f"nearest must map one column to a value (e.g. n_splits: 1000), got {nearest!r}",
+        )
     for k, v in nearest.items():
         _number(path, where, f"nearest.{k}", v, allow_none=False)
-    value = _number(path, where, "value", e.get("value"), allow_none=False) if "value" in e else None
+    value = (
+        _number(path, where, "value", e.get("value"), allow_none=False) if "value" in e else None
+    )
     sd = _number(path, where, "sd", e.get("sd"))
     tol = _number(path, where, "tolerance", e.get("tolerance", d.get("tolerance", 0.0)))
-    tol_r = _number(path, where, "tolerance_reduced", e.get("tolerance_reduced", d.get("tolerance_reduced")))
+    tol_r = _number(
+        path, where, "tolerance_reduced", e.get("tolerance_reduced", d.get("tolerance_reduced"))
+    )
     rtol = _number(path, where, "rtol", e.get("rtol", d.get("rtol", 0.0)))
     for n, v in (("tolerance", tol), ("tolerance_reduced", tol_r), ("rtol", rtol)):
         if v is not None and v < 0:
             raise _err(path, where, f"{n} must be >= 0, got {v}")
     base = Target(
-        id=str(e["id"]), paper=paper, experiment=str(e["experiment"]), kind="value",
-        source=str(e.get("source", "")), metric=metric, select=sel,
-        value=_to_record_units(units, value), sd=_to_record_units(units, sd),
-        paper_value=value, paper_sd=sd, units=units, op=op,
+        id=str(e["id"]),
+        paper=paper,
+        experiment=str(e["experiment"]),
+        kind="value",
+        source=str(e.get("source", "")),
+        metric=metric,
+        select=sel,
+        value=_to_record_units(units, value),
+        sd=_to_record_units(units, sd),
+        paper_value=value,
+        paper_sd=sd,
+        units=units,
+        op=op,
         tolerance=_to_record_units(units, tol) or 0.0,
-        tolerance_reduced=_to_record_units(units, tol_r), rtol=rtol or 0.0,
-        best_over=best_over, best=best, nearest=dict(nearest),
+        tolerance_reduced=_to_record_units(units, tol_r),
+        rtol=rtol or 0.0,
+        best_over=best_over,
+        best=best,
+        nearest=dict(nearest),
         check=bool(e.get("check", d.get("check", True))),
-        table=e.get("table"), note=str(e.get("note", "")),
+        table=e.get("table"),
+        note=str(e.get("note", "")),
     )
     if value is None and not any(k in e for k in SIZE_FIELDS) and "size" not in e:
         raise _err(path, where, "missing 'value' (or a size field such as n_splits)")
@@ -240,11 +363,25 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
         if k not in SIZE_FIELDS:
             raise _err(path, where, f"unknown size field {k!r}; allowed: {SIZE_FIELDS}")
         v = _number(path, where, k, v, allow_none=False)
-        out.append(replace(
-            base, id=f"{base.id}/{k}", metric=k, value=v, sd=None, paper_value=v, paper_sd=None,
-            units="count", op="~", tolerance=0.0, tolerance_reduced=None,
-            rtol=float(d.get("size_rtol", 0.5)), best_metric=base.metric,
-            check=bool(d.get("size_check", True)) and base.check, note=base.note))
+        out.append(
+            replace(
+                base,
+                id=f"{base.id}/{k}",
+                metric=k,
+                value=v,
+                sd=None,
+                paper_value=v,
+                paper_sd=None,
+                units="count",
+                op="~",
+                tolerance=0.0,
+                tolerance_reduced=None,
+                rtol=float(d.get("size_rtol", 0.5)),
+                best_metric=base.metric,
+                check=bool(d.get("size_check", True)) and base.check,
+                note=base.note,
+            )
+        )
     return out
 
 
@@ -274,13 +411,27 @@ def _load_relation(path, where, e: dict, d: dict, paper: str) -> Target:
     lhs = _selector(path, where + ".lhs", e["lhs"], d, e["experiment"])
     rhs = _selector(path, where + ".rhs", e["rhs"], d, e["experiment"])
     if e.get("dataset"):  # a dataset given at the relation level applies to both sides
-        lhs, rhs = replace(lhs, dataset=lhs.dataset or e["dataset"]), replace(rhs, dataset=rhs.dataset or e["dataset"])
+        lhs, rhs = (
+            replace(lhs, dataset=lhs.dataset or e["dataset"]),
+            replace(rhs, dataset=rhs.dataset or e["dataset"]),
+        )
     return Target(
-        id=str(e["id"]), paper=paper, experiment=str(e["experiment"]), kind="relation",
-        source=str(e.get("source", "")), metric=metric, lhs=lhs, rhs=rhs, op=op, per=per,
-        require=require, margin=_number(path, where, "margin", e.get("margin", 0.0)) or 0.0,
-        claim=str(e.get("claim", "")), check=bool(e.get("check", d.get("check", True))),
-        note=str(e.get("note", "")), table=e.get("table"),
+        id=str(e["id"]),
+        paper=paper,
+        experiment=str(e["experiment"]),
+        kind="relation",
+        source=str(e.get("source", "")),
+        metric=metric,
+        lhs=lhs,
+        rhs=rhs,
+        op=op,
+        per=per,
+        require=require,
+        margin=_number(path, where, "margin", e.get("margin", 0.0)) or 0.0,
+        claim=str(e.get("claim", "")),
+        check=bool(e.get("check", d.get("check", True))),
+        note=str(e.get("note", "")),
+        table=e.get("table"),
     )
 
 
@@ -298,13 +449,17 @@ def _load_stat(path, where, e: dict, d: dict, paper: str) -> Target:
         raise _err(path, where, "missing 'metric'")
     expect = e.get("expect", "significant")
     if expect not in ("significant", "not_significant"):
-        raise _err(path, where, f"expect must be 'significant' or 'not_significant', got {expect!r}")
+        raise _err(
+            path, where, f"expect must be 'significant' or 'not_significant', got {expect!r}"
+        )
     if e["test"] == "friedman":
         groups = e.get("groups")
         if not isinstance(groups, list) or len(groups) < 3:
             raise _err(path, where, "friedman needs 'groups': a list of >= 3 selectors")
-        groups = tuple(_selector(path, f"{where}.groups[{i}]", g, d, e["experiment"])
-                       for i, g in enumerate(groups))
+        groups = tuple(
+            _selector(path, f"{where}.groups[{i}]", g, d, e["experiment"])
+            for i, g in enumerate(groups)
+        )
         lhs = rhs = None
     else:
         if not e.get("lhs") or not e.get("rhs"):
@@ -314,13 +469,24 @@ def _load_stat(path, where, e: dict, d: dict, paper: str) -> Target:
         rhs = _selector(path, where + ".rhs", e["rhs"], d, e["experiment"])
     per = e.get("per", ["dataset"])
     return Target(
-        id=str(e["id"]), paper=paper, experiment=str(e["experiment"]), kind="stat",
-        source=str(e.get("source", "")), metric=metric, test=e["test"], groups=groups, lhs=lhs,
-        rhs=rhs, alpha=_number(path, where, "alpha", e.get("alpha", d.get("alpha", 0.05))),
-        expect=expect, paper_statistic=_number(path, where, "statistic", e.get("statistic")),
-        paper_p=_number(path, where, "p", e.get("p")), claim=str(e.get("claim", "")),
+        id=str(e["id"]),
+        paper=paper,
+        experiment=str(e["experiment"]),
+        kind="stat",
+        source=str(e.get("source", "")),
+        metric=metric,
+        test=e["test"],
+        groups=groups,
+        lhs=lhs,
+        rhs=rhs,
+        alpha=_number(path, where, "alpha", e.get("alpha", d.get("alpha", 0.05))),
+        expect=expect,
+        paper_statistic=_number(path, where, "statistic", e.get("statistic")),
+        paper_p=_number(path, where, "p", e.get("p")),
+        claim=str(e.get("claim", "")),
         per=(per,) if isinstance(per, str) else tuple(per),
-        check=bool(e.get("check", d.get("check", True))), note=str(e.get("note", "")),
+        check=bool(e.get("check", d.get("check", True))),
+        note=str(e.get("note", "")),
     )
 
 
@@ -335,19 +501,35 @@ def _check_experiments(path, exps) -> dict:
             raise _err(path, f"experiments.{name}", "must be a mapping")
         unknown = set(spec) - _EXPERIMENT_KEYS
         if unknown:
-            raise _err(path, f"experiments.{name}",
-                       f"unknown keys {sorted(unknown)}; allowed: {sorted(_EXPERIMENT_KEYS)}")
+            raise _err(
+                path,
+                f"experiments.{name}",
+                f"unknown keys {sorted(unknown)}; allowed: {sorted(_EXPERIMENT_KEYS)}",
+            )
         for i, fig in enumerate(spec.get("figures") or []):
-            if not isinstance(fig, dict) or not fig.get("name") or not fig.get("x") or not fig.get("y"):
-                raise _err(path, f"experiments.{name}.figures[{i}]", "a figure needs 'name', 'x' and 'y'")
+            if (
+                not isinstance(fig, dict)
+                or not fig.get("name")
+                or not fig.get("x")
+                or not fig.get("y")
+            ):
+                raise _err(
+                    path, f"experiments.{name}.figures[{i}]", "a figure needs 'name', 'x' and 'y'"
+                )
         for i, tab in enumerate(spec.get("tables") or []):
             if not isinstance(tab, dict) or not tab.get("name") or not tab.get("table"):
-                raise _err(path, f"experiments.{name}.tables[{i}]",
-                           "a table layout needs 'name' and 'table' (the targets' table label)")
+                raise _err(
+                    path,
+                    f"experiments.{name}.tables[{i}]",
+                    "a table layout needs 'name' and 'table' (the targets' table label)",
+                )
         for i, st in enumerate(spec.get("stats") or []):
             if not isinstance(st, dict) or st.get("test") not in STAT_TESTS or not st.get("metric"):
-                raise _err(path, f"experiments.{name}.stats[{i}]",
-                           f"a stats entry needs 'test' in {STAT_TESTS} and 'metric'")
+                raise _err(
+                    path,
+                    f"experiments.{name}.stats[{i}]",
+                    f"a stats entry needs 'test' in {STAT_TESTS} and 'metric'",
+                )
         exps[name] = spec
     return exps
 
@@ -373,13 +555,17 @@ def load_paper(path: str | Path) -> PaperSpec:
         raise _err(path, "defaults", "must be a mapping")
     bad = set(d) - _DEFAULT_KEYS
     if bad:
-        raise _err(path, "defaults", f"unknown keys {sorted(bad)}; allowed: {sorted(_DEFAULT_KEYS)}")
+        raise _err(
+            path, "defaults", f"unknown keys {sorted(bad)}; allowed: {sorted(_DEFAULT_KEYS)}"
+        )
     entries = data.get("targets") or []
     if not isinstance(entries, list):
         raise _err(path, "targets", "must be a list")
     targets: list[Target] = []
     for i, e in enumerate(entries):
-        where = f"targets[{i}]" + (f" (id {e.get('id')})" if isinstance(e, dict) and e.get("id") else "")
+        where = f"targets[{i}]" + (
+            f" (id {e.get('id')})" if isinstance(e, dict) and e.get("id") else ""
+        )
         if not isinstance(e, dict):
             raise _err(path, where, "each target must be a mapping")
         e = {"experiment": d.get("experiment"), **e} if d.get("experiment") else e
@@ -400,10 +586,16 @@ def load_paper(path: str | Path) -> PaperSpec:
     unavailable = data.get("unavailable") or {}
     if not isinstance(unavailable, dict):
         raise _err(path, "unavailable", "must map dataset names to reasons")
-    return PaperSpec(paper=paper, title=str(data.get("title", paper)), path=path, units=units,
-                     targets=targets, experiments=_check_experiments(path, data.get("experiments")),
-                     unavailable={str(k): str(v) for k, v in unavailable.items()},
-                     notes=str(data.get("notes", "")))
+    return PaperSpec(
+        paper=paper,
+        title=str(data.get("title", paper)),
+        path=path,
+        units=units,
+        targets=targets,
+        experiments=_check_experiments(path, data.get("experiments")),
+        unavailable={str(k): str(v) for k, v in unavailable.items()},
+        notes=str(data.get("notes", "")),
+    )
 
 
 def papers_dir(conf_dir: str | Path | None = None) -> Path:
@@ -446,5 +638,11 @@ def for_experiment(papers: list[PaperSpec], name: str) -> tuple[list[Target], di
 
 def as_dict(t: Target) -> dict[str, Any]:
     """A target's identity fields for tables."""
-    return {"id": t.id, "paper": t.paper, "experiment": t.experiment, "kind": t.kind,
-            "source": t.source, "metric": t.metric}
+    return {
+        "id": t.id,
+        "paper": t.paper,
+        "experiment": t.experiment,
+        "kind": t.kind,
+        "source": t.source,
+        "metric": t.metric,
+    }

@@ -16,7 +16,11 @@ def _flatten(rec: dict) -> dict:
     row = {k: v for k, v in rec.items() if k not in _NESTED and not isinstance(v, dict)}
     for group in _NESTED:
         for k, v in (rec.get(group) or {}).items():
-            name = k if group in ("size", "metrics") else f"{group[:-1] if group.endswith('s') else group}.{k}"
+            name = (
+                k
+                if group in ("size", "metrics")
+                else f"{group[:-1] if group.endswith('s') else group}.{k}"
+            )
             row[name] = v if not isinstance(v, (dict, list)) else str(v)
     return row
 
@@ -38,8 +42,12 @@ def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def collect(store_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None,
-            experiment: str | None = None, status: str | None = None) -> pd.DataFrame:
+def collect(
+    store_dir: str | os.PathLike,
+    out_dir: str | os.PathLike | None = None,
+    experiment: str | None = None,
+    status: str | None = None,
+) -> pd.DataFrame:
     """Merge stored records into one table, optionally written as Parquet and CSV to ``out_dir``."""
     df = to_frame(Store(store_dir).records())
     if not df.empty:
@@ -47,7 +55,9 @@ def collect(store_dir: str | os.PathLike, out_dir: str | os.PathLike | None = No
             df = df[df["experiment"] == experiment]
         if status is not None:
             df = df[df["status"] == status]
-        df = df.sort_values(["experiment", "dataset", "method", "seed", "fold"]).reset_index(drop=True)
+        df = df.sort_values(["experiment", "dataset", "method", "seed", "fold"]).reset_index(
+            drop=True
+        )
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

@@ -66,7 +66,7 @@ def unlzw(data: bytes) -> bytes:
         if bit + n_bits > nbytes * 8:
             break
         byte = bit >> 3
-        chunk = int.from_bytes(payload[byte:byte + 3], "little")
+        chunk = int.from_bytes(payload[byte : byte + 3], "little")
         code = (chunk >> (bit & 7)) & ((1 << n_bits) - 1)
         bit += n_bits
         if block_mode and code == 256:
@@ -124,7 +124,9 @@ def read_bytes(path: Path, member: str | None = None) -> bytes:
                 if member is None:
                     names = [n for n in zf.namelist() if not n.endswith("/")]
                     if len(names) != 1:
-                        raise DataError(f"{path}: zip has {len(names)} members; name one with member=")
+                        raise DataError(
+                            f"{path}: zip has {len(names)} members; name one with member="
+                        )
                     member = names[0]
                 return zf.read(member)
         raw = path.read_bytes()
@@ -138,8 +140,10 @@ def read_bytes(path: Path, member: str | None = None) -> bytes:
             return _uncompress(path, raw)
         return raw
     except (OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError, KeyError) as exc:
-        raise DataError(f"{path}: cannot decompress ({type(exc).__name__}: {exc}); the file is "
-                        "truncated or damaged; delete it and fetch again") from exc
+        raise DataError(
+            f"{path}: cannot decompress ({type(exc).__name__}: {exc}); the file is "
+            "truncated or damaged; delete it and fetch again"
+        ) from exc
 
 
 def decode(data: bytes) -> str:
@@ -158,8 +162,13 @@ _WS = {"whitespace", r"\s+", " ", "space"}
 def _count_fields(line: str, sep: str, skipinitialspace: bool, quotechar: str) -> int:
     if sep in _WS:
         return len(line.split())
-    return len(next(csv.reader([line], delimiter=sep, quotechar=quotechar,
-                               skipinitialspace=skipinitialspace)))
+    return len(
+        next(
+            csv.reader(
+                [line], delimiter=sep, quotechar=quotechar, skipinitialspace=skipinitialspace
+            )
+        )
+    )
 
 
 def read_table(
@@ -186,8 +195,11 @@ def read_table(
     """
     lines = decode(data).splitlines()
     numbered = [(i + first_line, ln) for i, ln in enumerate(lines)][skiprows:]
-    numbered = [(i, ln) for i, ln in numbered
-                if ln.strip() and not (comment and ln.lstrip().startswith(comment))]
+    numbered = [
+        (i, ln)
+        for i, ln in numbered
+        if ln.strip() and not (comment and ln.lstrip().startswith(comment))
+    ]
     if header:
         if not numbered:
             raise DataError(f"{label}: empty file")
@@ -195,14 +207,20 @@ def read_table(
         if sep in _WS:
             hnames = hline.split()
         else:
-            hnames = next(csv.reader([hline], delimiter=sep, quotechar=quotechar,
-                                     skipinitialspace=skipinitialspace))
+            hnames = next(
+                csv.reader(
+                    [hline], delimiter=sep, quotechar=quotechar, skipinitialspace=skipinitialspace
+                )
+            )
         if names is None:
             names = [h.strip() for h in hnames]
     if not numbered:
         raise DataError(f"{label}: no data rows")
-    ncol = len(names) if names is not None else _count_fields(numbered[0][1], sep,
-                                                               skipinitialspace, quotechar)
+    ncol = (
+        len(names)
+        if names is not None
+        else _count_fields(numbered[0][1], sep, skipinitialspace, quotechar)
+    )
     text = "\n".join(ln for _, ln in numbered)
     cols = [str(c) for c in names] if names is not None else [str(i) for i in range(ncol)]
     if string_cols is not None:
@@ -210,33 +228,47 @@ def read_table(
         if df is not None and len(df) == len(numbered):
             df.attrs["lines"] = np.array([i for i, _ in numbered])
             return df
-    kw = dict(header=None, dtype=str, na_filter=False, skip_blank_lines=False, quotechar=quotechar,
-              names=list(range(ncol)), index_col=False)
+    kw = dict(
+        header=None,
+        dtype=str,
+        na_filter=False,
+        skip_blank_lines=False,
+        quotechar=quotechar,
+        names=list(range(ncol)),
+        index_col=False,
+    )
     try:
         if sep in _WS:
             df = pd.read_csv(io.StringIO(text), sep=r"\s+", engine="c", **kw)
         else:
-            df = pd.read_csv(io.StringIO(text), sep=sep, skipinitialspace=skipinitialspace,
-                             engine="c", **kw)
+            df = pd.read_csv(
+                io.StringIO(text), sep=sep, skipinitialspace=skipinitialspace, engine="c", **kw
+            )
     except (pd.errors.ParserError, ValueError) as exc:
         m = re.search(r"line (\d+), saw (\d+)", str(exc))
         if m:
             k = int(m.group(1)) - 1
             lineno, content = numbered[min(k, len(numbered) - 1)]
-            raise DataError(f"{label}, line {lineno}: expected {ncol} fields, found "
-                            f"{m.group(2)}: {content[:120]!r}") from exc
+            raise DataError(
+                f"{label}, line {lineno}: expected {ncol} fields, found "
+                f"{m.group(2)}: {content[:120]!r}"
+            ) from exc
         raise DataError(f"{label}: cannot parse ({exc})") from exc
     if len(df) != len(numbered):
-        raise DataError(f"{label}: parsed {len(df)} rows from {len(numbered)} lines; the file is "
-                        "malformed (unbalanced quotes?)")
+        raise DataError(
+            f"{label}: parsed {len(df)} rows from {len(numbered)} lines; the file is "
+            "malformed (unbalanced quotes?)"
+        )
     # a short row shows as NaN or '' cells; an empty field is legal, so count the fields of those
     suspect = (df.isna() | (df == "")).any(axis=1).to_numpy()
     for k in np.flatnonzero(suspect):
         lineno, content = numbered[int(k)]
         found = _count_fields(content, sep, skipinitialspace, quotechar)
         if found != ncol:
-            raise DataError(f"{label}, line {lineno}: expected {ncol} fields, found {found} "
-                            f"(truncated or malformed row): {content[:120]!r}")
+            raise DataError(
+                f"{label}, line {lineno}: expected {ncol} fields, found {found} "
+                f"(truncated or malformed row): {content[:120]!r}"
+            )
     df.columns = cols
     df.attrs["lines"] = np.array([i for i, _ in numbered])
     return df
@@ -246,14 +278,23 @@ def _fast_numeric(text, sep, ncol, cols, string_cols, skipinitialspace, quotecha
     """Parse every column but ``string_cols`` as float; None when anything looks off."""
     strs = set()
     for c in string_cols:
-        if isinstance(c, int) or (isinstance(c, str) and re.fullmatch(r"-?\d+", c) and c not in cols):
+        if isinstance(c, int) or (
+            isinstance(c, str) and re.fullmatch(r"-?\d+", c) and c not in cols
+        ):
             strs.add(int(c) % ncol)
         elif c in cols:
             strs.add(cols.index(c))
     dtype = {i: (str if i in strs else np.float64) for i in range(ncol)}
     try:
-        kw = dict(header=None, names=list(range(ncol)), dtype=dtype, na_filter=False,
-                  quotechar=quotechar, index_col=False, engine="c")
+        kw = dict(
+            header=None,
+            names=list(range(ncol)),
+            dtype=dtype,
+            na_filter=False,
+            quotechar=quotechar,
+            index_col=False,
+            engine="c",
+        )
         if sep in _WS:
             df = pd.read_csv(io.StringIO(text), sep=r"\s+", **kw)
         else:
@@ -287,8 +328,11 @@ def read_arff(data: bytes, label: str) -> tuple[pd.DataFrame, dict[str, list[str
                 raise DataError(f"{label}, line {i + 1}: bad @attribute line {s[:120]!r}")
             name = m.group(1).strip("'\"")
             kind = m.group(2).strip()
-            attrs[name] = ([v.strip().strip("'\"") for v in kind.strip("{}").split(",")]
-                           if kind.startswith("{") else None)
+            attrs[name] = (
+                [v.strip().strip("'\"") for v in kind.strip("{}").split(",")]
+                if kind.startswith("{")
+                else None
+            )
         elif low.startswith("@data"):
             start = i + 1
             break
@@ -304,8 +348,9 @@ def read_arff(data: bytes, label: str) -> tuple[pd.DataFrame, dict[str, list[str
 
 
 def _colname(df: pd.DataFrame, ref) -> str:
-    if isinstance(ref, int) or (isinstance(ref, str) and re.fullmatch(r"-?\d+", ref)
-                                and ref not in df.columns):
+    if isinstance(ref, int) or (
+        isinstance(ref, str) and re.fullmatch(r"-?\d+", ref) and ref not in df.columns
+    ):
         return df.columns[int(ref)]
     if ref not in df.columns:
         raise DataError(f"no column {ref!r}; columns: {', '.join(map(str, df.columns))}")
@@ -339,7 +384,9 @@ def to_xy(
     dcols = {_colname(df, c) for c in drop}
     ccols = [_colname(df, c) for c in categorical]
     na = set(na_values)
-    maps = {_colname(df, k): {str(a): b for a, b in v.items()} for k, v in (value_maps or {}).items()}
+    maps = {
+        _colname(df, k): {str(a): b for a, b in v.items()} for k, v in (value_maps or {}).items()
+    }
 
     def where(k: int) -> str:
         return f"{label}, line {int(lines[k]) if lines is not None else k + 1}"
@@ -375,8 +422,10 @@ def to_xy(
             bad = mapped.isna() & ~col.isin(na)
             if bad.any():
                 k = int(np.flatnonzero(bad.to_numpy())[0])
-                raise DataError(f"{where(k)}: value {col.iloc[k]!r} of column {c!r} is not one of "
-                                f"{sorted(maps[c])}")
+                raise DataError(
+                    f"{where(k)}: value {col.iloc[k]!r} of column {c!r} is not one of "
+                    f"{sorted(maps[c])}"
+                )
             out[c] = mapped.astype(np.float64)
         elif c in ccols:
             out[c] = col.where(~col.isin(na) & (col != ""), np.nan)
@@ -386,8 +435,10 @@ def to_xy(
             bad = num.isna() & ~missing
             if bad.any():
                 k = int(np.flatnonzero(bad.to_numpy())[0])
-                raise DataError(f"{where(k)}: value {col.iloc[k]!r} in column {c!r} is not a "
-                                "number (declare the column categorical or as a missing marker)")
+                raise DataError(
+                    f"{where(k)}: value {col.iloc[k]!r} in column {c!r} is not a "
+                    "number (declare the column categorical or as a missing marker)"
+                )
             out[c] = num.astype(np.float64)
     X = pd.DataFrame(out)
     cats = [c for c in feats if c in ccols and c not in maps]
@@ -435,20 +486,30 @@ def assemble(
         out = enc
     else:
         out = {k: Part(X, np.asarray(y, dtype=np.float64)) for k, (X, y) in parts.items()}
-    return Dataset(name=name, task=task, parts=out, categorical=list(categorical),
-                   image_shape=tuple(image_shape) if image_shape else None, meta=meta)
+    return Dataset(
+        name=name,
+        task=task,
+        parts=out,
+        categorical=list(categorical),
+        image_shape=tuple(image_shape) if image_shape else None,
+        meta=meta,
+    )
 
 
-def cached(ctx, kind: str, params: dict, paths: Sequence[Path], build: Callable[[], Dataset]
-           ) -> Dataset:
+def cached(
+    ctx, kind: str, params: dict, paths: Sequence[Path], build: Callable[[], Dataset]
+) -> Dataset:
     """Load a parsed dataset from ``<data_dir>/parsed`` or build and store it.
 
     The key is the loader kind and parameters, the sha256 of every input file and the parser
     version, so a changed file or parser never serves a stale parse.
     """
     digests = [sha256_file(p) for p in paths]
-    blob = json.dumps({"kind": kind, "params": params, "files": digests, "v": PARSER_VERSION},
-                      sort_keys=True, default=str)
+    blob = json.dumps(
+        {"kind": kind, "params": params, "files": digests, "v": PARSER_VERSION},
+        sort_keys=True,
+        default=str,
+    )
     key = hashlib.sha256(blob.encode()).hexdigest()[:24]
     stem = getattr(ctx, "dataset", None) or kind
     store = Path(ctx.data_dir) / "parsed" / f"{stem}-{key}.pkl"

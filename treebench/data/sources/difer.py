@@ -23,5 +23,6 @@ def load(files: dict, types: dict, task: str, name: str = "difer", ctx=None) -> 
     if want and want != task:
         raise DataError(f"{rf.path} declares task {meta.get('task')!r} but the config says {task}")
     cats = [str(k) for k, v in sorted(kinds.items()) if v == "cat"]
-    return uci.load(files, task, target=-1, sep=",", categorical=cats, name=name,
-                    source="difer", ctx=ctx)
+    return uci.load(
+        files, task, target=-1, sep=",", categorical=cats, name=name, source="difer", ctx=ctx
+    )

@@ -7,8 +7,17 @@ from treebench.data.base import Dataset
 from treebench.data.sources import uci
 
 
-def load(files: dict, task: str = "classification", image_shape=(16, 16), name: str = "usps",
-         ctx=None) -> Dataset:
+def load(
+    files: dict, task: str = "classification", image_shape=(16, 16), name: str = "usps", ctx=None
+) -> Dataset:
     """Load the ESL ``zip`` files (one per part); labels 0-9 are the digits."""
-    return uci.load(files, task, target=0, sep="whitespace", image_shape=list(image_shape),
-                    name=name, source="esl", ctx=ctx)
+    return uci.load(
+        files,
+        task,
+        target=0,
+        sep="whitespace",
+        image_shape=list(image_shape),
+        name=name,
+        source="esl",
+        ctx=ctx,
+    )

@@ -56,15 +56,21 @@ def load(
         Return dense float arrays (else CSR matrices).
     """
     resolved = {k: resolve(v, ctx) for k, v in files.items()}
-    params = dict(files={k: rf.path for k, (rf, _) in resolved.items()}, n_features=n_features,
-                  zero_based=zero_based, dense=dense, task=task)
+    params = dict(
+        files={k: rf.path for k, (rf, _) in resolved.items()},
+        n_features=n_features,
+        zero_based=zero_based,
+        dense=dense,
+        task=task,
+    )
 
     def build():
         keys = list(resolved)
         paths = [str(resolved[k][1]) for k in keys]
         try:
-            out = load_svmlight_files(paths, n_features=int(n_features),
-                                      zero_based=bool(zero_based), dtype=np.float64)
+            out = load_svmlight_files(
+                paths, n_features=int(n_features), zero_based=bool(zero_based), dtype=np.float64
+            )
         except (ValueError, OSError, EOFError) as exc:
             for k in keys:
                 msg = _locate_error(resolved[k][1], resolved[k][0].path)
@@ -78,7 +84,12 @@ def load(
             if task == "classification":
                 y = y.astype(np.int64) if np.all(y == np.round(y)) else y
             parts[k] = (X, y)
-        return assemble(name, task, parts, image_shape=image_shape,
-                        meta={"source": "libsvm", "files": [resolved[k][0].url for k in keys]})
+        return assemble(
+            name,
+            task,
+            parts,
+            image_shape=image_shape,
+            meta={"source": "libsvm", "files": [resolved[k][0].url for k in keys]},
+        )
 
     return cached(ctx, "libsvm", params, [p for _, p in resolved.values()], build)

@@ -26,8 +26,15 @@ def is_cached(ctx, data_id: int) -> bool:
     return d.is_dir() and any(p.suffix in (".arff", ".pq", ".pkl", ".parquet") for p in d.iterdir())
 
 
-def load(data_id: int, task: str, target: str | None = None, categorical: str = "auto",
-         image_shape: list[int] | None = None, name: str = "openml", ctx=None) -> Dataset:
+def load(
+    data_id: int,
+    task: str,
+    target: str | None = None,
+    categorical: str = "auto",
+    image_shape: list[int] | None = None,
+    name: str = "openml",
+    ctx=None,
+) -> Dataset:
     """Load OpenML dataset ``data_id`` as a single ``all`` part.
 
     Parameters
@@ -42,32 +49,52 @@ def load(data_id: int, task: str, target: str | None = None, categorical: str = 
     if not getattr(ctx, "allow_fetch", True) and not is_cached(ctx, data_id):
         raise DatasetUnavailableError(
             f"dataset {dataset!r} (OpenML {data_id}) is not in the OpenML cache under "
-            f"{cache_dir(ctx)}; download it with `treebench fetch dataset={dataset}`")
+            f"{cache_dir(ctx)}; download it with `treebench fetch dataset={dataset}`"
+        )
     import openml
 
     cache_dir(ctx).mkdir(parents=True, exist_ok=True)
     openml.config.set_root_cache_directory(str(cache_dir(ctx)))
     try:
-        od = openml.datasets.get_dataset(int(data_id), download_data=True, download_qualities=False,
-                                         download_features_meta_data=False)
-        X, y, cat_mask, names = od.get_data(target=target or od.default_target_attribute,
-                                            dataset_format="dataframe")
+        od = openml.datasets.get_dataset(
+            int(data_id),
+            download_data=True,
+            download_qualities=False,
+            download_features_meta_data=False,
+        )
+        X, y, cat_mask, names = od.get_data(
+            target=target or od.default_target_attribute, dataset_format="dataframe"
+        )
     except Exception as exc:  # network, server or format errors from the openml package
-        raise DatasetUnavailableError(f"dataset {dataset!r}: OpenML {data_id} could not be loaded "
-                                      f"({type(exc).__name__}: {exc})") from exc
+        raise DatasetUnavailableError(
+            f"dataset {dataset!r}: OpenML {data_id} could not be loaded "
+            f"({type(exc).__name__}: {exc})"
+        ) from exc
     if y is None:
         raise DataError(f"OpenML {data_id} has no default target; set loader.target")
     X = pd.DataFrame(X)
     cats = [c for c, m in zip(X.columns, cat_mask, strict=False) if m]
     for c in X.columns:
         if c in cats:
-            X[c] = (X[c].astype("object").where(X[c].notna(), np.nan) if categorical == "auto"
-                    else X[c].cat.codes.astype(np.float64).replace(-1, np.nan))
+            X[c] = (
+                X[c].astype("object").where(X[c].notna(), np.nan)
+                if categorical == "auto"
+                else X[c].cat.codes.astype(np.float64).replace(-1, np.nan)
+            )
         else:
             X[c] = pd.to_numeric(X[c], errors="coerce").astype(np.float64)
     yv = np.asarray(y.astype(str) if task == "classification" else y.astype(np.float64))
     keep = cats if categorical == "auto" else []
     Xout = X if keep else X.to_numpy(dtype=np.float64)
-    return assemble(name, task, {"all": (Xout, yv)}, categorical=keep, image_shape=image_shape,
-                    meta={"source": "openml", "openml_id": int(data_id), "files": [
-                        f"https://www.openml.org/d/{int(data_id)}"]})
+    return assemble(
+        name,
+        task,
+        {"all": (Xout, yv)},
+        categorical=keep,
+        image_shape=image_shape,
+        meta={
+            "source": "openml",
+            "openml_id": int(data_id),
+            "files": [f"https://www.openml.org/d/{int(data_id)}"],
+        },
+    )

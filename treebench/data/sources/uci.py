@@ -44,8 +44,17 @@ def parse_file(
         return df, [a for a, v in attrs.items() if v is not None]
     if format != "csv":
         raise ValueError(f"format must be 'csv' or 'arff', got {format!r}")
-    df = read_table(data, label, sep=sep, header=header, names=names, skiprows=skiprows,
-                    comment=comment, quotechar=quotechar, string_cols=string_cols)
+    df = read_table(
+        data,
+        label,
+        sep=sep,
+        header=header,
+        names=names,
+        skiprows=skiprows,
+        comment=comment,
+        quotechar=quotechar,
+        string_cols=string_cols,
+    )
     return df, []
 
 
@@ -105,8 +114,11 @@ def load(
     """
     resolved = {k: resolve(v, ctx) for k, v in files.items()}
     lab_resolved = {k: resolve(v, ctx) for k, v in (labels or {}).items()}
-    params = {k: v for k, v in locals().items()
-              if k not in ("ctx", "resolved", "lab_resolved", "files", "labels")}
+    params = {
+        k: v
+        for k, v in locals().items()
+        if k not in ("ctx", "resolved", "lab_resolved", "files", "labels")
+    }
     params["files"] = {k: rf.path for k, (rf, _) in resolved.items()}
     params["labels"] = {k: rf.path for k, (rf, _) in lab_resolved.items()}
     params = {k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()}
@@ -122,17 +134,27 @@ def load(
             string_cols = None
             if categorical != "all":
                 string_cols = [target, *drop, *categorical, *(value_maps or {})]
-            df, nominal = parse_file(path, rf.path + (f"[{zmember}]" if zmember else ""),
-                                     format=format, sep=sep, header=header, names=names,
-                                     skiprows=skip, comment=comment, member=zmember,
-                                     quotechar=quotechar, string_cols=string_cols)
+            df, nominal = parse_file(
+                path,
+                rf.path + (f"[{zmember}]" if zmember else ""),
+                format=format,
+                sep=sep,
+                header=header,
+                names=names,
+                skiprows=skip,
+                comment=comment,
+                member=zmember,
+                quotechar=quotechar,
+                string_cols=string_cols,
+            )
             tgt = target
             if part in lab_resolved:
                 lrf, lpath = lab_resolved[part]
                 ldf = read_table(read_bytes(lpath), lrf.path, sep="whitespace")
                 if len(ldf) != len(df):
-                    raise DataError(f"{lrf.path} has {len(ldf)} labels but {rf.path} has "
-                                    f"{len(df)} rows")
+                    raise DataError(
+                        f"{lrf.path} has {len(ldf)} labels but {rf.path} has {len(df)} rows"
+                    )
                 df = df.copy()
                 df["__target__"] = ldf.iloc[:, 0].to_numpy()
                 tgt = "__target__"
@@ -144,14 +166,29 @@ def load(
                 if format == "arff":
                     tname = df.columns[int(tgt)] if isinstance(tgt, int) else tgt
                     cat_cols += [a for a in nominal if a != tname and a not in cat_cols]
-            X, y, cats = to_xy(df, rf.path, target=tgt, task=task, drop=drop,
-                               categorical=cat_cols, na_values=na_values, value_maps=value_maps,
-                               label_strip=label_strip, target_bins=target_bins)
+            X, y, cats = to_xy(
+                df,
+                rf.path,
+                target=tgt,
+                task=task,
+                drop=drop,
+                categorical=cat_cols,
+                na_values=na_values,
+                value_maps=value_maps,
+                label_strip=label_strip,
+                target_bins=target_bins,
+            )
             parts[part] = (X, y)
         if task == "classification" and target_bins is None:
             parts = {k: (X, _numeric_labels(y)) for k, (X, y) in parts.items()}
-        return assemble(name, task, parts, categorical=cats, image_shape=image_shape,
-                        meta={"source": source, "files": [rf.url for rf, _ in resolved.values()]})
+        return assemble(
+            name,
+            task,
+            parts,
+            categorical=cats,
+            image_shape=image_shape,
+            meta={"source": source, "files": [rf.url for rf, _ in resolved.values()]},
+        )
 
     paths = [p for _, p in resolved.values()] + [p for _, p in lab_resolved.values()]
     return cached(ctx, source, params, paths, build)
