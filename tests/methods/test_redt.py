@@ -371,3 +371,12 @@ def test_mlp_teacher_temperature_soft_labels():
     np.testing.assert_allclose(S.sum(axis=1), 1.0)
     assert S.max(axis=1).mean() < 0.9  # T = 4 softens the teacher's outputs
     assert m.fit_info_["teacher_oof_accuracy"] > 0.8
+
+
+def test_compiled_apply_equals_numpy_levels():
+    X, y = _data(3, n=400, d=4)
+    S = np.random.default_rng(1).dirichlet(np.ones(3), size=len(y))
+    t = build_tree(X, 0.5 * np.eye(3)[y] + 0.5 * S, S.argmax(1), k=2)
+    Xt = np.random.default_rng(2).normal(size=(1000, 4)).astype(np.float32)
+    Xt[:10] = X[:10, :4]  # rows exactly on training thresholds
+    np.testing.assert_array_equal(t.apply(Xt), t.apply_numpy(Xt))

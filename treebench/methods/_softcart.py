@@ -62,6 +62,15 @@ class FlatTree:
     def apply(self, X) -> np.ndarray:
         """Leaf index of every row of ``X`` (float32 values compared in float64, like scikit-learn)."""
         X = np.asarray(X, dtype=np.float32)
+        from treebench.methods._routing import HAVE_NUMBA, route_axis
+
+        if HAVE_NUMBA:  # the compiled router: same walk, same float64 comparison
+            return route_axis(X, self.feature, self.threshold, self.left, self.right)[0]
+        return self.apply_numpy(X)
+
+    def apply_numpy(self, X) -> np.ndarray:
+        """:meth:`apply` as a numpy loop over levels (the fallback without numba)."""
+        X = np.asarray(X, dtype=np.float32)
         node = np.zeros(len(X), dtype=np.int64)
         rows = np.arange(len(X))
         active = rows[self.left[node] >= 0]

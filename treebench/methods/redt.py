@@ -529,11 +529,15 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
     def predict_proba(self, X):
         check_is_fitted(self, "tree_")
         X = validate_data(self, X, dtype=np.float32, reset=False)
-        P = self.tree_.predict_value(X)
-        return P / P.sum(axis=1, keepdims=True)
+        V = self.tree_.value
+        P = V / V.sum(axis=1, keepdims=True)  # per node, then gathered per row
+        return P[self.tree_.apply(X)]
 
     def predict(self, X):
-        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+        check_is_fitted(self, "tree_")
+        X = validate_data(self, X, dtype=np.float32, reset=False)
+        V = self.tree_.value
+        return self.classes_[V.argmax(axis=1)[self.tree_.apply(X)]]
 
     def size_report(self, X):
         check_is_fitted(self, "tree_")
