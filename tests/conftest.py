@@ -9,11 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from sklearn.datasets import load_diabetes, load_iris
 
-from treebench.app import CONF_DIR
+from treebench import api
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -28,9 +26,7 @@ def outputs(tmp_path, monkeypatch):
 
 def compose_config(overrides=(), hydra_cfg=False):
     """Compose ``conf/config.yaml`` with overrides through Hydra's compose API."""
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return compose("config", overrides=list(overrides), return_hydra_config=hydra_cfg)
+    return api.compose_config(overrides, return_hydra_config=hydra_cfg)
 
 
 def run_cli(args, cwd, env=None, timeout=300):

@@ -14,7 +14,7 @@ from hydra.utils import instantiate
 
 from treebench.data import DataContext, load_dataset
 from treebench.methods.base import get_method
-from treebench.runner import derive_seed, preprocess_fold
+from treebench.runner import Job, _set_context_params, preprocess_fold
 
 
 @dataclass
@@ -42,13 +42,13 @@ class FoldArrays:
     split_id: str
 
 
-def compose_config(overrides: Sequence[str] = ()):
+def compose_config(overrides: Sequence[str] = (), return_hydra_config: bool = False):
     """Compose ``conf/config.yaml`` with command-line style overrides (``dataset=letter``, ...)."""
     from treebench.app import CONF_DIR
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return compose("config", overrides=list(overrides))
+        return compose("config", overrides=list(overrides), return_hydra_config=return_hydra_config)
 
 
 def load_fold(
@@ -84,8 +84,7 @@ def load_fold(
     )
     ctx = DataContext(Path(cfg.paths.data), mirror, allow_fetch)
     ds = load_dataset(cfg.dataset, ctx)
-    split = instantiate(cfg.get("split") or cfg.dataset.split)
-    (f,) = list(split.folds(ds, derive_seed(seed, dataset), only=fold))
+    f = Job.from_config(cfg, seed).split_fold(ds, fold)
     X_tr, y_tr, X_te, y_te = preprocess_fold(cfg, f, ds)
     return FoldArrays(X_tr, y_tr, X_te, y_te, cfg.dataset.task, ds.image_shape, f.split_id)
 
@@ -95,19 +94,17 @@ def make_estimator(
     task: str = "classification",
     params: dict | None = None,
     random_state: int | None = 0,
+    n_jobs: int = 1,
+    image_shape: tuple | None = None,
 ):
     """An estimator of a registered method with its YAML's parameters, updated by ``params``.
 
     ``method`` is a ``conf/method`` file name (a variant such as ``tnt_finetune`` works too).
+    ``random_state``, ``n_jobs`` and ``image_shape`` fill what the YAML leaves unset, as the runner does.
     """
     cfg = compose_config([f"method={method}"])
-    kwargs = (
-        dict(instantiate(cfg.method.params, _convert_="all") or {})
-        if cfg.method.get("params")
-        else {}
-    )
+    kwargs = dict(instantiate(cfg.method.get("params") or {}, _convert_="all"))
     kwargs.update(params or {})
     est = get_method(cfg.method.name, task)(**kwargs)
-    if "random_state" in est.get_params(deep=False):
-        est.set_params(random_state=random_state)
+    _set_context_params(est, n_jobs, random_state, image_shape)
     return est

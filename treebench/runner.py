@@ -116,6 +116,11 @@ class Job:
         only = self.cfg.get("fold")
         return [int(only)] if only is not None else list(range(self.n_folds))
 
+    def split_fold(self, ds, fold: int):
+        """Fold ``fold`` of ``ds`` under this job's split protocol (seeded by seed and dataset only)."""
+        (f,) = instantiate(self.split).folds(ds, derive_seed(self.seed, self.dataset), only=fold)
+        return f
+
     def key(self, fold: int) -> str:
         ds = _plain(self.cfg.dataset)
         spec = {
@@ -279,8 +284,6 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
 
     written = []
     ds = None
-    split_obj = instantiate(job.split)
-    split_seed = derive_seed(job.seed, job.dataset)
     for f, k in pending:
         tag = f"[{job.method} | {job.dataset} | seed {job.seed} | fold {f}]"
         try:
@@ -293,7 +296,7 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                 try:
                     if ds is None:
                         ds = load_dataset(cfg.dataset, data_ctx)
-                    (fold,) = list(split_obj.folds(ds, split_seed, only=f))
+                    fold = job.split_fold(ds, f)
                     rec.update(run_fold(job, fold, ds, threads, _model_saver(cfg, store, k)))
                     rec["status"] = "ok"
                 except Skip as exc:

@@ -291,3 +291,13 @@ def test_render_calls_dot_in_the_dot_files_folder(tmp_path, monkeypatch, data, w
     res = render(model, tmp_path / "out", engine="auto", formats=("svg",))
     assert res["engine"] == "dot" and res["hint"] is None
     assert res["images"][0].read_text().strip() == f"<svg>{tmp_path / 'out'}</svg>"
+
+
+def test_cnn_split_tree_is_not_exportable():
+    from types import SimpleNamespace
+
+    from treebench.inspect.export import NotExportableError, e2edt_graph
+
+    est = SimpleNamespace(struct_=None, bank_=SimpleNamespace(kind="cnn"), n_features_in_=4)
+    with pytest.raises(NotExportableError, match="split_features='linear'"):
+        e2edt_graph(est)

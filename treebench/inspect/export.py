@@ -6,6 +6,11 @@ import numpy as np
 
 from treebench.inspect.graph import DecisionGraph, GraphEnsemble
 
+
+class NotExportableError(TypeError):
+    """A fitted model whose splits a decision graph cannot represent (e.g. CNN-feature splits)."""
+
+
 CAST32 = {"op": "cast", "dtype": "float32"}
 
 
@@ -319,9 +324,9 @@ def e2edt_graph(est) -> GraphEnsemble:
     s, bank = est.struct_, est.bank_
     p = int(est.n_features_in_)
     if bank is not None and getattr(bank, "kind", "linear") != "linear":
-        raise NotImplementedError(
-            "E2EDT with split_features='cnn' has CNN splits, not oblique "
-            "hyperplanes; it cannot be exported as a decision graph"
+        raise NotExportableError(
+            "E2EDT with split_features='cnn' has CNN splits, not oblique hyperplanes, so it cannot "
+            "be exported as a decision graph; use split_features='linear' to inspect the tree"
         )
     pi = _np(est.pi_).astype(np.float64)
     soft = est.inference == "probabilistic" and bank is not None
