@@ -283,16 +283,22 @@ def _to_record_units(units: str, v: float | None) -> float | None:
     return v / 100.0 if units == "percent" else v
 
 
-def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> list[Target]:
-    unknown = set(e) - _VALUE_KEYS
+def _check_entry(path, where, e: dict, d: dict, allowed: set, required: tuple) -> str:
+    """Check an entry's keys and required fields; return its metric (entry, else defaults)."""
+    unknown = set(e) - allowed
     if unknown:
-        raise _err(path, where, f"unknown keys {sorted(unknown)}; allowed: {sorted(_VALUE_KEYS)}")
-    for req in ("id", "experiment", "method", "dataset"):
+        raise _err(path, where, f"unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}")
+    for req in required:
         if not e.get(req):
             raise _err(path, where, f"missing '{req}'")
     metric = e.get("metric", d.get("metric"))
     if not metric:
         raise _err(path, where, "missing 'metric' (and no defaults.metric)")
+    return metric
+
+
+def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> list[Target]:
+    metric = _check_entry(path, where, e, d, _VALUE_KEYS, ("id", "experiment", "method", "dataset"))
     op = e.get("op", d.get("op", "~"))
     if op not in OPS:
         raise _err(path, where, f"op must be one of {OPS}, got {op!r}")
@@ -386,15 +392,7 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
 
 
 def _load_relation(path, where, e: dict, d: dict, paper: str) -> Target:
-    unknown = set(e) - _REL_KEYS
-    if unknown:
-        raise _err(path, where, f"unknown keys {sorted(unknown)}; allowed: {sorted(_REL_KEYS)}")
-    for req in ("id", "experiment", "lhs", "rhs"):
-        if not e.get(req):
-            raise _err(path, where, f"missing '{req}'")
-    metric = e.get("metric", d.get("metric"))
-    if not metric:
-        raise _err(path, where, "missing 'metric'")
+    metric = _check_entry(path, where, e, d, _REL_KEYS, ("id", "experiment", "lhs", "rhs"))
     op = e.get("op", ">=")
     if op not in OPS[1:]:
         raise _err(path, where, f"relation op must be one of {OPS[1:]}, got {op!r}")
@@ -436,17 +434,9 @@ def _load_relation(path, where, e: dict, d: dict, paper: str) -> Target:
 
 
 def _load_stat(path, where, e: dict, d: dict, paper: str) -> Target:
-    unknown = set(e) - _STAT_KEYS
-    if unknown:
-        raise _err(path, where, f"unknown keys {sorted(unknown)}; allowed: {sorted(_STAT_KEYS)}")
-    for req in ("id", "experiment", "test"):
-        if not e.get(req):
-            raise _err(path, where, f"missing '{req}'")
+    metric = _check_entry(path, where, e, d, _STAT_KEYS, ("id", "experiment", "test"))
     if e["test"] not in STAT_TESTS:
         raise _err(path, where, f"test must be one of {STAT_TESTS}, got {e['test']!r}")
-    metric = e.get("metric", d.get("metric"))
-    if not metric:
-        raise _err(path, where, "missing 'metric'")
     expect = e.get("expect", "significant")
     if expect not in ("significant", "not_significant"):
         raise _err(
