@@ -93,6 +93,7 @@ def test_router_gradient_matches_autograd(task):
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_gamma_straight_through_gradient_matches_autograd_and_is_nonzero(task):
     est, Xa, t, W, V, keep, D, rng = _setup(task, n=200)
+    est.set_params(gamma_gradient="tangent")  # the literal derivative at gamma_bar
     Wd = (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
     g = est._gamma_grad(Xa, t, np.ones(len(t)), Wd, V, keep, D, 2**D - 1)
     gbar = torch.tensor(keep.astype(np.float64), requires_grad=True)  # the discrete gamma_bar
@@ -105,6 +106,38 @@ def test_gamma_straight_through_gradient_matches_autograd_and_is_nonzero(task):
     paths = route_paths(Xa, Wd, D)
     pruned_reached = [i for i in np.unique(paths[:, :D]) if not keep[i]]
     assert pruned_reached and all(abs(g[i]) > 0 for i in pruned_reached[:1])
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_gamma_flip_gradient_is_the_loss_change_of_flipping_each_node(task):
+    est, Xa, t, W, V, keep, D, rng = _setup(task, n=200)
+    est.set_params(gamma_gradient="flip")
+    Wd = (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
+    w = rng.rand(len(t)) + 0.5
+    g = est._gamma_grad(Xa, t, w, Wd, V, keep, D, 2**D - 1)
+    hard_right = (Xa @ Wd) <= 0
+
+    def loss(k):
+        f = _torch_response(Xa, None, V, torch.as_tensor(k, dtype=torch.float64), D, hard_right)
+        if task == "classification":
+            fy = f[torch.arange(len(t)), torch.as_tensor(t)].clamp_min(est.prob_floor)
+            per_row = -torch.log(fy)
+        else:
+            per_row = (f[:, 0] - torch.as_tensor(t)) ** 2
+        return float((per_row * torch.as_tensor(w)).mean())
+
+    for i in range(2**D - 1):  # exact: L(gamma_bar_i = 1) - L(gamma_bar_i = 0), the others fixed
+        k1, k0 = keep.copy(), keep.copy()
+        k1[i], k0[i] = True, False
+        np.testing.assert_allclose(g[i], loss(k1) - loss(k0), rtol=1e-9, atol=1e-12)
+    assert abs(g[0]) > 0
+    # for MSE the flip gradient is the tangent at gamma_bar minus the curvature term: the tangent
+    # at gamma_bar = 1 is biased towards pruning whenever the held-out response wants shrinking
+    if task == "regression":
+        tangent = est.set_params(gamma_gradient="tangent")._gamma_grad(
+            Xa, t, w, Wd, V, keep, D, 2**D - 1
+        )
+        assert tangent[0] > g[0]
 
 
 def test_closed_form_values_equal_brute_force_means():

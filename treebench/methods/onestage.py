@@ -14,14 +14,17 @@ Training is the paper's alternating bilevel scheme (Alg. 1, Eqs. 9-17), one step
    standardised target), Adam step on the routers;
 3. closed-form node values (Eq. 17): the mean target of the training rows that reach each node under
    deterministic (argmax) routing; an empty node copies its parent's value;
-4. architecture update on the validation rows: the gradient of the validation loss with respect to the
+4. architecture update on the validation rows: a gradient of the validation loss with respect to the
    *discrete* ``gamma_bar`` (Eq. 15) is applied to the continuous ``gamma`` (straight-through), followed by
-   ``prox_C2`` = clipping to [0, 1]. The per-node gradient is ``delta_i * (f_children(x) - v_i)`` where
-   ``f_children`` is the hard response of the node's subtree, so a pruned node can bud again.
+   ``prox_C2`` = clipping to [0, 1]. Which gradient (``gamma_gradient``): ``'tangent'`` is the literal
+   derivative at ``gamma_bar``, per node ``delta_i * (f_children(x) - v_i)``; ``'flip'`` (default) is
+   the change of the validation loss when ``gamma_bar_i`` flips between 1 and 0 (the secant of the
+   relaxed loss over [0, 1]; for MSE exactly its derivative at the prox_C1 threshold 1/2). Both let a
+   pruned node bud again (its subtree still has a response).
 
-Early stopping monitors the discrete model's validation loss (at most 200 epochs; patience 15 for
-classification as in the paper, 70 for regression as in the authors' regression scripts -- with 15 the
-regression fits stopped after ~20 epochs at a far worse validation loss) and the best epoch is restored.
+Early stopping monitors the discrete model's validation loss and the best epoch is restored. Epoch cap and
+patience: 200 / 15 for classification (paper); 400 / 70 for regression (the authors' regression scripts
+-- the routers were still improving at epoch 200 and with patience 15 the fits stopped after ~20 epochs).
 At the end of ``fit`` splits that cannot change any prediction (all training rows reaching them end at
 the same stop node; common deep in a depth-9 tree) are turned into leaves, so ``size_report`` counts
 effective splits; ``fit_info_`` reports the gamma-only count as well (``internal_kept_gamma``).
@@ -29,18 +32,34 @@ All gradients are computed in closed form with numpy (no autograd): the model is
 touches only O(batch * nodes) numbers, every level is one vectorised step and per-step overhead stays
 small. Tests check these gradients against torch autograd on the paper's Eq. (2) response.
 
-Settings the paper does not give (my choices, all constructor parameters; session-2 diagnosis on pima,
-german, messidor, housing, airfoil): gamma starts at 1.0 (the full tree, as the authors' tie-breaking
-intends) and is moved by Adam with lr 0.01 (the authors' optimiser and rate), so a node is pruned only
-after ~50 steps of consistent evidence (``gamma_optimizer='sgd'`` takes the plain projected gradient
-step of Eq. (15) instead); no L1 term on gamma (the paper has none; the authors' 0.01 * sum
-acts on both entries of their 2-vector gamma and so never changes a decision, whereas on the scalar gamma
-it pruned most nodes whose data gradient is small); the NLL clamps probabilities at 0.5
-(``prob_floor``), which bounds the per-row weight of the router gradient to [1, 2] like the authors'
-cross-entropy-on-probabilities does (a floor of 0.05 let a few hard rows dominate and underfit).
-Features are standardised with the statistics of the data given to ``fit`` and the regression target is
-standardised for the loss (predictions are mapped back; the authors do not standardise it, which Adam
-makes nearly irrelevant for the routers).
+Settings the paper does not give, or where it is not followed (my choices, all constructor parameters):
+
+* ``gamma_gradient='flip'`` instead of the tangent at ``gamma_bar`` (session 3, regression diagnosis on
+  fri586/housing/airfoil). For MSE the two differ by ``(f_children - v_i)^2``: the tangent at
+  ``gamma_bar_i = 1`` is ``2 (f - y)(f - v_i)``, positive whenever the held-out response of the
+  subtree would be improved by *shrinking* it towards ``v_i`` -- the normal case for any fitted model
+  on held-out rows. It pruned regression trees to 3-10 splits (sometimes the root: the whole tree
+  collapsed to the mean for an epoch) although removing the subtree increased the validation loss.
+  The flip difference has the sign of the actual discrete decision. On classification (floored NLL)
+  both gave the same accuracies on pima/ionosphere/spectf/hepatitis/megawatt1 (2 seeds).
+* ``gamma`` starts at 1.0 (the full tree, as the authors' tie-breaking intends) and takes the plain
+  projected step of Eq. (15), ``gamma <- clip(gamma - eps * g)`` (``gamma_optimizer='sgd'``): a node
+  moves in proportion to how much validation loss it is responsible for. Adam on gamma (the authors'
+  optimiser, ``'adam'``, lr 0.01) normalises that away, so a node reached by two validation rows is
+  pruned as fast as the root (~50 steps). ``gamma_learning_rate=None`` = eps 1.0 for classification
+  (floored NLL) and 0.1 for regression (standardised MSE): with eps 1 the regression root was pruned
+  within the first epoch on fri589/fri620 (the untrained full tree is worse than the mean on
+  validation) and the frozen subtree never budded again (R2 ~0); with eps 0.1 gamma never moved in a
+  classification fit (0 % pruned by gamma at depth 9) and the Joint ablation then tested better than
+  One-Stage (it trains on 33 % more rows).
+* No L1 term on gamma (the paper has none; the authors' 0.01 * sum acts on both entries of their
+  2-vector gamma and so never changes a decision).
+* The NLL clamps probabilities at 0.5 (``prob_floor``), which bounds the per-row weight of the router
+  gradient to [1, 2] like the authors' cross-entropy-on-probabilities does (a floor of 0.05 let a few
+  hard rows dominate and underfit).
+* Features are standardised with the statistics of the data given to ``fit`` and the regression target
+  is standardised for the loss (predictions are mapped back; the authors do not standardise it, which
+  Adam makes nearly irrelevant for the routers).
 
 Variants for the ablation (Sect. 4.4), registered as separate names:
 
@@ -269,13 +288,14 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         max_depth=6,
         learning_rate=0.01,
         batch_size=32,
-        max_epochs=200,
+        max_epochs=None,
         patience=None,
         validation_fraction=0.25,
-        gamma_learning_rate=0.01,
-        gamma_optimizer="adam",
+        gamma_learning_rate=None,
+        gamma_optimizer="sgd",
         gamma_l1=0.0,
         gamma_init=1.0,
+        gamma_gradient="flip",
         temperature=1.0,
         prob_floor=0.5,
         standardize=True,
@@ -293,6 +313,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         self.gamma_optimizer = gamma_optimizer
         self.gamma_l1 = gamma_l1
         self.gamma_init = gamma_init
+        self.gamma_gradient = gamma_gradient
         self.temperature = temperature
         self.prob_floor = prob_floor
         self.standardize = standardize
@@ -308,6 +329,8 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             )
         for name in ("learning_rate", "gamma_learning_rate", "temperature", "prob_floor"):
             v = getattr(self, name)
+            if name == "gamma_learning_rate" and v is None:
+                continue
             if not v > 0:
                 raise InvalidParameterError(f"{name} must be > 0, got {v!r}")
         if not 0.0 <= self.gamma_init <= 1.0:
@@ -316,11 +339,15 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             raise InvalidParameterError(
                 f"gamma_optimizer must be 'adam' or 'sgd', got {self.gamma_optimizer!r}"
             )
+        if self.gamma_gradient not in ("tangent", "flip"):
+            raise InvalidParameterError(
+                f"gamma_gradient must be 'tangent' or 'flip', got {self.gamma_gradient!r}"
+            )
         if self.gamma_l1 < 0:
             raise InvalidParameterError(f"gamma_l1 must be >= 0, got {self.gamma_l1!r}")
         for name in ("batch_size", "max_epochs", "patience"):
             v = getattr(self, name)
-            if name == "patience" and v is None:
+            if name in ("patience", "max_epochs") and v is None:
                 continue
             if not (isinstance(v, (int, np.integer)) and v >= 1):
                 raise InvalidParameterError(f"{name} must be an int >= 1, got {v!r}")
@@ -333,6 +360,20 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         if self.patience is not None:
             return int(self.patience)
         return 15 if self._task == CLASSIFICATION else 70
+
+    def _gamma_step(self):
+        """Step of the gamma update; ``None`` = 1.0 for classification, 0.1 for regression (SGD)."""
+        if self.gamma_learning_rate is not None:
+            return float(self.gamma_learning_rate)
+        if self.gamma_optimizer == "adam":
+            return 0.01
+        return 1.0 if self._task == CLASSIFICATION else 0.1
+
+    def _max_epochs(self):
+        """Epoch cap; ``None`` = 200 (paper) for classification, 400 for regression (authors' scripts)."""
+        if self.max_epochs is not None:
+            return int(self.max_epochs)
+        return 200 if self._task == CLASSIFICATION else 400
 
     # ------------------------------------------------------------------ targets
     def _encode_targets(self, y):
@@ -422,10 +463,10 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         history = []
         epoch = 0
         lr, b1, b2, eps = float(self.learning_rate), 0.9, 0.999, 1e-8
-        glr = float(self.gamma_learning_rate)
+        glr = self._gamma_step()
         patience = self._patience()
         bs = int(self.batch_size)
-        for epoch in range(1, int(self.max_epochs) + 1):
+        for epoch in range(1, self._max_epochs() + 1):
             order = rng.permutation(n_tr)
             noise = rng.logistic(size=(n_tr, n_int))  # g0 - g1 for Gumbel(0,1) g0, g1
             if self._variant == "gumbel":
@@ -551,11 +592,15 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         return np.stack([g0, -g0], axis=2)
 
     def _gamma_grad(self, Xs, ts, ws, Wd, V, keep, D, n_int):
-        """Straight-through gradient of the mean loss w.r.t. the discrete gamma_bar (Eq. 15).
+        """Gradient of the mean loss w.r.t. the discrete gamma_bar (Eq. 15), applied to gamma.
 
-        Node i on a row's deterministic path gets ``dl/df * (f_children_i - v_i)`` while the row still
-        reaches it (``delta_i``): for the split nodes above the stop, ``f_children`` is the prediction;
-        for the pruned node where the row stops, it is the response of its children's subtree.
+        ``gamma_gradient='tangent'``: node i on a row's deterministic path gets
+        ``dl/df * (f_children_i - v_i)`` while the row still reaches it (``delta_i``): for the split
+        nodes above the stop, ``f_children`` is the prediction; for the pruned node where the row
+        stops, it is the response of its children's subtree.
+        ``gamma_gradient='flip'``: node i gets ``l(f_children_i) - l(v_i)``, the change of the row's
+        loss between gamma_bar_i = 1 and 0 (the slope of the secant over [0, 1]; for MSE exactly the
+        relaxed derivative at gamma_i = 1/2, the prox_C1 threshold).
         """
         n = len(ts)
         paths = route_paths(Xs, Wd, D, n_threads=getattr(self, "_nth", 1))
@@ -565,10 +610,17 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         f = Rp[rows, s1]
         _, dl = self._loss_and_grad(f, ts, ws)
         lv = np.arange(D)
-        contrib = (f[:, None] - Rp[:, :D]) * (lv[None, :] < s1[:, None])
-        alt = Rp[rows, s2] - f  # pruned stop node: subtree response minus own value
+        above = lv[None, :] < s1[:, None]
         at_stop = lv[None, :] == s1[:, None]
-        contrib = np.where(at_stop, alt[:, None], contrib) * dl[:, None]
+        if self.gamma_gradient == "flip":
+            lf, _ = self._loss_and_grad(f, ts, ws)
+            lnode, _ = self._loss_and_grad(Rp[:, :D], ts[:, None], ws[:, None])
+            lsub, _ = self._loss_and_grad(Rp[rows, s2], ts, ws)
+            contrib = np.where(at_stop, (lsub - lf)[:, None], (lf[:, None] - lnode) * above)
+        else:
+            contrib = (f[:, None] - Rp[:, :D]) * above
+            alt = Rp[rows, s2] - f  # pruned stop node: subtree response minus own value
+            contrib = np.where(at_stop, alt[:, None], contrib) * dl[:, None]
         g = np.bincount(paths[:, :D].ravel(), weights=contrib.ravel(), minlength=n_int)
         return g[:n_int] / n
 
