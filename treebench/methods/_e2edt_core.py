@@ -339,7 +339,7 @@ def train_stumps(
     opt = None
     chunk = bank.row_chunk
     fast = use_kernels(bank, X, lap, reg)
-    if fast:  # compiled logits and gradient scatter (no [rows, k] gathered copies, no autograd)
+    if fast:  # compiled epochs: no [rows, k] gathered copies, no autograd, no per-batch sorting
         from treebench.methods import _e2edt_kernels as kn
 
         _kernel_threads()
@@ -348,34 +348,54 @@ def train_stumps(
         n_np, s_np = n_idx.numpy(), s_idx.numpy()
         gamma_np = gamma.numpy()  # shares memory: sees the annealing
 
-        def logits(n_a, s_a):
-            out = np.empty(len(n_a), dtype=np.float32)
-            kn.stump_logits(
-                X_np, ps[0].detach().numpy(), ps[1].detach().numpy(), feat_np, gamma_np,
-                n_a, s_a, out,
-            )  # fmt: skip
-            return torch.from_numpy(out)
-
     for _epoch in range(epochs):
-        # ---- E-step (no gradients), all rows
-        with torch.no_grad():
-            lg_r = torch.empty(len(n_idx), dtype=X.dtype)
-            lg_l = torch.empty(len(n_idx), dtype=X.dtype)
-            for a in range(0, len(n_idx), chunk):
-                sl = slice(a, a + chunk)
-                if fast:
-                    z = logits(n_np[sl], s_np[sl])
-                else:
+        if fast:  # the same epoch, compiled (E-step, batches, gradient in one pass per batch)
+            with torch.no_grad():
+                hr = torch.empty(len(n_idx), dtype=X.dtype)
+                hl = torch.empty(len(n_idx), dtype=X.dtype)
+                W_np, b_np = ps[0].detach().numpy(), ps[1].detach().numpy()
+                kn.stump_estep(
+                    X_np, W_np, b_np, feat_np, gamma_np, n_np, s_np, y_r.numpy(), pi_l.numpy(),
+                    pi_r.numpy(), hr.numpy(), hl.numpy(),
+                )  # fmt: skip
+                if opt is not None:
+                    key = torch.rand(len(n_idx), generator=gen, dtype=torch.float64)
+                    order = torch.argsort(s_idx.double() * 2.0 + key).numpy()
+                    counts = np.bincount(s_np, minlength=S)
+                    pos = np.arange(len(order)) - (np.cumsum(counts) - counts)[s_np[order]]
+                    bid = pos // batch_size
+                    nb = int(bid.max()) + 1 if len(bid) else 0
+                    o2, bounds = kn.stable_group(bid, nb)
+                    order = order[o2]
+                    hr_np, hl_np, wr_np = hr.numpy(), hl.numpy(), w_r.numpy()
+                    for t in range(nb):
+                        rows = order[bounds[t] : bounds[t + 1]]
+                        gW = torch.zeros_like(ps[0])
+                        gb = torch.zeros_like(ps[1])
+                        bsz = kn.stump_mstep(
+                            X_np, W_np, b_np, feat_np, gamma_np, n_np, s_np, rows, hr_np, hl_np,
+                            wr_np, S, gW.numpy(), gb.numpy(),
+                        )  # fmt: skip
+                        if reg > 0 and lap is not None:  # only the active rows are stepped
+                            gW += reg * (ps[0].detach() @ (lap + lap.T))
+                        ps[0].grad, ps[1].grad = gW, gb
+                        opt.step(torch.from_numpy(np.flatnonzero(bsz)))
+        else:  # ---- E-step (no gradients), all rows
+            with torch.no_grad():
+                lg_r = torch.empty(len(n_idx), dtype=X.dtype)
+                lg_l = torch.empty(len(n_idx), dtype=X.dtype)
+                for a in range(0, len(n_idx), chunk):
+                    sl = slice(a, a + chunk)
                     z = gamma[s_idx[sl]] * bank.f_rows(X, n_idx[sl], s_idx[sl])
-                lg_r[sl] = log_gate(z)
-                lg_l[sl] = log_gate(-z)
-            hr = pi_r[s_idx, y_r] * lg_r.exp()
-            hl = pi_l[s_idx, y_r] * lg_l.exp()
-            tot = hr + hl
-            tot = torch.where(tot > 0, tot, torch.ones_like(tot))
-            hr, hl = hr / tot, hl / tot
+                    lg_r[sl] = log_gate(z)
+                    lg_l[sl] = log_gate(-z)
+                hr = pi_r[s_idx, y_r] * lg_r.exp()
+                hl = pi_l[s_idx, y_r] * lg_l.exp()
+                tot = hr + hl
+                tot = torch.where(tot > 0, tot, torch.ones_like(tot))
+                hr, hl = hr / tot, hl / tot
         # ---- M-step for the splits (not in the first epoch)
-        if opt is not None:
+        if opt is not None and not fast:
             order, bid, counts = _shuffled_batches(s_idx, S, batch_size, gen)
             nb = int(bid.max()) + 1 if len(bid) else 0
             bounds = torch.searchsorted(bid, torch.arange(nb + 1))
@@ -383,11 +403,7 @@ def train_stumps(
                 rows = order[bounds[t] : bounds[t + 1]]
                 sr = s_idx[rows]
                 bsz = torch.bincount(sr, minlength=S).to(X.dtype)
-                if fast:
-                    n_rows_np, sr_np = n_np[rows.numpy()], sr.numpy()
-                    z = logits(n_rows_np, sr_np)
-                else:
-                    z = gamma[sr] * bank.f_rows(X, n_idx[rows], sr)
+                z = gamma[sr] * bank.f_rows(X, n_idx[rows], sr)
                 active = torch.unique(sr)
                 with torch.no_grad():  # d/dz of -w/|B_s| (h_r log clamp(s) + h_l log clamp(1-s))
                     ls = F.logsigmoid(z)
@@ -397,17 +413,7 @@ def train_stumps(
                         rows
                     ] * sg * ((lsn >= LOG_LO) & (lsn <= LOG_HI))
                     g_z = -g_z * w_r[rows] / bsz[sr]
-                if fast:
-                    gW = torch.zeros_like(ps[0])
-                    gb = torch.zeros_like(ps[1])
-                    kn.stump_grad(
-                        X_np, feat_np, gamma_np, n_rows_np, sr_np, g_z.numpy(), gW.numpy(),
-                        gb.numpy(),
-                    )  # fmt: skip
-                    if reg > 0 and lap is not None:  # only the active rows are stepped
-                        gW += reg * (ps[0].detach() @ (lap + lap.T))
-                    ps[0].grad, ps[1].grad = gW, gb
-                elif reg > 0 and lap is not None:
+                if reg > 0 and lap is not None:
                     reg_l = reg * bank.reg_per_split(lap)[active].sum()
                     torch.autograd.backward([z, reg_l], [g_z, None])
                 else:

@@ -12,9 +12,10 @@ are built and no autograd graph is recorded:
   z [B, S] (top-down pass for mu, bottom-up pass for the subtree sums of the leaf gradients),
   with torch's clamp gradient rule (passes where lo <= x <= hi).  The gates sigmoid(z) come in
   precomputed (torch's vectorised sigmoid), so the kernels do no transcendental math.
-* :func:`stump_logits` / :func:`stump_grad` — greedy stumps: z_r = gamma_s (w_s . x_n[feat_s] + b_s)
-  for rows (n_r, s_r), and the scatter of dL/dz_r into dL/dw, dL/db, without [R, k] gathered
-  copies.
+* :func:`stump_estep` / :func:`stump_mstep` — greedy stumps: responsibilities of all rows
+  (n_r, s_r), and per minibatch the gradient of the stump loss scattered into dL/dw, dL/db
+  (z_r = gamma_s (w_s . x_n[feat_s] + b_s) computed on the fly: no [R, k] gathered copies);
+  :func:`stable_group` groups the shuffled rows by minibatch; :func:`stump_logits` for routing.
 
 Nodes are given in breadth-first order (``bfs_split``, ``bfs_left``, ``bfs_right``, ``bfs_leaf``,
 ``bfs_tree`` indexed by BFS position; children after parents; the roots are positions 0..T-1).
@@ -146,20 +147,73 @@ if HAVE_NUMBA:
                     f += W[s, j] * X[n, feat[s, j]]
             out[r] = gamma[s] * f
 
-    @numba.njit(cache=True)
-    def stump_grad(X, feat, gamma, n_idx, s_idx, g_z, gW, gb):
-        """gW[s] += g_z[r] gamma[s] X[n, feat[s]], gb[s] += g_z[r] gamma[s] (rows in any order)."""
-        R = n_idx.shape[0]
-        k = gW.shape[1]
+    @numba.njit(cache=True, inline="always")
+    def _gate(W, b, feat, dense, X, n, s, gamma):  # pragma: no cover - compiled
+        f = np.float64(b[s])
+        if dense:
+            for j in range(W.shape[1]):
+                f += W[s, j] * X[n, j]
+        else:
+            for j in range(W.shape[1]):
+                f += W[s, j] * X[n, feat[s, j]]
+        z = np.float32(gamma[s] * np.float32(f))
+        return z, 1.0 / (1.0 + math.exp(-np.float64(z)))
+
+    @numba.njit(cache=True, parallel=True)
+    def stump_estep(X, W, b, feat, gamma, n_idx, s_idx, y_r, pi_l, pi_r, hr, hl):
+        """Stump responsibilities: h_r ~ pi_r[s, y] clamp(sig(z)), h_l ~ pi_l[s, y] clamp(1 - sig(z)),
+        normalised to h_r + h_l = 1 (both 0 where the sum is 0)."""
         dense = feat.shape[0] == 0
-        for r in range(R):  # pragma: no cover - compiled
+        for r in numba.prange(n_idx.shape[0]):  # pragma: no cover - compiled
+            s = s_idx[r]
+            _z, sg = _gate(W, b, feat, dense, X, n_idx[r], s, gamma)
+            gr = min(max(sg, CLAMP_LO), CLAMP_HI)
+            gl = min(max(1.0 - sg, CLAMP_LO), CLAMP_HI)
+            a = pi_r[s, y_r[r]] * gr
+            c = pi_l[s, y_r[r]] * gl
+            t = a + c
+            if t <= 0:
+                t = 1.0
+            hr[r] = a / t
+            hl[r] = c / t
+
+    @numba.njit(cache=True)
+    def stump_mstep(X, W, b, feat, gamma, n_idx, s_idx, rows, hr, hl, w_r, n_stumps, gW, gb):
+        """Gradient of -(1/|B_s|) sum_{r in B_s} w_r (h_r log clamp(s) + h_l log clamp(1 - s)) for
+        one minibatch ``rows`` (torch's clamp-gradient rule); returns the batch size per stump."""
+        dense = feat.shape[0] == 0
+        bsz = np.zeros(n_stumps, np.int64)
+        for q in range(rows.shape[0]):
+            bsz[s_idx[rows[q]]] += 1
+        for q in range(rows.shape[0]):  # pragma: no cover - compiled
+            r = rows[q]
             n = n_idx[r]
             s = s_idx[r]
-            g = g_z[r] * gamma[s]
+            _z, sg = _gate(W, b, feat, dense, X, n, s, gamma)
+            d = 0.0
+            if sg >= CLAMP_LO and sg <= CLAMP_HI:
+                d = hr[r] * (1.0 - sg) - hl[r] * sg
+            g = -d * w_r[r] / bsz[s] * gamma[s]
             gb[s] += g
             if dense:
-                for j in range(k):
+                for j in range(gW.shape[1]):
                     gW[s, j] += g * X[n, j]
             else:
-                for j in range(k):
+                for j in range(gW.shape[1]):
                     gW[s, j] += g * X[n, feat[s, j]]
+        return bsz
+
+    @numba.njit(cache=True)
+    def stable_group(bid, nb):
+        """Stable counting sort of ``bid`` (values in [0, nb)): the permutation and group bounds."""
+        counts = np.zeros(nb + 1, np.int64)
+        for i in range(bid.shape[0]):
+            counts[bid[i] + 1] += 1
+        for t in range(nb):
+            counts[t + 1] += counts[t]
+        pos = counts[:-1].copy()
+        perm = np.empty(bid.shape[0], np.int64)
+        for i in range(bid.shape[0]):
+            perm[pos[bid[i]]] = i
+            pos[bid[i]] += 1
+        return perm, counts
