@@ -982,11 +982,17 @@ class Grower:
     def _fit(self, nodes):
         """Fit stumps for ``nodes``; returns {node: (bank, gamma, pi_l, pi_r, gain, rows_l, rows_r)}."""
         y = self.y
-        todo = [
-            n
-            for n in nodes
-            if len(self.rows[n]) > 0 and bool((y[self.rows[n]] != y[self.rows[n][0]]).any())
-        ]
+        nodes = [n for n in nodes if len(self.rows[n]) > 0]
+        if nodes:  # impure nodes only: min label != max label, one segment reduction
+            seg = torch.repeat_interleave(
+                torch.arange(len(nodes)), torch.tensor([len(self.rows[n]) for n in nodes])
+            )
+            yy = y[torch.cat([self.rows[n] for n in nodes])]
+            lo = torch.full((len(nodes),), y.max().item()).scatter_reduce(0, seg, yy, "amin")
+            hi = torch.full((len(nodes),), y.min().item()).scatter_reduce(0, seg, yy, "amax")
+            impure = (lo != hi).tolist()
+            nodes = [n for n, imp in zip(nodes, impure, strict=True) if imp]
+        todo = nodes
         out = {}
         for _attempt in range(self.max_attempts):
             if not todo:
@@ -1017,7 +1023,7 @@ class Grower:
                 rr, rl = rows_j[go_j], rows_j[~go_j]
                 tot = float(n_r[j] + n_l[j])
                 gain = h_par[j] - (n_r[j] / tot * h_r[j] + n_l[j] / tot * h_l[j])
-                out[n] = (bank.select([j]), gamma[j : j + 1], pi_l[j], pi_r[j], gain, rl, rr)
+                out[n] = ((bank, j), gamma[j : j + 1], pi_l[j], pi_r[j], gain, rl, rr)
             todo = failed
         self.n_failed += len(todo)
         return out
@@ -1097,7 +1103,17 @@ class Grower:
     def result(self):
         struct = Structure(self.tree, self.depth, self.split, self.left, self.right)
         struct, perm = struct.canonical()
-        bank = type(self.banks[0]).cat(self.banks).select(perm) if self.banks else None
+        bank = None
+        if self.banks:  # (stump bank, row) per split -> one bank in canonical split order
+            uniq, offset = {}, []
+            for bk, _j in self.banks:
+                if id(bk) not in uniq:
+                    uniq[id(bk)] = (len(uniq), bk)
+            sizes = [len(bk) for _i, bk in uniq.values()]
+            starts = np.cumsum([0] + sizes[:-1])
+            offset = [starts[uniq[id(bk)][0]] + j for bk, j in self.banks]
+            allb = type(self.banks[0][0]).cat([bk for _i, bk in uniq.values()])
+            bank = allb.select(np.asarray(offset, dtype=np.int64)[perm])
         gamma = torch.cat(self.gammas)[torch.as_tensor(perm)] if self.gammas else torch.zeros(0)
         pi = torch.stack([self.dist[n] for n in struct.leaf_nodes])
         return bank, struct, gamma, pi
