@@ -10,6 +10,13 @@ each leaf, -1 = padding) and a direction table ``dirn[L, D]`` (+1 right, -1 left
 Greedy growth trains all stumps of one level (of all trees) *at once*: each stump sees only its own
 deterministic data subset, with its own shuffled minibatches, and its own Adam state (a vectorised Adam
 with per-stump step counts, so a stump with fewer batches is not moved by another stump's steps).
+
+Linear splits on float32 CPU data train through the compiled kernels of
+:mod:`treebench.methods._e2edt_kernels` when numba is installed (:func:`use_kernels`): the same EM
+loop, Adam and random draws, with the per-sample tree passes and the gradients fused (no [leaves,
+batch] temporaries, no autograd graph); the Finetune then keeps the responsibilities dense (exact)
+and processes a forest in groups of trees bounded by that memory.  The torch code below stays the
+reference, the CNN path and the fallback (``KERNELS_ENABLED = False`` switches the kernels off).
 """
 
 from __future__ import annotations
