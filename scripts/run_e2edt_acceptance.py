@@ -106,13 +106,15 @@ def cmd_cnn(a):
         epochs=a.epochs,
         finetune_epochs=a.finetune_epochs,
         steepness_inc=a.dgamma,
+        batch_size=a.batch_size or 1000,
         n_jobs=1,
         random_state=a.seed,
         keep_greedy=True,
         verbose=a.verbose,
     ).fit(Xtr, ytr)
     print(
-        f"[cnn] MNIST best-first 10 leaves, epochs {a.epochs}: fit {time.time() - t:.0f} s, "
+        f"[cnn] MNIST n_train {len(Xtr)} best-first 10 leaves, epochs {a.epochs}, batch "
+        f"{a.batch_size or 1000}, dgamma {a.dgamma}: fit {time.time() - t:.0f} s, "
         f"{e.fit_info_}"
     )
     print(
@@ -121,7 +123,7 @@ def cmd_cnn(a):
     )
     for mode in ("deterministic", "root_hard", "probabilistic"):
         print(f"[cnn] finetune {mode:13s} test {acc(e, Xte, yte, inference=mode):.4f}")
-    print(f"[cnn] size {e.size_report(Xte)}")
+    print(f"[cnn] size {e.size_report(Xte)}, train leaf sizes {np.bincount(e.apply(Xtr)[:, 0])}")
 
 
 def cmd_forest(a):
@@ -170,6 +172,7 @@ def main():
         p.add_argument("--depths", type=int, nargs="+", default=[2, 4, 6, 8])
         p.add_argument("--trees", type=int, default=None)
         p.add_argument("--rf", action="store_true")
+        p.add_argument("--batch-size", type=int, default=None)
     a = ap.parse_args()
     import torch
 

@@ -10,6 +10,13 @@ each leaf, -1 = padding) and a direction table ``dirn[L, D]`` (+1 right, -1 left
 Greedy growth trains all stumps of one level (of all trees) *at once*: each stump sees only its own
 deterministic data subset, with its own shuffled minibatches, and its own Adam state (a vectorised Adam
 with per-stump step counts, so a stump with fewer batches is not moved by another stump's steps).
+
+Linear splits on float32 CPU data train through the compiled kernels of
+:mod:`treebench.methods._e2edt_kernels` when numba is installed (:func:`use_kernels`): the same EM
+loop, Adam and random draws, with the per-sample tree passes and the gradients fused (no [leaves,
+batch] temporaries, no autograd graph); the Finetune then keeps the responsibilities dense (exact)
+and processes a forest in groups of trees bounded by that memory.  The torch code below stays the
+reference, the CNN path and the fallback (``KERNELS_ENABLED = False`` switches the kernels off).
 """
 
 from __future__ import annotations
@@ -338,23 +345,64 @@ def train_stumps(
     w_r = sw[n_idx]
     opt = None
     chunk = bank.row_chunk
+    fast = use_kernels(bank, X, lap, reg)
+    if fast:  # compiled epochs: no [rows, k] gathered copies, no autograd, no per-batch sorting
+        from treebench.methods import _e2edt_kernels as kn
+
+        _kernel_threads()
+        X_np = X.numpy()
+        feat_np = np.zeros((0, 0), np.int64) if bank.feat is None else bank.feat.numpy()
+        n_np, s_np = n_idx.numpy(), s_idx.numpy()
+        gamma_np = gamma.numpy()  # shares memory: sees the annealing
+
     for _epoch in range(epochs):
-        # ---- E-step (no gradients), all rows
-        with torch.no_grad():
-            lg_r = torch.empty(len(n_idx), dtype=X.dtype)
-            lg_l = torch.empty(len(n_idx), dtype=X.dtype)
-            for a in range(0, len(n_idx), chunk):
-                sl = slice(a, a + chunk)
-                z = gamma[s_idx[sl]] * bank.f_rows(X, n_idx[sl], s_idx[sl])
-                lg_r[sl] = log_gate(z)
-                lg_l[sl] = log_gate(-z)
-            hr = pi_r[s_idx, y_r] * lg_r.exp()
-            hl = pi_l[s_idx, y_r] * lg_l.exp()
-            tot = hr + hl
-            tot = torch.where(tot > 0, tot, torch.ones_like(tot))
-            hr, hl = hr / tot, hl / tot
+        if fast:  # the same epoch, compiled (E-step, batches, gradient in one pass per batch)
+            with torch.no_grad():
+                hr = torch.empty(len(n_idx), dtype=X.dtype)
+                hl = torch.empty(len(n_idx), dtype=X.dtype)
+                W_np, b_np = ps[0].detach().numpy(), ps[1].detach().numpy()
+                kn.stump_estep(
+                    X_np, W_np, b_np, feat_np, gamma_np, n_np, s_np, y_r.numpy(), pi_l.numpy(),
+                    pi_r.numpy(), hr.numpy(), hl.numpy(),
+                )  # fmt: skip
+                if opt is not None:
+                    key = torch.rand(len(n_idx), generator=gen, dtype=torch.float64)
+                    order = torch.argsort(s_idx.double() * 2.0 + key).numpy()
+                    counts = np.bincount(s_np, minlength=S)
+                    pos = np.arange(len(order)) - (np.cumsum(counts) - counts)[s_np[order]]
+                    bid = pos // batch_size
+                    nb = int(bid.max()) + 1 if len(bid) else 0
+                    o2, bounds = kn.stable_group(bid, nb)
+                    order = order[o2]
+                    hr_np, hl_np, wr_np = hr.numpy(), hl.numpy(), w_r.numpy()
+                    for t in range(nb):
+                        rows = order[bounds[t] : bounds[t + 1]]
+                        gW = torch.zeros_like(ps[0])
+                        gb = torch.zeros_like(ps[1])
+                        bsz = kn.stump_mstep(
+                            X_np, W_np, b_np, feat_np, gamma_np, n_np, s_np, rows, hr_np, hl_np,
+                            wr_np, S, gW.numpy(), gb.numpy(),
+                        )  # fmt: skip
+                        if reg > 0 and lap is not None:  # only the active rows are stepped
+                            gW += reg * (ps[0].detach() @ (lap + lap.T))
+                        ps[0].grad, ps[1].grad = gW, gb
+                        opt.step(torch.from_numpy(np.flatnonzero(bsz)))
+        else:  # ---- E-step (no gradients), all rows
+            with torch.no_grad():
+                lg_r = torch.empty(len(n_idx), dtype=X.dtype)
+                lg_l = torch.empty(len(n_idx), dtype=X.dtype)
+                for a in range(0, len(n_idx), chunk):
+                    sl = slice(a, a + chunk)
+                    z = gamma[s_idx[sl]] * bank.f_rows(X, n_idx[sl], s_idx[sl])
+                    lg_r[sl] = log_gate(z)
+                    lg_l[sl] = log_gate(-z)
+                hr = pi_r[s_idx, y_r] * lg_r.exp()
+                hl = pi_l[s_idx, y_r] * lg_l.exp()
+                tot = hr + hl
+                tot = torch.where(tot > 0, tot, torch.ones_like(tot))
+                hr, hl = hr / tot, hl / tot
         # ---- M-step for the splits (not in the first epoch)
-        if opt is not None:
+        if opt is not None and not fast:
             order, bid, counts = _shuffled_batches(s_idx, S, batch_size, gen)
             nb = int(bid.max()) + 1 if len(bid) else 0
             bounds = torch.searchsorted(bid, torch.arange(nb + 1))
@@ -573,6 +621,11 @@ def finetune(
     largest dropped mass is reported in ``info``.
     Returns (bank, gamma, pi, info).
     """
+    if topk is None and use_kernels(bank, X, lap, reg):
+        return _finetune_compiled(
+            bank, struct, gamma, pi, X, y, sw, n_classes, epochs, dgamma, batch_size, gen,
+            weight_decay=weight_decay, lap=lap, reg=reg, lr=lr, callback=callback,
+        )  # fmt: skip
     N = X.shape[0]
     K = n_classes
     L = struct.n_leaves
@@ -661,6 +714,139 @@ def finetune(
     return bank, gamma, pi, info
 
 
+def use_kernels(bank, X, lap=None, reg=0.0):
+    """True when the compiled kernels of :mod:`._e2edt_kernels` serve this fit (linear splits,
+    float32 CPU data, numba installed; spatial regularisation only for splits on all features)."""
+    from treebench.methods._e2edt_kernels import HAVE_NUMBA
+
+    return (
+        HAVE_NUMBA
+        and KERNELS_ENABLED
+        and bank.kind == "linear"
+        and X.dtype == torch.float32
+        and X.device.type == "cpu"
+        and (reg <= 0 or lap is None or bank.feat is None)
+    )
+
+
+KERNELS_ENABLED = True  # tests switch this off to compare with the torch path
+
+
+def _kernel_threads():
+    import numba
+
+    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+
+
+def _dense_weights(bank, p):
+    """[S, p] weights with zeros outside each split's feature subset (float32, no grad)."""
+    w = bank.w.detach()
+    if bank.feat is None:
+        return w
+    return torch.zeros(w.shape[0], p, dtype=w.dtype).scatter(1, bank.feat, w)
+
+
+def _linear_grads(bank, X_rows, dZ, gamma, lap, reg):
+    """Set .grad of the linear bank's (w, b) from dL/dz [B, S] (z = gamma (w.x + b))."""
+    g = dZ * gamma[None, :]
+    gw = g.T @ X_rows  # [S, p]
+    if bank.feat is not None:
+        gw = torch.gather(gw, 1, bank.feat)
+    if reg > 0 and lap is not None:
+        w = bank.w.detach()
+        gw = gw + reg * (w @ (lap + lap.T))
+    bank.w.grad = gw
+    bank.b.grad = g.sum(0)
+
+
+def _finetune_compiled(
+    bank,
+    struct: Structure,
+    gamma,
+    pi,
+    X,
+    y,
+    sw,
+    n_classes,
+    epochs,
+    dgamma,
+    batch_size,
+    gen,
+    weight_decay=0.0,
+    lap=None,
+    reg=0.0,
+    lr=1e-3,
+    callback=None,
+):
+    """:func:`finetune` for linear splits with the compiled per-sample kernels (dense h, exact;
+    the same EM loop, Adam and random batches as the torch path)."""
+    from treebench.methods import _e2edt_kernels as kn
+
+    _kernel_threads()
+    N, p = X.shape
+    K = n_classes
+    L = struct.n_leaves
+    T = struct.n_trees
+    bsplit, bleft, bright, bleaf, btree = kn.bfs_arrays(struct)
+    leaf_tree = np.ascontiguousarray(struct.leaf_tree, dtype=np.int64)
+    w = bank.w.detach().clone()
+    b = bank.b.detach().clone()
+    bank = LinearBank(w, b, bank.feat)
+    gamma = gamma.clone()
+    pi = pi.clone()
+    S = len(bank)
+    chunk = max(1, min(N, 2**22 // max(1, S)))
+    y_np = y.numpy()
+    sw_np = sw.numpy().astype(np.float32)
+    y1h = F.one_hot(y, K).to(X.dtype) * sw[:, None]
+    h = torch.empty(N, L, dtype=X.dtype)
+    h_np = h.numpy()
+    opt = None
+    for epoch in range(epochs):
+        # ---- E-step
+        with torch.no_grad():
+            Wd = _dense_weights(bank, p)
+            piT = pi.clamp_min(0).T.contiguous().numpy()
+            for a in range(0, N, chunk):
+                SG = torch.addmm(b, X[a : a + chunk], Wd.T).mul_(gamma).sigmoid_()
+                kn.tree_estep(
+                    SG.numpy(), y_np[a : a + chunk], piT, bsplit, bleft, bright, bleaf, btree,
+                    leaf_tree, h_np[a : a + chunk],
+                )  # fmt: skip
+        # ---- M-step for the splits
+        if opt is not None:
+            perm = torch.randperm(N, generator=gen)
+            for a in range(0, N, batch_size):
+                rows = perm[a : a + batch_size]
+                Xr = X[rows]
+                with torch.no_grad():
+                    SG = torch.addmm(b, Xr, _dense_weights(bank, p).T).mul_(gamma).sigmoid_()
+                    dZ = torch.empty_like(SG)
+                    kn.tree_mstep_grad(
+                        SG.numpy(), h_np, rows.numpy(), sw_np[rows.numpy()],
+                        1.0 / len(rows), bsplit, bleft, bright, bleaf, T, dZ.numpy(),
+                    )  # fmt: skip
+                    _linear_grads(bank, Xr, dZ, gamma, lap, reg)
+                opt.step()
+        # ---- M-step for the leaves (closed form, this epoch's h)
+        with torch.no_grad():
+            cnt = (y1h.T @ h).T  # [L, K]
+            tot = cnt.sum(1, keepdim=True)
+            ok = tot.squeeze(1) > 0
+            pi[ok] = cnt[ok] / tot[ok]
+        if opt is None:
+            opt = StackedAdam([w, b], lr=lr, weight_decay=weight_decay)
+        gamma += dgamma
+        if callback is not None:
+            callback(epoch)
+    return (
+        bank,
+        gamma,
+        pi,
+        {"h_topk": int(padded_leaf_index(struct).shape[1]), "h_dropped_max": 0.0},
+    )
+
+
 @torch.no_grad()
 def route_hard(bank, struct: Structure, X, row_chunk=None):
     """Deterministic routing: leaf id [N, T] of every sample in every tree (one path each).
@@ -731,6 +917,11 @@ def _entropy(p):
     return float(-(p * p.log()).sum())
 
 
+def _entropies(P):
+    """Entropy of every row of P [m, K] (0 log 0 = 0), as :func:`_entropy` row by row."""
+    return -torch.where(P > 0, P * P.clamp_min(1e-38).log(), 0.0).sum(1)
+
+
 class Grower:
     """Greedy construction (Sect. 2.4) of ``n_trees`` trees on the same data, level-wise to
     ``max_depth`` or best-first by information gain to ``max_leaves`` leaves per tree.
@@ -798,11 +989,17 @@ class Grower:
     def _fit(self, nodes):
         """Fit stumps for ``nodes``; returns {node: (bank, gamma, pi_l, pi_r, gain, rows_l, rows_r)}."""
         y = self.y
-        todo = [
-            n
-            for n in nodes
-            if len(self.rows[n]) > 0 and bool((y[self.rows[n]] != y[self.rows[n][0]]).any())
-        ]
+        nodes = [n for n in nodes if len(self.rows[n]) > 0]
+        if nodes:  # impure nodes only: min label != max label, one segment reduction
+            seg = torch.repeat_interleave(
+                torch.arange(len(nodes)), torch.tensor([len(self.rows[n]) for n in nodes])
+            )
+            yy = y[torch.cat([self.rows[n] for n in nodes])]
+            lo = torch.full((len(nodes),), y.max().item()).scatter_reduce(0, seg, yy, "amin")
+            hi = torch.full((len(nodes),), y.min().item()).scatter_reduce(0, seg, yy, "amax")
+            impure = (lo != hi).tolist()
+            nodes = [n for n, imp in zip(nodes, impure, strict=True) if imp]
+        todo = nodes
         out = {}
         for _attempt in range(self.max_attempts):
             if not todo:
@@ -817,16 +1014,12 @@ class Grower:
             )
             self.n_stumps_trained += len(todo)
             with torch.no_grad():
-                c = bank.row_chunk
-                go_r = torch.cat(
-                    [
-                        bank.f_rows(self.X, n_idx[a : a + c], s_idx[a : a + c]) > 0
-                        for a in range(0, len(n_idx), c)
-                    ]
-                )
+                go_r = self._goes_right(bank, n_idx, s_idx)
             n_r = torch.bincount(s_idx[go_r], minlength=len(todo)).tolist()
             n_l = torch.bincount(s_idx[~go_r], minlength=len(todo)).tolist()
             ends = np.cumsum([len(self.rows[n]) for n in todo]).tolist()  # rows grouped by stump
+            h_par = _entropies(torch.stack([self.dist[n] for n in todo])).tolist()
+            h_r, h_l = _entropies(pi_r).tolist(), _entropies(pi_l).tolist()
             failed = []
             for j, n in enumerate(todo):
                 if n_r[j] == 0 or n_l[j] == 0:
@@ -836,13 +1029,31 @@ class Grower:
                 rows_j, go_j = n_idx[sl], go_r[sl]
                 rr, rl = rows_j[go_j], rows_j[~go_j]
                 tot = float(n_r[j] + n_l[j])
-                gain = _entropy(self.dist[n]) - (
-                    n_r[j] / tot * _entropy(pi_r[j]) + n_l[j] / tot * _entropy(pi_l[j])
-                )
-                out[n] = (bank.select([j]), gamma[j : j + 1], pi_l[j], pi_r[j], gain, rl, rr)
+                gain = h_par[j] - (n_r[j] / tot * h_r[j] + n_l[j] / tot * h_l[j])
+                out[n] = ((bank, j), gamma[j : j + 1], pi_l[j], pi_r[j], gain, rl, rr)
             todo = failed
         self.n_failed += len(todo)
         return out
+
+    def _goes_right(self, bank, n_idx, s_idx):
+        """Deterministic split f_s(x_n) > 0 of every row (n_idx[r], s_idx[r])."""
+        if use_kernels(bank, self.X, self.kw["lap"], self.kw["reg"]):
+            from treebench.methods import _e2edt_kernels as kn
+
+            out = np.empty(len(n_idx), dtype=np.float32)
+            feat = np.zeros((0, 0), np.int64) if bank.feat is None else bank.feat.numpy()
+            kn.stump_logits(
+                self.X.numpy(), bank.w.numpy(), bank.b.numpy(), feat,
+                np.ones(len(bank), np.float32), n_idx.numpy(), s_idx.numpy(), out,
+            )  # fmt: skip
+            return torch.from_numpy(out > 0)
+        c = bank.row_chunk
+        return torch.cat(
+            [
+                bank.f_rows(self.X, n_idx[a : a + c], s_idx[a : a + c]) > 0
+                for a in range(0, len(n_idx), c)
+            ]
+        )
 
     def _apply(self, n, fitted):
         bank, gamma, pi_l, pi_r, _gain, rl, rr = fitted
@@ -899,7 +1110,17 @@ class Grower:
     def result(self):
         struct = Structure(self.tree, self.depth, self.split, self.left, self.right)
         struct, perm = struct.canonical()
-        bank = type(self.banks[0]).cat(self.banks).select(perm) if self.banks else None
+        bank = None
+        if self.banks:  # (stump bank, row) per split -> one bank in canonical split order
+            uniq, offset = {}, []
+            for bk, _j in self.banks:
+                if id(bk) not in uniq:
+                    uniq[id(bk)] = (len(uniq), bk)
+            sizes = [len(bk) for _i, bk in uniq.values()]
+            starts = np.cumsum([0] + sizes[:-1])
+            offset = [starts[uniq[id(bk)][0]] + j for bk, j in self.banks]
+            allb = type(self.banks[0][0]).cat([bk for _i, bk in uniq.values()])
+            bank = allb.select(np.asarray(offset, dtype=np.int64)[perm])
         gamma = torch.cat(self.gammas)[torch.as_tensor(perm)] if self.gammas else torch.zeros(0)
         pi = torch.stack([self.dist[n] for n in struct.leaf_nodes])
         return bank, struct, gamma, pi

@@ -255,8 +255,12 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         """Finetune every tree; trees are independent, so a forest is processed in groups."""
         lt = struct.leaf_tree
         per_tree = np.bincount(lt, minlength=struct.n_trees)
-        # trees per group: bounds the [nodes, batch] level-pass tensors (and h) in memory
-        budget = max(1, int(2**24 // (2 * max(int(per_tree.max()), 1) * int(self.batch_size))))
+        # trees per group: bounds the [nodes, batch] level-pass tensors (and h) in memory; the
+        # compiled kernels keep only h [N, leaves of the group] (dense, exact)
+        if core.use_kernels(bank, Xt, lap, float(self.spatial_reg)):
+            budget = max(1, int(2**25 // (Xt.shape[0] * max(int(per_tree.max()), 1))))
+        else:
+            budget = max(1, int(2**24 // (2 * max(int(per_tree.max()), 1) * int(self.batch_size))))
         groups = [
             list(range(a, min(a + budget, struct.n_trees)))
             for a in range(0, struct.n_trees, budget)
