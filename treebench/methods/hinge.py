@@ -151,7 +151,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
                 "fit(..., eval_set=(X_test, y_test))"
             )
         torch = import_torch(self.n_jobs)
-        from treebench.methods._hinge_torch import HingeNet
+        from treebench.methods._hinge_torch import HingeNet, make_optimizer
 
         rs = check_random_state(self.random_state)
         gen = torch_generator(rs)
@@ -209,7 +209,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
             leaf_std=self.leaf_init_std,
             generator=gen,
         )
-        opt = self._make_optimizer(torch, net.parameters())
+        opt = make_optimizer(self.optimizer, net, float(self.learning_rate))
 
         Xt = torch.from_numpy(np.ascontiguousarray(X))
         Yt = torch.from_numpy(yt)
@@ -302,15 +302,6 @@ class _HingeBase(SizeMixin, BaseEstimator):
         self.fit_info_ = info
         self.eval_curve_ = eval_curve
         return self
-
-    def _make_optimizer(self, torch, params):
-        params = list(params)
-        cls = torch.optim.Adam if self.optimizer == "adam" else torch.optim.Adagrad
-        kw = {"lr": float(self.learning_rate)}
-        try:
-            return cls(params, fused=True, **kw)
-        except (RuntimeError, TypeError, ValueError):  # pragma: no cover - older torch
-            return cls(params, foreach=True, **kw)
 
     # ------------------------------------------------------------------ inference
     @staticmethod
