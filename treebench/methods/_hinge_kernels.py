@@ -203,3 +203,11 @@ def _adam_dense_inline(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps):
         m[i] = mi
         v[i] = vi
         p[i] -= step_size * (mi / (np.sqrt(vi) / bc2_sqrt + eps))
+
+
+@numba.njit(cache=True, nogil=True)
+def strictly_increasing(a):
+    for i in range(1, a.shape[0]):
+        if a[i] <= a[i - 1]:
+            return False
+    return True

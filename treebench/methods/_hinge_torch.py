@@ -294,14 +294,29 @@ class HingeAdam(torch.optim.Optimizer):
 
     Dense semantics for every parameter: each step every entry's moments decay and every entry moves,
     exactly like ``torch.optim.Adam`` fed a dense gradient with zeros. A sparse COO gradient (the
-    hinge leaves' coalesced rows) is consumed without materialising the zeros: the zero-gradient
-    update runs over all entries and the touched rows are then redone with their gradient.
+    hinge leaves' coalesced rows) is consumed without materialising the zeros: one pass in memory
+    order applies the zero-gradient update to the runs between touched rows and the full update to
+    the touched rows.
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
         if not lr > 0:
             raise ValueError(f"lr must be > 0, got {lr}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+        self._views = {}  # param -> numpy views of (param, exp_avg, exp_avg_sq), made once
+
+    def _state_views(self, p):
+        st = self.state[p]
+        if not st:
+            st["step"] = 0
+            st["exp_avg"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
+            st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
+        views = self._views.get(p)
+        if views is None or views[1] is not st["exp_avg"]:  # new state (e.g. load_state_dict)
+            ts = (p, st["exp_avg"], st["exp_avg_sq"])
+            views = (ts, st["exp_avg"], tuple(_flat(t) for t in ts))
+            self._views[p] = views
+        return st, views[2]
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -312,32 +327,25 @@ class HingeAdam(torch.optim.Optimizer):
         for group in self.param_groups:
             lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
             for p in group["params"]:
-                if p.grad is None:
+                g = p.grad
+                if g is None:
                     continue
-                st = self.state[p]
-                if not st:
-                    st["step"] = 0
-                    st["exp_avg"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
-                    st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
+                st, (pn, mn, vn) = self._state_views(p)
                 st["step"] += 1
                 t = st["step"]
                 bc1, bc2 = 1 - b1**t, 1 - b2**t
                 dt = _NP_DTYPE[p.dtype]
                 consts = (dt(1 - b1), dt(b2), dt(1 - b2), dt(lr / bc1), dt(bc2**0.5), dt(eps))
-                pn, mn, vn = _flat(p), _flat(st["exp_avg"]), _flat(st["exp_avg_sq"])
-                g = p.grad
                 if g.is_sparse:
-                    idx = g._indices().numpy()
-                    rows = np.ravel_multi_index(tuple(idx), p.shape[: idx.shape[0]])
-                    if rows.size > 1 and not (rows[1:] > rows[:-1]).all():
+                    nd = g.sparse_dim()
+                    rows = np.ravel_multi_index(tuple(g._indices().numpy()), p.shape[:nd])
+                    if rows.size > 1 and not _kernels.strictly_increasing(rows):
                         g = g.coalesce()  # sums duplicates, sorts (our backward already does)
-                        idx = g._indices().numpy()
-                        rows = np.ravel_multi_index(tuple(idx), p.shape[: idx.shape[0]])
-                    K = int(np.prod(p.shape[idx.shape[0] :]))
-                    vals = g._values().numpy().reshape(-1, K).astype(dt, copy=False)
-                    R = pn.size // K
+                        rows = np.ravel_multi_index(tuple(g._indices().numpy()), p.shape[:nd])
+                    R = int(np.prod(p.shape[:nd]))
+                    vals = g._values().numpy().reshape(rows.size, -1).astype(dt, copy=False)
                     _kernels.adam_rows(
-                        pn.reshape(R, K), mn.reshape(R, K), vn.reshape(R, K),
+                        pn.reshape(R, -1), mn.reshape(R, -1), vn.reshape(R, -1),
                         rows, vals, *consts,
                     )  # fmt: skip
                 else:

@@ -274,7 +274,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
                     best_state = copy.deepcopy(net.state_dict())
                 if self.verbose:
                     print(
-                        f"[hinge] it {it} loss {float(loss):.4f} score {score:.4f} "
+                        f"[hinge] it {it} loss {float(loss.detach()):.4f} score {score:.4f} "
                         f"eval {e_err} {time.perf_counter() - t0:.1f}s",
                         flush=True,
                     )
