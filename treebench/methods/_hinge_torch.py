@@ -1,10 +1,19 @@
 """Torch modules of Random Hinge Forest / Ferns (Lay et al. 2018). Imported lazily by ``hinge.py``.
 
-Traversal (which leaf, which decision has the smallest |margin|) is computed without autograd,
-vectorised over samples and trees with a loop over depth levels only. The differentiable output is
-then ``w[leaf] * |z[f_v*] - t_v*|``, built from three gathers, so autograd yields exactly the paper's
-sparse derivatives (Eqs. 11-12): d/dw_leaf = |r*|, d/dt_v* = -sgn(r*) w_leaf,
-d/dz_{f_v*} = +sgn(r*) w_leaf, and zero for every other component.
+The differentiable output of tree m on sample b is ``w[leaf] * |z[f_v*] - t_v*|`` with v* the first
+minimum-|margin| decision on the path, so only three entries get gradient (Eqs. 11-12):
+d/dw_leaf = |r*|, d/dt_v* = -sgn(r*) w_leaf, d/dz_{f_v*} = +sgn(r*) w_leaf.
+
+Two implementations of the same function:
+* compiled (numba, ``_hinge_kernels``; used when numba is installed): a custom autograd.Function
+  whose forward walks every (tree, sample) once and whose backward writes only those entries. The
+  leaf-weight gradient can be returned as coalesced sparse rows (``sparse_grad``), which
+  :class:`HingeAdam` (dense Adam semantics, torch.optim.Adam's arithmetic) consumes without ever
+  materialising the ~M 2^D K zeros; with K-vector leaves summed over trees (``reduce``) no
+  [B, M, K] tensor is built either.
+* :meth:`HingeForest.forward_torch`: traversal without autograd (vectorised over samples and trees,
+  loop over levels), then three gathers; autograd yields the same sparse derivatives. Used without
+  numba and as the reference in tests.
 """
 
 from __future__ import annotations
