@@ -150,7 +150,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
                 "selection='test' (best test error over model states) needs "
                 "fit(..., eval_set=(X_test, y_test))"
             )
-        torch = import_torch(self.n_jobs)
+        torch = import_torch(self._torch_threads())
         from treebench.methods._hinge_torch import HingeNet, make_optimizer
 
         rs = check_random_state(self.random_state)
@@ -302,6 +302,14 @@ class _HingeBase(SizeMixin, BaseEstimator):
         self.fit_info_ = info
         self.eval_curve_ = eval_curve
         return self
+
+    def _torch_threads(self):
+        """Intra-op threads for training. The hinge forest itself runs in single-threaded compiled
+        kernels and, with the linear pool, every torch op is tiny (a 53 x 16 x 100 product): extra
+        threads only spin. Measured on the shared 2-core machine (Letter, 100 trees, depth 10):
+        2 threads took ~10x the CPU and wall time of 1. So ``n_jobs`` is used only by the conv
+        pool."""
+        return self.n_jobs if self.features == "conv" else 1
 
     # ------------------------------------------------------------------ inference
     @staticmethod
