@@ -20,8 +20,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's treebench
 
 
 def letter():
@@ -38,7 +41,7 @@ def ours(torch, trees=100, depth=10, aggregation="sum", n_out=26, kind="tree"):
 
     g = torch.Generator().manual_seed(0)
     net = HingeNet(16, n_out, trees, depth, kind, aggregation=aggregation, generator=g)
-    return net, net.bn.update
+    return net, net.bn.update, "treebench"
 
 
 def reference(torch, path, trees=100, depth=10):
@@ -55,14 +58,19 @@ def reference(torch, path, trees=100, depth=10):
         def forward(self, x):
             return self.forest(self.bn(self.features(x))).sum(dim=1)
 
-    return Net(), lambda: None
+    return Net(), lambda: None, "torch"
 
 
 class Trainer:
-    def __init__(self, torch, net, after_step, X, y, bs=53, lr=0.005, seed=0):
+    def __init__(self, torch, net, after_step, optim, X, y, bs=53, lr=0.005, seed=0):
         self.torch, self.net, self.after = torch, net, after_step
         self.X, self.y, self.bs = torch.from_numpy(X), torch.from_numpy(y), bs
-        self.opt = torch.optim.Adam(net.parameters(), lr=lr, fused=True)
+        if optim == "treebench":  # what the estimator uses (HingeAdam + sparse leaf gradients)
+            from treebench.methods._hinge_torch import make_optimizer
+
+            self.opt = make_optimizer("adam", net, lr)
+        else:
+            self.opt = torch.optim.Adam(net.parameters(), lr=lr, fused=True)
         self.g = np.random.default_rng(seed)
         self.reset()
         net.train()

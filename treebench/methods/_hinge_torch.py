@@ -1,10 +1,19 @@
 """Torch modules of Random Hinge Forest / Ferns (Lay et al. 2018). Imported lazily by ``hinge.py``.
 
-Traversal (which leaf, which decision has the smallest |margin|) is computed without autograd,
-vectorised over samples and trees with a loop over depth levels only. The differentiable output is
-then ``w[leaf] * |z[f_v*] - t_v*|``, built from three gathers, so autograd yields exactly the paper's
-sparse derivatives (Eqs. 11-12): d/dw_leaf = |r*|, d/dt_v* = -sgn(r*) w_leaf,
-d/dz_{f_v*} = +sgn(r*) w_leaf, and zero for every other component.
+The differentiable output of tree m on sample b is ``w[leaf] * |z[f_v*] - t_v*|`` with v* the first
+minimum-|margin| decision on the path, so only three entries get gradient (Eqs. 11-12):
+d/dw_leaf = |r*|, d/dt_v* = -sgn(r*) w_leaf, d/dz_{f_v*} = +sgn(r*) w_leaf.
+
+Two implementations of the same function:
+* compiled (numba, ``_hinge_kernels``; used when numba is installed): a custom autograd.Function
+  whose forward walks every (tree, sample) once and whose backward writes only those entries. The
+  leaf-weight gradient can be returned as coalesced sparse rows (``sparse_grad``), which
+  :class:`HingeAdam` (dense Adam semantics, torch.optim.Adam's arithmetic) consumes without ever
+  materialising the ~M 2^D K zeros; with K-vector leaves summed over trees (``reduce``) no
+  [B, M, K] tensor is built either.
+* :meth:`HingeForest.forward_torch`: traversal without autograd (vectorised over samples and trees,
+  loop over levels), then three gathers; autograd yields the same sparse derivatives. Used without
+  numba and as the reference in tests.
 """
 
 from __future__ import annotations
@@ -15,10 +24,13 @@ import numpy as np
 import torch
 from torch import nn
 
-try:  # optional (the ``fast`` extra): compiled tree traversal at inference
+try:  # optional (the ``fast`` extra): compiled traversal, forward/backward and Adam
     import numba
+
+    from treebench.methods import _hinge_kernels as _kernels
 except ImportError:  # pragma: no cover - depends on the environment
     numba = None
+    _kernels = None
 
 if numba is not None:
 
@@ -107,6 +119,10 @@ class HingeForest(nn.Module):
     ``node - (2^D - 1)`` (the paper's ``l <- 2l + I(r > 0)``). Ferns: D decisions per fern, one per
     level, leaf = D-bit code with the first level as the most significant bit.
     Routing: right iff r > 0. r* = the smallest-|r| decision on the path, ties -> the shallower one.
+
+    With numba the forward/backward are compiled kernels (:class:`_HingeForestFn`); otherwise (or via
+    :meth:`forward_torch`) three gathers and autograd. ``sparse_grad=True`` makes the leaf-weight
+    gradient a sparse COO tensor (for :class:`HingeAdam` / ``torch.optim.Adagrad``).
     """
 
     def __init__(
@@ -119,8 +135,10 @@ class HingeForest(nn.Module):
         threshold_range: float = 3.0,
         leaf_std: float = 0.01,
         generator: torch.Generator | None = None,
+        sparse_grad: bool = False,
     ):
         super().__init__()
+        self.sparse_grad = bool(sparse_grad)
         if kind not in ("tree", "fern"):
             raise ValueError(f"kind must be 'tree' or 'fern', got {kind!r}")
         self.in_features, self.n_trees, self.depth = int(in_features), int(n_trees), int(depth)
@@ -190,7 +208,17 @@ class HingeForest(nn.Module):
         vstar = torch.bitwise_right_shift(leaf + 2**D, D - k) - 1
         return leaf, vstar
 
-    def forward(self, z):
+    def forward(self, z, reduce: bool = False):
+        """Tree outputs [B, M, K]; ``reduce=True`` returns their sum over trees [B, K]."""
+        if _use_kernels(z):
+            return _HingeForestFn.apply(
+                z, self.thresholds, self.weights, self, bool(reduce), bool(self.sparse_grad)
+            )
+        out = self.forward_torch(z)
+        return out.sum(1) if reduce else out
+
+    def forward_torch(self, z):
+        """Gather-based reference path (autograd through three gathers; no numba needed)."""
         leaf, vstar = self.route(z)
         flat_v = vstar + self._dec_off.view(1, -1)
         B, M, K = z.shape[0], self.n_trees, self.n_outputs
@@ -199,6 +227,152 @@ class HingeForest(nn.Module):
         rows = (leaf + self._leaf_off.view(1, -1)).reshape(-1)
         w = self.weights.reshape(-1, K).index_select(0, rows).view(B, M, K)
         return w * (zv - tv).abs().unsqueeze(-1)
+
+
+def _use_kernels(z) -> bool:
+    return (
+        _kernels is not None
+        and z.device.type == "cpu"
+        and z.dtype in (torch.float32, torch.float64)
+    )
+
+
+def _np(t):
+    return t.detach().contiguous().numpy()
+
+
+class _HingeForestFn(torch.autograd.Function):
+    """Compiled forward/backward of a :class:`HingeForest` (numba kernels of ``_hinge_kernels``).
+
+    Same function and gradients as :meth:`HingeForest.forward_torch`; per (sample, tree) the backward
+    touches one leaf row, one threshold and one input. With ``sparse`` the leaf-weight gradient is a
+    coalesced sparse COO tensor (rows = touched (tree, leaf) pairs), for :class:`HingeAdam` or
+    ``torch.optim.Adagrad``; otherwise dense.
+    """
+
+    @staticmethod
+    def forward(ctx, z, thresholds, weights, forest, reduce, sparse):
+        B, M, D = z.shape[0], forest.n_trees, forest.depth
+        zn, thr, w = _np(z), _np(thresholds), _np(weights.to(z.dtype))
+        K = w.shape[2]
+        leaf = np.empty((B, M), np.int64)
+        vstar = np.empty((B, M), np.int64)
+        rstar = np.empty((B, M), zn.dtype)
+        out = np.zeros((B, 1, K), zn.dtype) if reduce else np.empty((B, M, K), zn.dtype)
+        _kernels.forest_forward(
+            zn, forest.features.numpy(), thr, w, D, forest.kind == "fern", reduce,
+            leaf, vstar, rstar, out,
+        )  # fmt: skip
+        ctx.forest, ctx.reduce, ctx.sparse = forest, reduce, sparse
+        ctx.state = (leaf, vstar, rstar, w, z.shape[1])
+        out_t = torch.from_numpy(out)
+        return out_t[:, 0] if reduce else out_t
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out):
+        forest, reduce, sparse = ctx.forest, ctx.reduce, ctx.sparse
+        leaf, vstar, rstar, w, F = ctx.state
+        G = _np(grad_out.unsqueeze(1) if reduce else grad_out).astype(w.dtype, copy=False)
+        B, K = leaf.shape[0], w.shape[2]
+        need_z = ctx.needs_input_grad[0]
+        gz = np.zeros((B, F) if need_z else (1, 1), w.dtype)
+        gt = np.zeros(forest.thresholds.shape, w.dtype)
+        gw = np.zeros((1, 1, K) if sparse else w.shape, w.dtype)
+        ti, li, vals = _kernels.forest_backward(
+            G, forest.features.numpy(), w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw, sparse
+        )
+        wdt = forest.weights.dtype
+        if sparse:
+            idx = torch.from_numpy(np.stack([ti, li]))
+            grad_w = torch.sparse_coo_tensor(
+                idx,
+                torch.from_numpy(vals).to(wdt),
+                forest.weights.shape,
+                is_coalesced=True,
+                check_invariants=False,
+            )
+        else:
+            grad_w = torch.from_numpy(gw).to(wdt)
+        grad_t = torch.from_numpy(gt).to(forest.thresholds.dtype)
+        return (torch.from_numpy(gz) if need_z else None), grad_t, grad_w, None, None, None
+
+
+class HingeAdam(torch.optim.Optimizer):
+    """Adam (Kingma & Ba; torch.optim.Adam's arithmetic, no weight decay/amsgrad) with numba kernels.
+
+    Dense semantics for every parameter: each step every entry's moments decay and every entry moves,
+    exactly like ``torch.optim.Adam`` fed a dense gradient with zeros. A sparse COO gradient (the
+    hinge leaves' coalesced rows) is consumed without materialising the zeros: one pass in memory
+    order applies the zero-gradient update to the runs between touched rows and the full update to
+    the touched rows.
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+        if not lr > 0:
+            raise ValueError(f"lr must be > 0, got {lr}")
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+        self._views = {}  # param -> numpy views of (param, exp_avg, exp_avg_sq), made once
+
+    def _state_views(self, p):
+        st = self.state[p]
+        if not st:
+            st["step"] = 0
+            st["exp_avg"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
+            st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
+        views = self._views.get(p)
+        if views is None or views[1] is not st["exp_avg"]:  # new state (e.g. load_state_dict)
+            ts = (p, st["exp_avg"], st["exp_avg_sq"])
+            views = (ts, st["exp_avg"], tuple(_flat(t) for t in ts))
+            self._views[p] = views
+        return st, views[2]
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                st, (pn, mn, vn) = self._state_views(p)
+                st["step"] += 1
+                t = st["step"]
+                bc1, bc2 = 1 - b1**t, 1 - b2**t
+                dt = _NP_DTYPE[p.dtype]
+                consts = (dt(1 - b1), dt(b2), dt(1 - b2), dt(lr / bc1), dt(bc2**0.5), dt(eps))
+                if g.is_sparse:
+                    nd = g.sparse_dim()
+                    rows = np.ravel_multi_index(tuple(g._indices().numpy()), p.shape[:nd])
+                    if rows.size > 1 and not _kernels.strictly_increasing(rows):
+                        g = g.coalesce()  # sums duplicates, sorts (our backward already does)
+                        rows = np.ravel_multi_index(tuple(g._indices().numpy()), p.shape[:nd])
+                    R = int(np.prod(p.shape[:nd]))
+                    vals = g._values().numpy().reshape(rows.size, -1).astype(dt, copy=False)
+                    _kernels.adam_rows(
+                        pn.reshape(R, -1), mn.reshape(R, -1), vn.reshape(R, -1),
+                        rows, vals, *consts,
+                    )  # fmt: skip
+                else:
+                    gn = g.detach().contiguous().numpy().astype(dt, copy=False)
+                    _kernels.adam_dense(
+                        pn.reshape(-1), mn.reshape(-1), vn.reshape(-1), gn.reshape(-1), *consts
+                    )
+        return loss
+
+
+_NP_DTYPE = {torch.float32: np.float32, torch.float64: np.float64}
+
+
+def _flat(t):
+    """A numpy view sharing ``t``'s memory (in-place updates reach the tensor)."""
+    if t.device.type != "cpu" or not t.is_contiguous() or t.dtype not in _NP_DTYPE:
+        raise ValueError("HingeAdam needs contiguous float32/float64 CPU parameters")
+    return t.detach().numpy()
 
 
 class HingeNet(nn.Module):
@@ -225,6 +399,7 @@ class HingeNet(nn.Module):
         threshold_range: float = 3.0,
         leaf_std: float = 0.01,
         generator: torch.Generator | None = None,
+        sparse_grad: bool = False,
     ):
         super().__init__()
         self.pool_kind, self.aggregation = pool, aggregation
@@ -255,7 +430,7 @@ class HingeNet(nn.Module):
         self.n_pool = n_pool
         k_leaf = n_outputs if aggregation == "sum" else 1
         self.forest = HingeForest(
-            n_pool, n_trees, depth, k_leaf, kind, threshold_range, leaf_std, generator
+            n_pool, n_trees, depth, k_leaf, kind, threshold_range, leaf_std, generator, sparse_grad
         )
         if aggregation == "linear":
             self.head = _skip(nn.Linear, n_trees, n_outputs)
@@ -270,10 +445,10 @@ class HingeNet(nn.Module):
         return z.flatten(1)
 
     def forward(self, x):
-        out = self.forest(self.features(x))  # [B, M, K]
+        z = self.features(x)
         if self.aggregation == "sum":
-            return out.sum(1)
-        return self.head(out.squeeze(-1))
+            return self.forest(z, reduce=True)  # [B, K], summed over trees
+        return self.head(self.forest(z).squeeze(-1))
 
 
 def _chw(image_shape, n_inputs):
@@ -309,3 +484,24 @@ def _reinit(layer, generator):
         layer.weight.uniform_(-bound, bound, generator=generator)
         if getattr(layer, "bias", None) is not None:
             layer.bias.uniform_(-bound, bound, generator=generator)
+
+
+def make_optimizer(name: str, net: nn.Module, lr: float):
+    """``"adam"``: :class:`HingeAdam` with sparse leaf gradients when numba is available (else
+    ``torch.optim.Adam``); ``"adagrad"``: ``torch.optim.Adagrad`` (dense). Sets ``net``'s forest to
+    sparse leaf gradients when the optimiser takes them."""
+    params = list(net.parameters())
+    forest = getattr(net, "forest", net)
+    if name == "adam":
+        if _kernels is not None:
+            forest.sparse_grad = True
+            return HingeAdam(params, lr=lr)
+        forest.sparse_grad = False
+        return torch.optim.Adam(params, lr=lr)
+    if name == "adagrad":  # the UCI setting: small models, dense gradients, torch's fused kernel
+        forest.sparse_grad = False
+        try:
+            return torch.optim.Adagrad(params, lr=lr, fused=True)
+        except (RuntimeError, TypeError, ValueError):  # pragma: no cover - older torch
+            return torch.optim.Adagrad(params, lr=lr)
+    raise ValueError(f"optimizer must be 'adam' or 'adagrad', got {name!r}")
