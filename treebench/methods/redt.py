@@ -500,7 +500,8 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         is_dnn = isinstance(self.teacher, str) and self.teacher in DNN_TEACHERS
         if is_dnn and self.dnn_soft_labels == "full":
             seed = random_state.randint(2**31 - 1)
-            S = _fit_proba(self._make_teacher(seed), X, y_codes, slice(None), slice(None), K, None)
+            every = np.arange(len(y_codes))
+            S = _fit_proba(self._make_teacher(seed), X, y_codes, every, every, K, None)
             if cv is None:
                 return S
             kf = KFold(
