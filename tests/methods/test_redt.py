@@ -11,7 +11,11 @@ from sklearn.tree import DecisionTreeClassifier
 
 from treebench.methods._softcart import HAVE_NUMBA, best_split_numpy, build_tree
 from treebench.methods.base import get_method
-from treebench.methods.redt import ReDTClassifier, jackknife_soft_labels
+from treebench.methods.redt import (
+    ReDTClassifier,
+    jackknife_soft_labels,
+    pair_heldout_soft_labels,
+)
 
 BACKENDS = ["numpy"] + (["numba"] if HAVE_NUMBA else [])
 
@@ -331,6 +335,8 @@ def test_clone_bagging_adaboost():
         {"criterion": "mse"},
         {"pseudo_labels": "x"},
         {"n_folds": 1},
+        {"alpha_selection": "test"},
+        {"cv_soft_labels": "x"},
     ],
 )
 def test_invalid_params_raise_naming_the_parameter(bad):
@@ -380,3 +386,117 @@ def test_compiled_apply_equals_numpy_levels():
     Xt = np.random.default_rng(2).normal(size=(1000, 4)).astype(np.float32)
     Xt[:10] = X[:10, :4]  # rows exactly on training thresholds
     np.testing.assert_array_equal(t.apply(Xt), t.apply_numpy(Xt))
+
+
+# ----------------------------------------------------------------------------- alpha by cross-validation
+
+
+class FoldHistogramTeacher(ClassifierMixin, BaseEstimator):
+    """Predicts, for every row, the share of each fold id (column 0 of X) in its training data."""
+
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+
+    def fit(self, X, y, sample_weight=None):
+        self.classes_ = np.unique(y)
+        ids = np.asarray(X)[:, 0].astype(int)
+        self.hist_ = np.bincount(ids)[self.classes_] / len(ids)  # y = fold id here
+        return self
+
+    def predict_proba(self, X):
+        return np.tile(self.hist_, (len(X), 1))
+
+
+def test_pair_heldout_soft_labels_never_see_the_validation_fold():
+    M, n = 5, 100
+    folds = np.arange(n) % M
+    X = np.column_stack([folds, np.arange(n)]).astype(np.float32)
+    y = folds.copy()  # K = M classes so the teacher's histogram is a probability vector
+    Scv = pair_heldout_soft_labels(lambda s: FoldHistogramTeacher(s), X, y, M, folds, 0)
+    assert Scv.shape == (M, n, M)
+    for v in range(M):
+        np.testing.assert_array_equal(Scv[v, folds == v], 0.0)  # no soft label on the val fold
+        rows = np.flatnonzero(folds != v)
+        P = Scv[v, rows]
+        np.testing.assert_array_equal(P[:, v], 0.0)  # the teacher never trained on fold v
+        np.testing.assert_array_equal(
+            P[np.arange(len(rows)), folds[rows]], 0.0
+        )  # nor on row's fold
+        np.testing.assert_allclose(P.sum(axis=1), 1.0)
+        np.testing.assert_allclose(P[P > 0], 1.0 / (M - 2))
+
+
+def test_jackknife_return_folds_are_the_first_repetition():
+    X, y = _data(5, n=120, d=3)
+    X = X + np.arange(len(X))[:, None].astype(np.float32) * 1e-3
+    S, folds = jackknife_soft_labels(
+        lambda s: MemorisingTeacher(s),
+        X,
+        y,
+        3,
+        n_folds=4,
+        n_repeats=2,
+        random_state=0,
+        return_folds=True,
+    )
+    np.testing.assert_allclose(S, 1.0 / 3)
+    assert sorted(np.bincount(folds)) == [30, 30, 30, 30]
+    S1 = jackknife_soft_labels(
+        lambda s: MemorisingTeacher(s), X, y, 3, n_folds=4, n_repeats=2, random_state=0
+    )
+    np.testing.assert_array_equal(S, S1)  # returning the folds does not change the soft labels
+
+
+@pytest.mark.parametrize("cv_soft_labels", ["heldout", "shared"])
+def test_alpha_cv_scores_every_alpha_and_refits(cv_soft_labels):
+    X, y = _data(7, n=300, d=3)
+    grid = [0.0, 0.3, 1.0]
+    m = ReDTClassifier(
+        teacher_params={"n_estimators": 10},
+        n_repeats=1,
+        alpha_grid=grid,
+        alpha_selection="cv",
+        cv_soft_labels=cv_soft_labels,
+        random_state=0,
+    ).fit(X, y)
+    assert set(m.alpha_scores_) == set(grid) and m.alpha_ in grid
+    best = max(m.alpha_scores_.values())
+    assert m.alpha_scores_[m.alpha_] == best == m.fit_info_["alpha_val_accuracy"]
+    assert m.alpha_ == min(a for a in grid if m.alpha_scores_[a] == best)  # first best
+    fixed = ReDTClassifier(
+        teacher_params={"n_estimators": 10}, n_repeats=1, alpha=m.alpha_, random_state=0
+    ).fit(X, y)  # same seed -> same final soft labels; the final tree uses all training data
+    np.testing.assert_array_equal(m.soft_labels_, fixed.soft_labels_)
+    assert m.n_nodes_ == fixed.n_nodes_
+
+
+def test_alpha_cv_with_uninformative_teacher_never_picks_pure_soft_labels():
+    """Out-of-fold soft labels of a memorising teacher are uniform: alpha = 0 is a one-leaf tree."""
+    X, y = _data(2, n=240, d=3)
+    X = X + np.arange(len(X))[:, None].astype(np.float32) * 1e-4
+    m = ReDTClassifier(
+        teacher=MemorisingTeacher(),
+        n_repeats=1,
+        alpha_selection="cv",
+        pseudo_labels="mixed",
+        random_state=0,
+    ).fit(X, y)
+    assert m.alpha_scores_[0.0] < max(m.alpha_scores_.values())
+    assert m.alpha_ > 0.0
+
+
+@pytest.mark.slow
+def test_alpha_cv_heldout_with_full_dnn_teacher():
+    pytest.importorskip("torch")
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    m = ReDTClassifier(
+        teacher="mlp",
+        teacher_params={"epochs": 1},
+        alpha_grid=[0.2, 1.0],
+        n_folds=3,
+        n_jobs=1,
+        random_state=0,
+    ).fit(X[:600], y[:600])
+    assert set(m.alpha_scores_) == {0.2, 1.0}
