@@ -92,7 +92,8 @@ def test_N1_1_numba_backend_is_cart_with_ccp(C):
 
 def test_micro_tree_kernel_matches_sklearn_ccp():
     """``build_micro`` = DecisionTreeClassifier(ccp_alpha) on a subset (same node count and predictions
-    on tie-free data); C = 0 grows to purity without pruning (scikit-learn also splits nodes whose
+    on tie-free data; the kernel's branch-and-bound growth must not change the pruned tree at any C);
+    C = 0 grows to purity without pruning (scikit-learn also splits nodes whose
     impurity is a rounding error above 0, so node counts are not compared there)."""
     from treebench.methods import _tnt_core as core
 
@@ -103,7 +104,7 @@ def test_micro_tree_kernel_matches_sklearn_ccp():
     w = rs.uniform(0.5, 1.5, n)
     rows = np.sort(rs.choice(n, 1000, replace=False))
     enc = core.encode_features(X)
-    for C in [0.0, 1e-3, 2e-3, 1e-2]:
+    for C in [0.0, *np.geomspace(2e-4, 3e-2, 12)]:
         f, t, lft, rgt, lab, _ = core.build_micro(
             *enc, np.arange(d), rows, y[rows], w[rows], K, C * w[rows].sum(), 1
         )
