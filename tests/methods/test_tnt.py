@@ -310,3 +310,13 @@ def test_ndg_splits_and_merges(digits):
     assert parents.max() >= 2
     few = NDGClassifier(C=3e-3, max_iter=5, random_state=0).fit(Xtr, ytr)
     assert few.n_splits_ <= 5
+
+
+def test_threads_give_the_same_graph(digits):
+    """Micro trees of one wave fitted in 2 threads: the graph equals the single-threaded one."""
+    Xtr, Xte, ytr, yte = digits
+    a = TnTClassifier(ccp_alpha=2e-3, random_state=0, n_jobs=1).fit(Xtr, ytr)
+    b = TnTClassifier(ccp_alpha=2e-3, random_state=0, n_jobs=2).fit(Xtr, ytr)
+    for name in ("feature_", "threshold_", "children_left_", "children_right_", "value_"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert a.fit_info_["micro_fits"] == b.fit_info_["micro_fits"]

@@ -15,7 +15,8 @@
   substitute micro trees) from a start node, and the branch a micro tree sends samples to, for index
   arrays of training samples.
 
-All kernels are single-threaded.
+All kernels are single-threaded; ``build_micro`` releases the GIL (the fit runs independent micro trees
+in a thread pool).
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ def _geq(a, b):
     return a - b > 1e-9 * (abs(a) + abs(b))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     """Grow and cost-complexity prune a gini CART on the training samples ``rows``.
 
