@@ -19,9 +19,10 @@ Implementation notes
 --------------------
 * Micro trees (criterion gini) are grown by numba kernels (``_tnt_core``): features are rank-coded once
   per fit; a micro tree works on an index array of the training set (no copy of ``X``), finds exact best
-  splits with per-node class histograms over the codes, stops growing at nodes whose weighted impurity
-  is below the pruning penalty (such nodes are leaves of the pruned tree anyway) and is pruned exactly
-  (minimal cost-complexity subtree). This equals ``DecisionTreeClassifier(ccp_alpha=C_i)`` up to the
+  splits with per-node class histograms over the codes, stops growing below nodes that are provably
+  leaves of the pruned tree, or provably under a pruned ancestor (exact branch and bound on the
+  cost-complexity of the subtree; weighted impurity below the penalty is the simplest case), and is
+  pruned exactly (minimal cost-complexity subtree). This equals ``DecisionTreeClassifier(ccp_alpha=C_i)`` up to the
   choice among equally good splits (scikit-learn's random feature order; here a seeded permutation).
   The scikit-learn builder remains available (other criteria; reference-exact debug path).
 * Everything else works on flat integer arrays: per node sample-index arrays during the sweep; live
@@ -29,6 +30,9 @@ Implementation notes
   subgraph predictions / routing are numba loops over the samples (no per-sample Python work).
 * A micro tree is refitted only if its training subset or targets changed since its last fit in the same
   phase; the micro-tree builder is deterministic given ``random_state``, so this reuse is exact.
+* A grow sweep visits the graph in waves (nodes at equal longest-path depth): a node's samples depend
+  only on its ancestors' substitutes and its targets only on its descendants', so the micro trees of a
+  wave are independent and are fitted in ``n_jobs`` threads (the graph does not depend on ``n_jobs``).
 * ``N1 = 1`` is CART with cost-complexity pruning (``DecisionTreeClassifier(ccp_alpha=C)``).
 * ``finetune_passes > 0`` runs a TAO-style alternating refit of the decision nodes on their care sets
   (best single split, accepted only if the care-set error does not grow) and sets leaves to the weighted
