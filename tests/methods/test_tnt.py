@@ -92,7 +92,8 @@ def test_N1_1_numba_backend_is_cart_with_ccp(C):
 
 def test_micro_tree_kernel_matches_sklearn_ccp():
     """``build_micro`` = DecisionTreeClassifier(ccp_alpha) on a subset (same node count and predictions
-    on tie-free data); C = 0 grows to purity without pruning (scikit-learn also splits nodes whose
+    on tie-free data; the kernel's branch-and-bound growth must not change the pruned tree at any C);
+    C = 0 grows to purity without pruning (scikit-learn also splits nodes whose
     impurity is a rounding error above 0, so node counts are not compared there)."""
     from treebench.methods import _tnt_core as core
 
@@ -103,7 +104,7 @@ def test_micro_tree_kernel_matches_sklearn_ccp():
     w = rs.uniform(0.5, 1.5, n)
     rows = np.sort(rs.choice(n, 1000, replace=False))
     enc = core.encode_features(X)
-    for C in [0.0, 1e-3, 2e-3, 1e-2]:
+    for C in [0.0, *np.geomspace(2e-4, 3e-2, 12)]:
         f, t, lft, rgt, lab, _ = core.build_micro(
             *enc, np.arange(d), rows, y[rows], w[rows], K, C * w[rows].sum(), 1
         )
@@ -309,3 +310,13 @@ def test_ndg_splits_and_merges(digits):
     assert parents.max() >= 2
     few = NDGClassifier(C=3e-3, max_iter=5, random_state=0).fit(Xtr, ytr)
     assert few.n_splits_ <= 5
+
+
+def test_threads_give_the_same_graph(digits):
+    """Micro trees of one wave fitted in 2 threads: the graph equals the single-threaded one."""
+    Xtr, Xte, ytr, yte = digits
+    a = TnTClassifier(ccp_alpha=2e-3, random_state=0, n_jobs=1).fit(Xtr, ytr)
+    b = TnTClassifier(ccp_alpha=2e-3, random_state=0, n_jobs=2).fit(Xtr, ytr)
+    for name in ("feature_", "threshold_", "children_left_", "children_right_", "value_"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert a.fit_info_["micro_fits"] == b.fit_info_["micro_fits"]

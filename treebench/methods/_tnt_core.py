@@ -15,7 +15,8 @@
   substitute micro trees) from a start node, and the branch a micro tree sends samples to, for index
   arrays of training samples.
 
-All kernels are single-threaded.
+All kernels are single-threaded; ``build_micro`` releases the GIL (the fit runs independent micro trees
+in a thread pool).
 """
 
 from __future__ import annotations
@@ -128,8 +129,8 @@ def _splittable(m, W, g, tau, min_leaf):
 
 
 @njit(cache=True)
-def _splittable_block(Y, Wt, s, e, K, tau, min_leaf, cnt):
-    """``_splittable`` for the block ``[s, e)``, computed exactly as the node computes it."""
+def _block_stats(Y, Wt, s, e, K, cnt):
+    """Total weight and gini impurity of the block ``[s, e)``, computed exactly as the node computes it."""
     for k in range(K):
         cnt[k] = 0.0
     for i in range(s, e):
@@ -140,10 +141,23 @@ def _splittable_block(Y, Wt, s, e, K, tau, min_leaf, cnt):
         W += cnt[k]
         sq += cnt[k] * cnt[k]
     g = 1.0 - sq / (W * W) if W > 0 else 0.0
-    return _splittable(e - s, W, g, tau, min_leaf)
+    return W, g
 
 
 @njit(cache=True)
+def _cost_lb(W, g, tau):
+    """Lower bound of the pruned cost ``R(T_t) + tau |T_t|`` of any subtree at a node: a leaf costs
+    ``R(t) + tau``, two or more leaves cost at least ``2 tau``."""
+    return tau + min(W * g, tau)
+
+
+@njit(cache=True)
+def _geq(a, b):
+    """``a >= b`` with a relative safety margin (a bound is only used when it holds beyond rounding)."""
+    return a - b > 1e-9 * (abs(a) + abs(b))
+
+
+@njit(cache=True, nogil=True)
 def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     """Grow and cost-complexity prune a gini CART on the training samples ``rows``.
 
@@ -181,6 +195,7 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     st_l = np.empty(n + 1, np.bool_)
     st_d = np.empty(n + 1, np.int64)
     st_x = np.empty(n + 1, np.bool_)
+    st_t = np.empty(n + 1, np.float64)
     # fbuf[k, :nfb[k]]: rows of Lc (features) not constant at the last node of depth k (DFS path)
     fbuf = np.empty((32, max(nf0, 1)), np.int64)
     nfb = np.zeros(32, np.int64)
@@ -195,16 +210,18 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     cl = np.zeros(K, np.float64)
     node_count = 0
     st_s[0], st_e[0], st_p[0], st_l[0], st_d[0], st_x[0] = 0, n, -1, False, 0, True
+    st_t[0] = np.inf
     sp = 1
     while sp > 0:
         sp -= 1
-        s, e, par, isl, depth, expandable = (
+        s, e, par, isl, depth, expandable, T = (
             st_s[sp],
             st_e[sp],
             st_p[sp],
             st_l[sp],
             st_d[sp],
             st_x[sp],
+            st_t[sp],
         )
         node = node_count
         node_count += 1
@@ -332,11 +349,7 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
         nfb[depth] = nconst
         if bq < 0:
             continue
-        bf = feats0[bq]
-        feat[node] = bf
-        thr[node] = vals[voff[bf] + bcl] / 2.0 + vals[voff[bf] + bcr] / 2.0
-        # stable partition of the node's block (codes <= bcl to the left), for the targets, the weights
-        # and the codes of every feature still in use below this node
+        # stable partition of the node's block (codes <= bcl to the left) for the targets and weights
         crow = Lc[bq]
         nleft = 0
         for i in range(s, e):
@@ -357,9 +370,26 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
             tmpw[dest[i - s]] = Wt[i]
         Y[s:e] = tmpy[:m]
         Wt[s:e] = tmpw[:m]
-        # the codes are partitioned only if a child will be split (the same test as at the child)
-        x_left = _splittable_block(Y, Wt, s, mid, K, tau, min_leaf, cl)
-        x_right = _splittable_block(Y, Wt, mid, e, K, tau, min_leaf, cl)
+        # Branch and bound (exact): the subtree below this node matters only if this node and all its
+        # ancestors survive pruning. ``T`` is the cost above which some ancestor is provably pruned to a
+        # leaf (ancestors' R + tau minus lower bounds of the siblings along the path); the node itself is
+        # provably a leaf if R + tau <= the children's lower bounds. Either way it becomes a leaf now.
+        WL, gL = _block_stats(Y, Wt, s, mid, K, cl)
+        WR, gR = _block_stats(Y, Wt, mid, e, K, cl)
+        lbL = _cost_lb(WL, gL, tau)
+        lbR = _cost_lb(WR, gR, tau)
+        R = W * g
+        if tau > 0.0 and (_geq(lbL + lbR, R + tau) or _geq(min(R + tau, lbL + lbR), T)):
+            continue
+        bf = feats0[bq]
+        feat[node] = bf
+        thr[node] = vals[voff[bf] + bcl] / 2.0 + vals[voff[bf] + bcr] / 2.0
+        TL = min(T, R + tau) - lbR
+        TR = min(T, R + tau) - lbL
+        x_left = _splittable(mid - s, WL, gL, tau, min_leaf) and not (tau > 0.0 and _geq(lbL, TL))
+        x_right = _splittable(e - mid, WR, gR, tau, min_leaf) and not (tau > 0.0 and _geq(lbR, TR))
+        # the codes of every feature still in use below this node are partitioned only if a child will
+        # be split
         if x_left or x_right:
             for qq in range(nconst):
                 row = Lc[fbuf[depth, qq]]
@@ -368,9 +398,11 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
                 row[s:e] = tmpc[:m]
         st_s[sp], st_e[sp], st_p[sp], st_l[sp], st_d[sp] = mid, e, node, False, depth + 1
         st_x[sp] = x_right
+        st_t[sp] = TR
         sp += 1
         st_s[sp], st_e[sp], st_p[sp], st_l[sp], st_d[sp] = s, mid, node, True, depth + 1
         st_x[sp] = x_left
+        st_t[sp] = TL
         sp += 1
     return _prune_compact(feat, thr, left, right, lab, wsum, imp, node_count, tau)
 

@@ -19,9 +19,10 @@ Implementation notes
 --------------------
 * Micro trees (criterion gini) are grown by numba kernels (``_tnt_core``): features are rank-coded once
   per fit; a micro tree works on an index array of the training set (no copy of ``X``), finds exact best
-  splits with per-node class histograms over the codes, stops growing at nodes whose weighted impurity
-  is below the pruning penalty (such nodes are leaves of the pruned tree anyway) and is pruned exactly
-  (minimal cost-complexity subtree). This equals ``DecisionTreeClassifier(ccp_alpha=C_i)`` up to the
+  splits with per-node class histograms over the codes, stops growing below nodes that are provably
+  leaves of the pruned tree, or provably under a pruned ancestor (exact branch and bound on the
+  cost-complexity of the subtree; weighted impurity below the penalty is the simplest case), and is
+  pruned exactly (minimal cost-complexity subtree). This equals ``DecisionTreeClassifier(ccp_alpha=C_i)`` up to the
   choice among equally good splits (scikit-learn's random feature order; here a seeded permutation).
   The scikit-learn builder remains available (other criteria; reference-exact debug path).
 * Everything else works on flat integer arrays: per node sample-index arrays during the sweep; live
@@ -29,6 +30,9 @@ Implementation notes
   subgraph predictions / routing are numba loops over the samples (no per-sample Python work).
 * A micro tree is refitted only if its training subset or targets changed since its last fit in the same
   phase; the micro-tree builder is deterministic given ``random_state``, so this reuse is exact.
+* A grow sweep visits the graph in waves (nodes at equal longest-path depth): a node's samples depend
+  only on its ancestors' substitutes and its targets only on its descendants', so the micro trees of a
+  wave are independent and are fitted in ``n_jobs`` threads (the graph does not depend on ``n_jobs``).
 * ``N1 = 1`` is CART with cost-complexity pruning (``DecisionTreeClassifier(ccp_alpha=C)``).
 * ``finetune_passes > 0`` runs a TAO-style alternating refit of the decision nodes on their care sets
   (best single split, accepted only if the care-set error does not grow) and sets leaves to the weighted
@@ -95,6 +99,21 @@ def graph_predict_nodes(X, feature, threshold, left, right, root=0, max_steps=No
         if d > limit:  # pragma: no cover - a cycle would be a bug
             raise RuntimeError("decision graph has a cycle")
     return leaf, steps
+
+
+def _waves(order, left, right):
+    """Nodes of a topological ``order`` grouped by longest-path depth from the root (each wave after
+    all waves holding a parent of its nodes), in ``order`` within a wave."""
+    depth = {}
+    for i in order:
+        depth.setdefault(i, 0)
+        if left[i] >= 0:
+            for c in (int(left[i]), int(right[i])):
+                depth[c] = max(depth.get(c, 0), depth[i] + 1)
+    waves = {}
+    for i in order:
+        waves.setdefault(depth[i], []).append(i)
+    return [waves[d] for d in sorted(waves)]
 
 
 def topo_order(left, right, root):
@@ -360,8 +379,9 @@ def _fit_micro_sklearn(X, y, w, ccp_alpha, seed, criterion, min_samples_leaf):
 class _TnTBuilder:
     """Mutable state of one TnT fit (graph lists, live substitutes, per-node sample sets)."""
 
-    def __init__(self, X, y, w, n_classes, C, tree_kwargs, seed, enc=None):
+    def __init__(self, X, y, w, n_classes, C, tree_kwargs, seed, enc=None, n_threads=1):
         self.X, self.y, self.w = X, y, w
+        self.n_threads = max(1, int(n_threads))
         self.W = float(w.sum())
         self.K = n_classes
         self.C = C
@@ -409,6 +429,7 @@ class _TnTBuilder:
         self.subs = [None] * G  # (tree, kind) per graph node
         self.memo = [None] * G  # (subset index, targets) of the last fit
         self.order = topo_order(self.ll[:G], self.lr[:G], self.root)
+        self.waves = _waves(self.order, self.ll[:G], self.lr[:G])
 
     def _alloc(self, m):
         if self.size + m > len(self.lf):
@@ -487,6 +508,11 @@ class _TnTBuilder:
         return rows[~go], rows[go]
 
     def _fit_micro(self, g, rows, targets):
+        self._fit_many([(g, rows, targets)])
+
+    def _micro_args(self, g, rows, targets):
+        """Arguments of the micro-tree fit of node ``g``, or None if its last fit is reused / it has
+        no samples (then its substitute is dropped)."""
         memo = self.memo[g]
         if (
             memo is not None
@@ -495,16 +521,16 @@ class _TnTBuilder:
             and np.array_equal(memo[1], targets)
         ):
             self.n_reused += 1
-            return
+            return None
         w = self.w[rows]
         ws = float(w.sum())
         if len(rows) == 0 or ws <= 0:
             self._remove(g)
-            return
+            return None
         if self.backend == "numba":
             codes, nbins, vals, voff = self.enc
             K = self.K if self.ll[g] < 0 else 2
-            f, t, lft, rgt, lab, _ = _core().build_micro(
+            return (
                 codes,
                 nbins,
                 vals,
@@ -517,31 +543,76 @@ class _TnTBuilder:
                 self.C * self.W,  # = ccp_alpha_i * W_i: the per-leaf penalty in weight units
                 int(self.tree_kwargs.get("min_samples_leaf", 1)),
             )
-            tree = _FlatTree(f, t, lft, rgt, lab)
+        return (
+            self.X[rows],
+            targets,
+            w,
+            self.C * self.W / ws,
+            self.seed,
+            self.tree_kwargs.get("criterion", "gini"),
+            self.tree_kwargs.get("min_samples_leaf", 1),
+        )
+
+    def _fit_many(self, jobs):
+        """Fit the micro trees of ``jobs`` = [(node, rows, targets)] (nodes of one wave: none is an
+        ancestor or descendant of another, so their fits are independent) and install them in order.
+        With ``n_threads > 1`` the numba fits run in a thread pool (the kernels release the GIL)."""
+        todo = []
+        for g, rows, targets in jobs:
+            args = self._micro_args(g, rows, targets)
+            if args is not None:
+                todo.append((g, rows, targets, args))
+        if not todo:
+            return
+        if self.backend == "numba":
+            build = _core().build_micro
+            if self.n_threads > 1 and len(todo) > 1:
+                pool = self._pool()
+                # largest fits first, so that the two threads finish together
+                big = sorted(range(len(todo)), key=lambda i: -len(todo[i][1]))
+                futs = {i: pool.submit(build, *todo[i][3]) for i in big}
+                results = [futs[i].result() for i in range(len(todo))]
+            else:
+                results = [build(*t[3]) for t in todo]
+            trees = [_FlatTree(f, t, lft, rgt, lab) for f, t, lft, rgt, lab, _ in results]
         else:
-            tree = _fit_micro_sklearn(
-                self.X[rows],
-                targets,
-                w,
-                self.C * self.W / ws,
-                self.seed,
-                self.tree_kwargs.get("criterion", "gini"),
-                self.tree_kwargs.get("min_samples_leaf", 1),
-            )
-        self.n_micro_fits += 1
-        self._install(g, tree)
-        self.memo[g] = (rows, targets)
+            trees = [_fit_micro_sklearn(*t[3]) for t in todo]
+        for (g, rows, targets, _), tree in zip(todo, trees, strict=True):
+            self.n_micro_fits += 1
+            self._install(g, tree)
+            self.memo[g] = (rows, targets)
+
+    def _pool(self):
+        if getattr(self, "_executor", None) is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(self.n_threads)
+        return self._executor
+
+    def close(self):
+        if getattr(self, "_executor", None) is not None:
+            self._executor.shutdown()
+            self._executor = None
 
     def grow(self):
-        """One breadth-first sweep; returns per-node (n_reached, n_left, n_right) for PRUNE."""
+        """One breadth-first sweep; returns per-node (n_reached, n_left, n_right) for PRUNE.
+
+        Nodes are visited wave by wave (a wave = the nodes at the same longest-path depth, so all
+        parents of a node are in earlier waves and none of its descendants in its own): a node's
+        samples depend only on its ancestors' substitutes and its targets only on its descendants'
+        (not refitted yet in this sweep), so this equals the node-by-node topological sweep."""
         n = len(self.y)
         incoming = {self.root: [np.arange(n)]}
         stats = {}
-        for g in self.order:
-            parts = incoming.pop(g, [])
-            rows = np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
-            if self.ll[g] >= 0:
-                if rows.size:
+        for wave in self.waves:
+            jobs, rows_of = [], {}
+            for g in wave:
+                parts = incoming.pop(g, [])
+                rows = np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+                rows_of[g] = rows
+                if self.ll[g] < 0:
+                    jobs.append((g, rows, self.y[rows]))
+                elif rows.size:
                     yl = self._live_predict(self.ll[g], rows)
                     yr = self._live_predict(self.lr[g], rows)
                     yt = self.y[rows]
@@ -553,18 +624,19 @@ class _TnTBuilder:
                     ):  # the reference code's sample order: left winners first
                         sub = np.concatenate([rows[lw], rows[rw]])
                         tgt = np.r_[np.zeros(lw.sum(), np.int64), np.ones(rw.sum(), np.int64)]
-                        self._fit_micro(g, sub, tgt)
+                        jobs.append((g, sub, tgt))
                     else:
                         sel = lw | rw
-                        self._fit_micro(g, rows[sel], rw[sel].astype(np.int64))
+                        jobs.append((g, rows[sel], rw[sel].astype(np.int64)))
                 else:
                     self._remove(g)
-                lrows, rrows = self._route(g, rows)
-                stats[g] = (rows.size, lrows.size, rrows.size)
-                incoming.setdefault(int(self.ll[g]), []).append(lrows)
-                incoming.setdefault(int(self.lr[g]), []).append(rrows)
-            else:
-                self._fit_micro(g, rows, self.y[rows])
+            self._fit_many(jobs)
+            for g in wave:
+                if self.ll[g] >= 0:
+                    lrows, rrows = self._route(g, rows_of[g])
+                    stats[g] = (rows_of[g].size, lrows.size, rrows.size)
+                    incoming.setdefault(int(self.ll[g]), []).append(lrows)
+                    incoming.setdefault(int(self.lr[g]), []).append(rrows)
         return stats
 
     def prune_and_merge(self, stats, do_prune=True):
@@ -660,12 +732,15 @@ class _TnTBuilder:
         self.root = 0
 
     def fit(self, N1, N2, prune=True):
-        for _ in range(N1):
-            self._start_phase()
-            stats = {}
-            for _ in range(N2):
-                stats = self.grow()
-            self.prune_and_merge(stats, do_prune=prune)
+        try:
+            for _ in range(N1):
+                self._start_phase()
+                stats = {}
+                for _ in range(N2):
+                    stats = self.grow()
+                self.prune_and_merge(stats, do_prune=prune)
+        finally:
+            self.close()
         return self
 
     def arrays(self):
@@ -764,6 +839,16 @@ def post_prune(X, feature, threshold, left, right, value):
 
 # ----------------------------------------------------------------------------- the estimator
 
+
+def _n_threads(n_jobs):
+    if n_jobs is None:
+        return 1
+    import os
+
+    n = int(n_jobs)
+    return max(1, (os.cpu_count() or 1) + 1 + n if n < 0 else n)
+
+
 _TNT = "Tree in Tree decision graph (Zhu & Shoaran 2021): micro CARTs grown in nodes and merged into a DAG"
 
 
@@ -792,7 +877,9 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
     criterion, min_samples_leaf : micro-tree (``DecisionTreeClassifier``) settings.
     random_state : int, RandomState or None
         Seed of every micro tree (an int is used as is, as in the reference code).
-    n_jobs : unused (single-threaded); accepted for the runner.
+    n_jobs : int or None
+        Threads for the micro-tree fits of one grow wave (None = 1, -1 = all cores). The fitted graph
+        does not depend on it.
     verbose : int
     """
 
@@ -874,6 +961,7 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
             },
             seed,
             enc=enc,
+            n_threads=_n_threads(self.n_jobs),
         )
         if getattr(self, "_reference_compat", False):
             # Debug aid for scripts/compare_tnt_reference.py (not a hyperparameter): the reference
