@@ -432,9 +432,7 @@ def train_stumps(
             cr = torch.zeros(S * K, dtype=X.dtype).index_add_(0, key, w_r * hr).reshape(S, K)
             cl = torch.zeros(S * K, dtype=X.dtype).index_add_(0, key, w_r * hl).reshape(S, K)
             for c, pi in ((cr, pi_r), (cl, pi_l)):
-                tot = c.sum(1, keepdim=True)
-                ok = tot.squeeze(1) > 0
-                pi[ok] = c[ok] / tot[ok]
+                _normalize_leaves(pi, c)
         if opt is None:
             opt = StackedAdam(ps, lr=lr, weight_decay=weight_decay)
         gamma += dgamma
@@ -591,6 +589,13 @@ def padded_leaf_index(struct: Structure):
     return torch.as_tensor(out)
 
 
+def _normalize_leaves(pi, cnt):
+    """Closed-form leaf M-step in place: rows of ``pi`` = class counts ``cnt`` normalised (empty rows kept)."""
+    tot = cnt.sum(1, keepdim=True)
+    ok = tot.squeeze(1) > 0
+    pi[ok] = cnt[ok] / tot[ok]
+
+
 def finetune(
     bank,
     struct: Structure,
@@ -702,9 +707,7 @@ def finetune(
                 wv = (h_val * sw[:, None, None]).reshape(-1)
                 key = (h_idx * K + y[:, None, None]).reshape(-1)
                 cnt = torch.zeros(L * K, dtype=X.dtype).index_add_(0, key, wv).reshape(L, K)
-            tot = cnt.sum(1, keepdim=True)
-            ok = tot.squeeze(1) > 0
-            pi[ok] = cnt[ok] / tot[ok]
+            _normalize_leaves(pi, cnt)
         if opt is None:
             opt = StackedAdam(ps, lr=lr, weight_decay=weight_decay)
         gamma += dgamma
@@ -830,10 +833,7 @@ def _finetune_compiled(
                 opt.step()
         # ---- M-step for the leaves (closed form, this epoch's h)
         with torch.no_grad():
-            cnt = (y1h.T @ h).T  # [L, K]
-            tot = cnt.sum(1, keepdim=True)
-            ok = tot.squeeze(1) > 0
-            pi[ok] = cnt[ok] / tot[ok]
+            _normalize_leaves(pi, (y1h.T @ h).T)  # counts [L, K]
         if opt is None:
             opt = StackedAdam([w, b], lr=lr, weight_decay=weight_decay)
         gamma += dgamma
