@@ -68,7 +68,9 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     try:  # the sweep summary reads the keys of every job from its output dir
         out = Path(HydraConfig.get().runtime.output_dir)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "keys.json").write_text(json.dumps(keys))
+        tmp = out / ".keys.json.tmp"  # written then renamed: the progress thread reads it meanwhile
+        tmp.write_text(json.dumps(keys))
+        os.replace(tmp, out / "keys.json")
         single = str(HydraConfig.get().mode) != "RunMode.MULTIRUN"
     except ValueError:
         single = True
