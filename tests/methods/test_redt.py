@@ -500,3 +500,29 @@ def test_alpha_cv_heldout_with_full_dnn_teacher():
         random_state=0,
     ).fit(X[:600], y[:600])
     assert set(m.alpha_scores_) == {0.2, 1.0}
+
+
+# ----------------------------------------------------------------------------- experiment rows
+
+
+@pytest.mark.parametrize(
+    "experiment",
+    ["redt_table2_3_5", "redt_table2_3_5_reduced", "redt_alpha", "redt_alpha_reduced"],
+)
+def test_experiment_rows_compose_with_the_inferred_protocol(experiment):
+    """Every sweeper row composes; crx/german/cmc/landcover/connect4 run on a 75/25 stratified holdout,
+    the categorical sets of them ordinal-coded (the split/encoding inferred from Tables I and III)."""
+    from treebench.api import compose_config
+
+    cfg = compose_config([f"experiment={experiment}"], return_hydra_config=True)
+    rows = list(cfg.hydra.sweeper.rows)
+    assert rows
+    seen = set()
+    for row in rows:
+        job = compose_config(row.split())
+        seen.add(job.dataset.name)
+        if job.dataset.name in ("crx", "german", "cmc", "landcover", "connect4"):
+            assert job.split._target_.endswith("Holdout") and job.split.test_size == 0.25
+            if job.dataset.name in ("crx", "german", "connect4"):
+                assert job.dataset.preprocess.categorical == "ordinal"
+    assert {"crx", "german", "cmc", "landcover"} <= seen
