@@ -25,6 +25,9 @@ Training is the paper's alternating bilevel scheme (Alg. 1, Eqs. 9-17), one step
 Early stopping monitors the discrete model's validation loss and the best epoch is restored. Epoch cap and
 patience: 200 / 15 for classification (paper); 400 / 70 for regression (the authors' regression scripts
 -- the routers were still improving at epoch 200 and with patience 15 the fits stopped after ~20 epochs).
+(The authors' ``main.py`` scores the model left when EarlyStopping fires, i.e. ``patience`` epochs past
+the best one, and its monitored loss mixes children and node values 50/50 (gamma restored to
+[0.5, 0.5]); the paper only says EarlyStopping monitors the validation loss.)
 At the end of ``fit`` splits that cannot change any prediction (all training rows reaching them end at
 the same stop node; common deep in a depth-9 tree) are turned into leaves, so ``size_report`` counts
 effective splits; ``fit_info_`` reports the gamma-only count as well (``internal_kept_gamma``).
