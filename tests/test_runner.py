@@ -43,6 +43,18 @@ def test_rerun_skips_done(outputs):
     assert recs2 == [] and "skipped, done" in lines[0]
 
 
+def test_fit_shared_by_two_experiments_counts_in_both(outputs):
+    from treebench.results import collect
+
+    (rec,), _, store = _run(outputs, ["method=cart", "dataset=iris", "experiment_name=first"])
+    again, lines, _ = _run(outputs, ["method=cart", "dataset=iris", "experiment_name=second"])
+    assert again == [] and "skipped, done" in lines[0]  # same run key: not fitted twice
+    assert store.get(rec["key"])["also_experiments"] == ["second"]
+    for name in ("first", "second"):
+        (row,) = collect(outputs / "store", experiment=name).to_dict("records")
+        assert row["key"] == rec["key"]
+
+
 def test_same_command_same_numbers(tmp_path):
     a, _, _ = _run(tmp_path / "a", ["method=rf", "dataset=wine", "seed=3"])
     b, _, _ = _run(tmp_path / "b", ["method=rf", "dataset=wine", "seed=3"])

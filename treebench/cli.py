@@ -191,10 +191,12 @@ def status(
 ) -> None:
     """Summarise the store: records per experiment, method and status, and each failure's reason."""
     from treebench.results import Store
+    from treebench.results.table import per_experiment
 
     recs = [
         r
-        for r in Store(_outputs(outputs) / "store").records()
+        for rec in Store(_outputs(outputs) / "store").records()
+        for r in per_experiment(rec)  # a fit shared by experiments counts in each
         if experiment is None or r.get("experiment") == experiment
     ]
     if not recs:

@@ -276,8 +276,12 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
     cfg = job.cfg
     todo = [(f, job.key(f)) for f in job.folds()]
     pending = [(f, k) for f, k in todo if not store.is_done(k)]
+    experiment = cfg.get("experiment_name") or "adhoc"
     for f, k in todo:
         if (f, k) not in pending:
+            store.add_experiment(
+                k, experiment
+            )  # a fit shared with another experiment counts in both
             log(f"[{job.method} | {job.dataset} | seed {job.seed} | fold {f}] skipped, done ({k})")
     if not pending:
         return []

@@ -67,3 +67,19 @@ def test_collect_writes_parquet_with_mixed_param_types(tmp_path):
     df = collect(tmp_path / "store", tmp_path / "results")
     assert list(df["param.verbose"]) in ([False, 0], [0, False])
     assert (tmp_path / "results" / "results.parquet").exists()
+
+
+def test_shared_record_counts_in_every_experiment(tmp_path):
+    s = Store(tmp_path / "store")
+    s.write(_rec("k1"))
+    s.write(_rec("k2", "failed"))
+    assert s.add_experiment("k1", "f") and not s.add_experiment("k1", "f")  # listed once
+    assert not s.add_experiment("k1", "e")  # its own label
+    assert not s.add_experiment("k2", "f")  # not done: the job will run and label itself
+    assert s.get("k1")["also_experiments"] == ["f"]
+    assert len(collect(tmp_path / "store", experiment="e", status="ok")) == 1
+    (row,) = collect(tmp_path / "store", experiment="f").to_dict("records")
+    assert row["key"] == "k1" and "also_experiments" not in row
+    assert sorted(collect(tmp_path / "store")["experiment"]) == ["e", "e", "f"]
+    with s.lock("k1"):  # a busy key is left alone
+        assert not s.add_experiment("k1", "g")

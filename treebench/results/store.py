@@ -71,6 +71,28 @@ class Store:
             raise
         return p
 
+    def add_experiment(self, key: str, experiment: str) -> bool:
+        """Mark the done record ``key`` as also belonging to ``experiment``; True if it changed.
+
+        Run keys do not include the experiment's name, so a fit two experiments share runs once and
+        keeps its first label in ``experiment``; later experiments are listed in ``also_experiments``
+        (under the key's lock; a busy key is left alone and False returned).
+        """
+        try:
+            with self.lock(key):
+                rec = self.get(key)
+                if rec is None or rec.get("status") not in DONE_STATUSES:
+                    return False
+                if experiment == rec.get("experiment") or experiment in rec.get(
+                    "also_experiments", []
+                ):
+                    return False
+                rec["also_experiments"] = [*rec.get("also_experiments", []), experiment]
+                self.write(rec)
+                return True
+        except JobBusyError:
+            return False
+
     @contextmanager
     def lock(self, key: str):
         """Hold the key's lock while a job runs; raise :class:`JobBusyError` if another holds it."""

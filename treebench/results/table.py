@@ -13,7 +13,11 @@ _NESTED = ("params", "size", "metrics", "info", "provenance")
 
 
 def _flatten(rec: dict) -> dict:
-    row = {k: v for k, v in rec.items() if k not in _NESTED and not isinstance(v, dict)}
+    row = {
+        k: v
+        for k, v in rec.items()
+        if k not in _NESTED and k != "also_experiments" and not isinstance(v, dict)
+    }
     for group in _NESTED:
         for k, v in (rec.get(group) or {}).items():
             name = (
@@ -25,9 +29,19 @@ def _flatten(rec: dict) -> dict:
     return row
 
 
+def per_experiment(rec: dict) -> list[dict]:
+    """One copy of ``rec`` per experiment it belongs to (its label plus ``also_experiments``)."""
+    also = [e for e in rec.get("also_experiments") or [] if e != rec.get("experiment")]
+    return [rec] + [{**rec, "experiment": e} for e in also]
+
+
 def to_frame(records) -> pd.DataFrame:
-    """Records as a DataFrame (params → ``param.*``, provenance → ``provenance.*``)."""
-    rows = [_flatten(r) for r in records]
+    """Records as a DataFrame, one row per (record, experiment it belongs to).
+
+    Params become ``param.*`` columns and provenance ``provenance.*``. A fit shared by several
+    experiments (same run key) appears once under each of them.
+    """
+    rows = [_flatten(r) for rec in records for r in per_experiment(rec)]
     return pd.DataFrame(rows)
 
 
