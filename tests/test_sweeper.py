@@ -29,3 +29,18 @@ def test_a_row_with_several_values_is_an_error(tmp_path):
     )
     assert res.returncode == 1
     assert "has several values; a row is one job" in res.stderr + res.stdout
+
+
+def test_done_sweep_job_counts_in_a_second_experiment(tmp_path):
+    from treebench.results import collect
+
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    args = ["run", "-m", "method=cart", "dataset=iris"]
+    first = run_cli([*args, "experiment_name=first"], tmp_path, env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    again = run_cli([*args, "experiment_name=second"], tmp_path, env)
+    assert again.returncode == 0 and "1 done already, 0 to launch" in again.stdout
+    store = tmp_path / "out" / "store"
+    (a,) = collect(store, experiment="first").to_dict("records")
+    (b,) = collect(store, experiment="second").to_dict("records")
+    assert a["key"] == b["key"]  # one fit, listed under both experiments

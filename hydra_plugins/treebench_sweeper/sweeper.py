@@ -92,7 +92,7 @@ class TreebenchSweeper(BasicSweeper):
 
         jobs = self._jobs(arguments)
         store = Store(_abspath(self.config.paths.store))
-        todo, done_keys, plan = [], [], []
+        todo, done_keys, plan, labels = [], [], [], []
         for overrides in jobs:
             cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
             keys = job_keys(cfg)
@@ -101,12 +101,15 @@ class TreebenchSweeper(BasicSweeper):
             plan.append((overrides, len(keys), n_done, res))
             if n_done == len(keys):
                 done_keys += keys
+                labels += [(k, cfg.get("experiment_name") or "adhoc") for k in keys]
             else:
                 todo.append((list(overrides), res))
         sweep_dir = Path(_abspath(self.config.hydra.sweep.dir))
         if self.dry_run:
             print_plan(plan)
             return []
+        for k, experiment in labels:  # a fit shared with another experiment counts in both
+            store.add_experiment(k, experiment)
         log.info(f"{len(jobs) - len(todo)} of {len(jobs)} jobs already done, {len(todo)} to launch")
         print(
             f"sweep: {len(jobs)} jobs, {len(jobs) - len(todo)} done already, {len(todo)} to launch"
