@@ -287,6 +287,40 @@ def test_best_first_growth_respects_max_leaves():
     assert e.size_report(X[:50])["n_leaves"] == 6
 
 
+def test_weighted_best_first_gain_is_cart_information_gain():
+    """gain='weighted': node share of the weighted samples x entropy drop of the hard-routed class
+    frequencies; a large impure node beats a small one with the same class mix."""
+    y = torch.tensor([0, 0, 1, 1, 2, 2, 0, 1, 0, 0])
+    sw = torch.tensor([1.0, 1, 1, 1, 1, 1, 2, 1, 1, 1])
+    g = core.Grower(None, torch.zeros(10, 2), y, sw, 3, max_leaves=4, gain="weighted")
+
+    def ent(c):
+        p = np.asarray(c, float) / sum(c)
+        p = p[p > 0]
+        return -(p * np.log(p)).sum()
+
+    rows, rl, rr = torch.arange(8), torch.tensor([0, 1, 6]), torch.tensor([2, 3, 4, 5, 7])
+    # weighted class counts: node (4, 3, 2), left (4, 0, 0), right (0, 3, 2); total weight 11
+    want = 9 / 11 * (ent([4, 3, 2]) - (4 * ent([4]) + 5 * ent([3, 2])) / 9)
+    assert g._weighted_gain(rows, rl, rr) == pytest.approx(want, rel=1e-6)
+    small = g._weighted_gain(torch.tensor([1, 2]), torch.tensor([1]), torch.tensor([2]))
+    big = g._weighted_gain(torch.tensor([0, 1, 2, 3]), torch.tensor([0, 1]), torch.tensor([2, 3]))
+    assert big > small > 0
+    with pytest.raises(ValueError, match="gain"):
+        core.Grower(None, torch.zeros(10, 2), y, sw, 3, max_leaves=4, gain="size")
+
+
+def test_best_first_gain_modes_grow_max_leaves():
+    X, y = load_digits(return_X_y=True)
+    X = (X / 16).astype(np.float32)
+    kw = dict(max_depth=None, max_leaves=5, epochs=2, finetune_epochs=0, random_state=0, n_jobs=1)
+    for gain in ("reference", "weighted"):
+        e = E2EDTClassifier(best_first_gain=gain, **kw).fit(X[:500], y[:500])
+        assert e.struct_.n_leaves == 5
+    with pytest.raises(ValueError, match="best_first_gain"):
+        E2EDTClassifier(best_first_gain="gini", **kw).fit(X[:500], y[:500])
+
+
 # ----------------------------------------------------------------------------- forest and CNN
 
 

@@ -922,6 +922,9 @@ def _entropies(P):
     return -torch.where(P > 0, P * P.clamp_min(1e-38).log(), 0.0).sum(1)
 
 
+GAINS = ("reference", "weighted")
+
+
 class Grower:
     """Greedy construction (Sect. 2.4) of ``n_trees`` trees on the same data, level-wise to
     ``max_depth`` or best-first by information gain to ``max_leaves`` leaves per tree.
@@ -953,7 +956,11 @@ class Grower:
         reg=0.0,
         lr=1e-3,
         log=None,
+        gain="reference",
     ):
+        if gain not in GAINS:
+            raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+        self.gain = gain
         self.make_bank, self.X, self.y, self.sw, self.K = make_bank, X, y, sw, n_classes
         self.n_trees, self.max_depth, self.max_leaves = n_trees, max_depth, max_leaves
         self.kw = dict(
@@ -1028,12 +1035,28 @@ class Grower:
                 sl = slice(ends[j - 1] if j else 0, ends[j])
                 rows_j, go_j = n_idx[sl], go_r[sl]
                 rr, rl = rows_j[go_j], rows_j[~go_j]
-                tot = float(n_r[j] + n_l[j])
-                gain = h_par[j] - (n_r[j] / tot * h_r[j] + n_l[j] / tot * h_l[j])
+                if self.gain == "weighted":
+                    gain = self._weighted_gain(rows_j, rl, rr)
+                else:
+                    tot = float(n_r[j] + n_l[j])
+                    gain = h_par[j] - (n_r[j] / tot * h_r[j] + n_l[j] / tot * h_l[j])
                 out[n] = ((bank, j), gamma[j : j + 1], pi_l[j], pi_r[j], gain, rl, rr)
             todo = failed
         self.n_failed += len(todo)
         return out
+
+    def _weighted_gain(self, rows, rl, rr):
+        """Information gain of a deterministic split in the CART sense: the node's share of the
+        (weighted) training samples times the drop in entropy of the empirical class frequencies
+        (node vs its two children)."""
+        K = self.K
+        c = [
+            torch.bincount(self.y[r], weights=self.sw[r].double(), minlength=K)
+            for r in (rows, rl, rr)
+        ]
+        w = [float(ci.sum()) for ci in c]
+        h = [float(_entropy(ci / wi)) if wi > 0 else 0.0 for ci, wi in zip(c, w, strict=True)]
+        return w[0] / float(self.sw.sum()) * (h[0] - (w[1] * h[1] + w[2] * h[2]) / w[0])
 
     def _goes_right(self, bank, n_idx, s_idx):
         """Deterministic split f_s(x_n) > 0 of every row (n_idx[r], s_idx[r])."""
