@@ -361,6 +361,37 @@ def test_forest_feature_subsets_and_patches():
         E2EDFClassifier(patch_size=3).fit(X, y)
 
 
+def test_cnn_fast_paths_equal_plain_convolutions():
+    """The first conv's batch-as-channels weight gradient and the per-split second conv (grad mode)
+    give the values and gradients of plain grouped F.conv2d (the no-grad path)."""
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(40, 16 * 16, generator=g)
+    bank = core.CNNBank.init(3, 256, g, image_shape=(16, 16))
+    ps = [p.clone().requires_grad_(True) for p in bank.params()]
+
+    def plain(X, ps):
+        c1w, c1b, c2w, c2b, f1w, f1b, w, b = ps
+        x = X.reshape(-1, 1, 16, 16)
+        z = F.relu(F.max_pool2d(F.conv2d(x, c1w.reshape(9, 1, 5, 5), c1b.reshape(-1)), 2))
+        z = F.relu(
+            F.max_pool2d(F.conv2d(z, c2w.reshape(18, 3, 5, 5), c2b.reshape(-1), groups=3), 2)
+        )
+        z = F.relu(torch.einsum("bsi,sji->bsj", z.reshape(40, 3, -1), f1w) + f1b)
+        return (z * w).sum(-1) + b
+
+    want = plain(X, ps)
+    gw = torch.autograd.grad((want * torch.arange(3.0)).sum(), ps)
+    got = bank._forward(X, ps)
+    gg = torch.autograd.grad((got * torch.arange(3.0)).sum(), ps)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    for a, b in zip(gg, gw, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    with torch.no_grad():
+        torch.testing.assert_close(bank._forward(X, ps), want.detach(), rtol=1e-5, atol=1e-6)
+
+
 def test_cnn_bank_rows_equal_all():
     g = torch.Generator().manual_seed(0)
     bank = core.CNNBank.init(3, 256, g, image_shape=(16, 16))
