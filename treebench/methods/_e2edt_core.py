@@ -1154,7 +1154,12 @@ class Grower:
                 if not best:
                     break
                 new = []
-                for t, (n, _g) in best.items():
+                for t, (n, g) in best.items():
+                    if self.log:
+                        self.log(
+                            f"tree {t}: split node of {len(self.rows[n])} rows (gain {g:.4f}), "
+                            f"{n_leaves[t] + 1} leaves"
+                        )
                     new.extend(self._apply(n, self.pending.pop(n)))
                     n_leaves[t] += 1
                 self.pending.update(self._fit([n for n in new if self._may_split(n)]))
