@@ -287,6 +287,40 @@ def test_best_first_growth_respects_max_leaves():
     assert e.size_report(X[:50])["n_leaves"] == 6
 
 
+def test_weighted_best_first_gain_is_cart_information_gain():
+    """gain='weighted': node share of the weighted samples x entropy drop of the hard-routed class
+    frequencies; a large impure node beats a small one with the same class mix."""
+    y = torch.tensor([0, 0, 1, 1, 2, 2, 0, 1, 0, 0])
+    sw = torch.tensor([1.0, 1, 1, 1, 1, 1, 2, 1, 1, 1])
+    g = core.Grower(None, torch.zeros(10, 2), y, sw, 3, max_leaves=4, gain="weighted")
+
+    def ent(c):
+        p = np.asarray(c, float) / sum(c)
+        p = p[p > 0]
+        return -(p * np.log(p)).sum()
+
+    rows, rl, rr = torch.arange(8), torch.tensor([0, 1, 6]), torch.tensor([2, 3, 4, 5, 7])
+    # weighted class counts: node (4, 3, 2), left (4, 0, 0), right (0, 3, 2); total weight 11
+    want = 9 / 11 * (ent([4, 3, 2]) - (4 * ent([4]) + 5 * ent([3, 2])) / 9)
+    assert g._weighted_gain(rows, rl, rr) == pytest.approx(want, rel=1e-6)
+    small = g._weighted_gain(torch.tensor([1, 2]), torch.tensor([1]), torch.tensor([2]))
+    big = g._weighted_gain(torch.tensor([0, 1, 2, 3]), torch.tensor([0, 1]), torch.tensor([2, 3]))
+    assert big > small > 0
+    with pytest.raises(ValueError, match="gain"):
+        core.Grower(None, torch.zeros(10, 2), y, sw, 3, max_leaves=4, gain="size")
+
+
+def test_best_first_gain_modes_grow_max_leaves():
+    X, y = load_digits(return_X_y=True)
+    X = (X / 16).astype(np.float32)
+    kw = dict(max_depth=None, max_leaves=5, epochs=2, finetune_epochs=0, random_state=0, n_jobs=1)
+    for gain in ("reference", "weighted"):
+        e = E2EDTClassifier(best_first_gain=gain, **kw).fit(X[:500], y[:500])
+        assert e.struct_.n_leaves == 5
+    with pytest.raises(ValueError, match="best_first_gain"):
+        E2EDTClassifier(best_first_gain="gini", **kw).fit(X[:500], y[:500])
+
+
 # ----------------------------------------------------------------------------- forest and CNN
 
 
@@ -325,6 +359,37 @@ def test_forest_feature_subsets_and_patches():
         assert rows.max() - rows.min() == 2 and cols.max() - cols.min() == 2 and len(set(r)) == 9
     with pytest.raises(ValueError, match="image_shape"):
         E2EDFClassifier(patch_size=3).fit(X, y)
+
+
+def test_cnn_fast_paths_equal_plain_convolutions():
+    """The first conv's batch-as-channels weight gradient and the per-split second conv (grad mode)
+    give the values and gradients of plain grouped F.conv2d (the no-grad path)."""
+    import torch.nn.functional as F
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(40, 16 * 16, generator=g)
+    bank = core.CNNBank.init(3, 256, g, image_shape=(16, 16))
+    ps = [p.clone().requires_grad_(True) for p in bank.params()]
+
+    def plain(X, ps):
+        c1w, c1b, c2w, c2b, f1w, f1b, w, b = ps
+        x = X.reshape(-1, 1, 16, 16)
+        z = F.relu(F.max_pool2d(F.conv2d(x, c1w.reshape(9, 1, 5, 5), c1b.reshape(-1)), 2))
+        z = F.relu(
+            F.max_pool2d(F.conv2d(z, c2w.reshape(18, 3, 5, 5), c2b.reshape(-1), groups=3), 2)
+        )
+        z = F.relu(torch.einsum("bsi,sji->bsj", z.reshape(40, 3, -1), f1w) + f1b)
+        return (z * w).sum(-1) + b
+
+    want = plain(X, ps)
+    gw = torch.autograd.grad((want * torch.arange(3.0)).sum(), ps)
+    got = bank._forward(X, ps)
+    gg = torch.autograd.grad((got * torch.arange(3.0)).sum(), ps)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    for a, b in zip(gg, gw, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    with torch.no_grad():
+        torch.testing.assert_close(bank._forward(X, ps), want.detach(), rtol=1e-5, atol=1e-6)
 
 
 def test_cnn_bank_rows_equal_all():

@@ -142,6 +142,33 @@ class LinearBank:
         return ((self.w @ lap) * self.w).sum(1)
 
 
+class _Conv1(torch.autograd.Function):
+    """First convolution of the split CNNs (one input channel, no input gradient).
+
+    Same values as ``F.conv2d``; the backward computes the weight gradient as one convolution of
+    the input with the output gradient, batch as channels (oneDNN's weight-gradient kernel for a
+    single input channel was ~4x slower on one CPU thread).
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x)
+        return F.conv2d(x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        gw = F.conv2d(x.transpose(0, 1), g.transpose(0, 1)).transpose(0, 1)
+        return None, gw.contiguous(), g.sum((0, 2, 3))
+
+
+def conv1_single_channel(x, weight, bias):
+    """``F.conv2d(x, weight, bias)`` for x [B, 1, H, W] without a gradient wrt x."""
+    if x.requires_grad or not (weight.requires_grad or bias.requires_grad):
+        return F.conv2d(x, weight, bias)
+    return _Conv1.apply(x, weight, bias)
+
+
 class CNNBank:
     """A small CNN per split (Sect. 3.4): conv5x5x3 -> pool2 -> relu -> conv5x5x6 -> pool2 -> relu ->
     fc 96->50 -> relu -> linear 50->1.  All splits are evaluated at once with grouped convolutions."""
@@ -197,9 +224,14 @@ class CNNBank:
         S = c1w.shape[0]
         h, w_ = self.image_shape[-2], self.image_shape[-1]
         x = X.reshape(-1, 1, h, w_)
-        z = F.conv2d(x, c1w.reshape(3 * S, 1, 5, 5), c1b.reshape(-1))
+        z = conv1_single_channel(x, c1w.reshape(3 * S, 1, 5, 5), c1b.reshape(-1))
         z = F.relu(F.max_pool2d(z, 2))
-        z = F.conv2d(z, c2w.reshape(6 * S, 3, 5, 5), c2b.reshape(-1), groups=S)
+        if S == 1 or not torch.is_grad_enabled():
+            z = F.conv2d(z, c2w.reshape(6 * S, 3, 5, 5), c2b.reshape(-1), groups=S)
+        else:  # one plain conv per split: oneDNN's grouped-conv backward was ~2x slower
+            z = torch.cat(
+                [F.conv2d(z[:, 3 * s : 3 * s + 3], c2w[s], c2b[s]) for s in range(S)], dim=1
+            )
         z = F.relu(F.max_pool2d(z, 2))
         z = z.reshape(z.shape[0], S, -1)
         z = F.relu(torch.einsum("bsi,sji->bsj", z, f1w) + f1b)
@@ -922,6 +954,9 @@ def _entropies(P):
     return -torch.where(P > 0, P * P.clamp_min(1e-38).log(), 0.0).sum(1)
 
 
+GAINS = ("reference", "weighted")
+
+
 class Grower:
     """Greedy construction (Sect. 2.4) of ``n_trees`` trees on the same data, level-wise to
     ``max_depth`` or best-first by information gain to ``max_leaves`` leaves per tree.
@@ -953,7 +988,11 @@ class Grower:
         reg=0.0,
         lr=1e-3,
         log=None,
+        gain="reference",
     ):
+        if gain not in GAINS:
+            raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+        self.gain = gain
         self.make_bank, self.X, self.y, self.sw, self.K = make_bank, X, y, sw, n_classes
         self.n_trees, self.max_depth, self.max_leaves = n_trees, max_depth, max_leaves
         self.kw = dict(
@@ -1028,12 +1067,28 @@ class Grower:
                 sl = slice(ends[j - 1] if j else 0, ends[j])
                 rows_j, go_j = n_idx[sl], go_r[sl]
                 rr, rl = rows_j[go_j], rows_j[~go_j]
-                tot = float(n_r[j] + n_l[j])
-                gain = h_par[j] - (n_r[j] / tot * h_r[j] + n_l[j] / tot * h_l[j])
+                if self.gain == "weighted":
+                    gain = self._weighted_gain(rows_j, rl, rr)
+                else:
+                    tot = float(n_r[j] + n_l[j])
+                    gain = h_par[j] - (n_r[j] / tot * h_r[j] + n_l[j] / tot * h_l[j])
                 out[n] = ((bank, j), gamma[j : j + 1], pi_l[j], pi_r[j], gain, rl, rr)
             todo = failed
         self.n_failed += len(todo)
         return out
+
+    def _weighted_gain(self, rows, rl, rr):
+        """Information gain of a deterministic split in the CART sense: the node's share of the
+        (weighted) training samples times the drop in entropy of the empirical class frequencies
+        (node vs its two children)."""
+        K = self.K
+        c = [
+            torch.bincount(self.y[r], weights=self.sw[r].double(), minlength=K)
+            for r in (rows, rl, rr)
+        ]
+        w = [float(ci.sum()) for ci in c]
+        h = [float(_entropy(ci / wi)) if wi > 0 else 0.0 for ci, wi in zip(c, w, strict=True)]
+        return w[0] / float(self.sw.sum()) * (h[0] - (w[1] * h[1] + w[2] * h[2]) / w[0])
 
     def _goes_right(self, bank, n_idx, s_idx):
         """Deterministic split f_s(x_n) > 0 of every row (n_idx[r], s_idx[r])."""
@@ -1099,7 +1154,12 @@ class Grower:
                 if not best:
                     break
                 new = []
-                for t, (n, _g) in best.items():
+                for t, (n, g) in best.items():
+                    if self.log:
+                        self.log(
+                            f"tree {t}: split node of {len(self.rows[n])} rows (gain {g:.4f}), "
+                            f"{n_leaves[t] + 1} leaves"
+                        )
                     new.extend(self._apply(n, self.pending.pop(n)))
                     n_leaves[t] += 1
                 self.pending.update(self._fit([n for n in new if self._may_split(n)]))

@@ -32,6 +32,7 @@ from treebench.methods.base import (
 
 INFERENCE = ("deterministic", "root_hard", "probabilistic")
 SPLIT_FEATURES = ("linear", "cnn")
+GAINS = ("reference", "weighted")
 
 
 class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
@@ -79,6 +80,10 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         if not 0 <= self.validation_fraction < 1:
             raise InvalidParameterError(
                 f"validation_fraction must be in [0, 1), got {self.validation_fraction}"
+            )
+        if getattr(self, "best_first_gain", "reference") not in GAINS:
+            raise InvalidParameterError(
+                f"best_first_gain must be one of {GAINS}, got {self.best_first_gain!r}"
             )
         if self.spatial_reg < 0:
             raise InvalidParameterError(f"spatial_reg must be >= 0, got {self.spatial_reg}")
@@ -206,6 +211,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             reg=float(self.spatial_reg),
             lr=float(self.learning_rate),
             log=log,
+            gain=getattr(self, "best_first_gain", "reference"),
         ).grow()
         bank, struct, gamma, pi = grower.result()
         t_greedy = time.perf_counter() - t0
@@ -486,6 +492,13 @@ class E2EDTClassifier(_E2EDBase):
         Level-wise greedy growth to this depth.
     max_leaves : int or None
         If set, best-first greedy growth (by information gain) to this many leaves.
+    best_first_gain : {"reference", "weighted"}
+        Which leaf best-first growth splits next.  ``"reference"``: the reference code's gain, the
+        entropy of the node's (inherited, soft) leaf distribution minus the count-weighted entropies
+        of the new stump's two soft leaf distributions, not weighted by the node's size (a node of
+        100 samples can win over one of 10,000).  ``"weighted"``: the usual information gain of
+        best-first trees, node share of the samples x entropy drop of the hard-routed empirical class
+        frequencies.
     """
 
     __doc__ += _COMMON_DOC
@@ -494,6 +507,7 @@ class E2EDTClassifier(_E2EDBase):
         self,
         max_depth=8,
         max_leaves=None,
+        best_first_gain="reference",
         epochs=20,
         finetune_epochs=None,
         steepness_inc=0.1,
@@ -515,6 +529,7 @@ class E2EDTClassifier(_E2EDBase):
     ):
         self.max_depth = max_depth
         self.max_leaves = max_leaves
+        self.best_first_gain = best_first_gain
         self.epochs = epochs
         self.finetune_epochs = finetune_epochs
         self.steepness_inc = steepness_inc
