@@ -200,11 +200,49 @@ def test_test_selection_is_labelled():
         random_state=0,
         n_jobs=1,
     )
+    assert est.wants_eval_set() and not clone(est).set_params(selection="last").wants_eval_set()
     est.fit(X[::2], y[::2], eval_set=(X[1::2], y[1::2]))
     info = est.fit_info_
-    assert info["selection"] == "test"
+    assert info["selection"] == "test" and "best test error" in info["protocol"]
     assert info["eval_selected_error"] == info["eval_best_error"]
     assert np.isclose(1 - est.score(X[1::2], y[1::2]), info["eval_best_error"])
+    # the honest last-state number of the same run = what selection="last" keeps (same trajectory)
+    last = clone(est).set_params(selection="last").fit(X[::2], y[::2])
+    assert last.fit_info_["protocol"] == "last model state"
+    assert np.isclose(1 - last.score(X[1::2], y[1::2]), info["eval_last_error"])
+    assert info["eval_best_error"] == min(e for _, e in est.eval_curve_)
+
+
+def test_runner_passes_test_part_only_for_test_selection(tmp_path, monkeypatch):
+    """Through the runner: selection=test gets the test part in fit and is labelled in the record."""
+    from tests.conftest import compose_config
+    from treebench.data import DataContext
+    from treebench.results.store import Store
+    from treebench.runner import run_job
+
+    monkeypatch.setenv("TREEBENCH_OUTPUTS", str(tmp_path))
+    small = [
+        "method.params.n_estimators=5",
+        "method.params.max_depth=3",
+        "method.params.n_iterations=200",
+        "method.params.snapshot_every=50",
+    ]
+    recs = {}
+    for sel in ("test", "last"):
+        cfg = compose_config(
+            ["method=hinge_forest_t3", "dataset=iris", f"method.params.selection={sel}", *small]
+        )
+        store = Store(tmp_path / "store")
+        (rec,) = run_job(cfg, store, DataContext(tmp_path / "data", None, False), log=lambda s: 0)
+        assert rec["status"] == "ok", rec.get("traceback")
+        recs[sel] = rec
+    t, last = recs["test"], recs["last"]
+    assert t["eval_set_in_fit"] and not last["eval_set_in_fit"]
+    assert t["info"]["selection"] == "test" and "paper protocol" in t["info"]["protocol"]
+    assert np.isclose(1 - t["metrics"]["test_accuracy"], t["info"]["eval_best_error"])
+    # same seed and data: the last state of the test-selected run is the selection=last model
+    assert np.isclose(t["info"]["eval_last_error"], 1 - last["metrics"]["test_accuracy"])
+    assert "eval_best_error" not in last["info"]
 
 
 @pytest.mark.parametrize("cls", [HingeForestRegressor, HingeFernRegressor])

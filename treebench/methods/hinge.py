@@ -14,7 +14,10 @@ loss on a validation part held out from the training data (``validation_fraction
 Letter/USPS/MNIST, *best test error over model states*: it needs ``fit(..., eval_set=(X_test,
 y_test))`` and is optimistic; results that use it must be labelled (``fit_info_["selection"]``).
 Whatever the selection, when ``eval_set`` is given ``fit_info_`` also records the eval-set error of
-every snapshot's best (``eval_best_error``) and at the selected state (``eval_selected_error``).
+every snapshot's best (``eval_best_error``), at the selected state (``eval_selected_error``) and at
+the last state (``eval_last_error``, the honest number of a run that trains on all its data).
+Through the runner: :meth:`wants_eval_set` is true only for ``selection="test"``, and the runner
+then passes its test part as ``eval_set`` (the record says ``eval_set_in_fit: true``).
 """
 
 from __future__ import annotations
@@ -42,6 +45,11 @@ from treebench.methods.base import (
 
 _OPTIMIZERS = ("adagrad", "adam")
 _SELECTIONS = ("validation", "last", "test")
+_PROTOCOLS = {  # recorded in fit_info_["protocol"]: how the kept model state was chosen
+    "validation": "lowest validation loss over model states",
+    "last": "last model state",
+    "test": "best test error over model states (paper protocol, optimistic)",
+}
 
 
 class _HingeBase(SizeMixin, BaseEstimator):
@@ -240,6 +248,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
 
         best_state, best_score, best_it = None, np.inf, 0
         eval_best, eval_curve = np.inf, []
+        loss_curve, loss_sum, loss_n = [], 0.0, 0  # mean training loss per snapshot interval
         perm, pos = torch.randperm(n_tr, generator=gen), 0
         t0 = time.perf_counter()
         net.train()
@@ -253,7 +262,11 @@ class _HingeBase(SizeMixin, BaseEstimator):
             loss.backward()
             opt.step()
             net.bn.update()
+            loss_sum += float(loss.detach())
+            loss_n += 1
             if it % self.snapshot_every == 0 or it == self.n_iterations:
+                loss_curve.append((it, loss_sum / loss_n))
+                loss_sum, loss_n = 0.0, 0
                 score = None
                 if self.selection == "validation":
                     with torch.no_grad():
@@ -285,6 +298,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
         self.n_features_pool_ = net.n_pool
         info = {
             "selection": self.selection,
+            "protocol": _PROTOCOLS[self.selection],
             "best_iteration": int(best_it),
             "n_iterations": int(self.n_iterations),
             "n_train_used": int(n_tr),
@@ -295,13 +309,21 @@ class _HingeBase(SizeMixin, BaseEstimator):
         }
         if self.selection == "validation":
             info["best_validation_loss"] = float(best_score)
+        info["train_loss_curve"] = " ".join(f"{i}:{v:.4g}" for i, v in loss_curve)
         if eval_set is not None:
             info["eval_best_error"] = float(eval_best)  # best over model states (optimistic)
             info["eval_selected_error"] = float(dict(eval_curve)[best_it])
             info["eval_last_error"] = float(eval_curve[-1][1])
+            # the whole curve, compactly ("iteration:error" per snapshot), to see where the best was
+            info["eval_curve"] = " ".join(f"{i}:{e:.5g}" for i, e in eval_curve)
         self.fit_info_ = info
         self.eval_curve_ = eval_curve
         return self
+
+    def wants_eval_set(self):
+        """True when fit needs the test part (``selection="test"``, the papers' labelled protocol);
+        the runner then calls ``fit(X, y, eval_set=(X_test, y_test))``."""
+        return self.selection == "test"
 
     def _torch_threads(self):
         """Intra-op threads for training. The hinge forest itself runs in single-threaded compiled
