@@ -523,10 +523,16 @@ class CompiledUCITrainer:
         self.bn = (_flat(bn.running_mean), _flat(bn.running_var), bn.n_updates.numpy().reshape(1))
         self.lr, self.eps = dt.type(lr), dt.type(eps)
 
+    #: widest input the kernel takes: its pool products and dense AdaGrad loops are plain loops and
+    #: scipy-BLAS calls; on madelon (500 inputs) they measured 3.1 ms a step against torch's 2.7 ms
+    max_inputs = 64
+
     @staticmethod
     def applies(net, optimizer: str, dtype) -> bool:
         return (
             _kernels is not None
+            and getattr(getattr(net, "pool", None), "in_features", np.inf)
+            <= CompiledUCITrainer.max_inputs
             and optimizer == "adagrad"
             and getattr(net, "pool_kind", None) == "linear"
             and getattr(net, "aggregation", None) == "linear"

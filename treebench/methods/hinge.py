@@ -31,6 +31,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
 from treebench.methods.base import (
     CLASSIFICATION,
@@ -280,7 +281,10 @@ class _HingeBase(SizeMixin, BaseEstimator):
             stop = min((it // self.snapshot_every + 1) * self.snapshot_every, self.n_iterations)
             batches = next_batches(stop - it)
             if compiled is not None:
-                mean_loss = compiled.run(batches)
+                # one BLAS thread: the kernel's [B, P] x [P, F] products are tiny, and extra BLAS
+                # threads spinning on the shared machine cost ~10x (madelon, 8 ms -> 0.8 ms a step)
+                with threadpool_limits(limits=1, user_api="blas"):
+                    mean_loss = compiled.run(batches)
             else:
                 mean_loss = torch_train_steps(
                     net, opt, X_tr, Y_tr, None if uniform_w else W_tr, batches, loss_fn
