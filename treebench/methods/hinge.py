@@ -18,6 +18,11 @@ every snapshot's best (``eval_best_error``), at the selected state (``eval_selec
 the last state (``eval_last_error``, the honest number of a run that trains on all its data).
 Through the runner: :meth:`wants_eval_set` is true only for ``selection="test"``, and the runner
 then passes its test part as ``eval_set`` (the record says ``eval_set_in_fit: true``).
+
+Training speed: the UCI network (linear pool of <= 64 inputs, scalar leaves, linear head, AdaGrad)
+runs its whole step in one numba kernel (:class:`~treebench.methods._hinge_torch.CompiledUCITrainer`,
+tested equal to the torch path); everything else (Adam, summed K-vector leaves, the conv pool) runs
+the torch step with the compiled forest forward/backward and :class:`HingeAdam`.
 """
 
 from __future__ import annotations
