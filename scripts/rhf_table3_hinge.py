@@ -5,6 +5,9 @@ the full training set and reports the test error
   * at the last state ("last", honest),
   * best over snapshots on the test set ("test-selected", the paper's optimistic protocol).
 
+A diagnosis tool: runs for REPRODUCTION.md go through the CLI, ``treebench run experiment=rhf_table3``,
+which records both numbers too (selection=test: metrics = best test state, info.eval_last_error = last).
+
 Usage: python scripts/rhf_table3_hinge.py letter forest --iterations 40000 --seed 0
 """
 

@@ -221,9 +221,15 @@ def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
     if unknown:
         raise ValueError(f"unknown metrics {unknown}; choices: {', '.join(METRICS)}")
 
+    # A method may ask for the test part inside fit (``wants_eval_set()``), only for an explicitly
+    # labelled protocol such as the RHF paper's "best test error over model states"; the record
+    # says so in ``eval_set_in_fit``.
+    wants = getattr(est, "wants_eval_set", None)
+    fit_kw = {"eval_set": (X_te, y_te)} if callable(wants) and wants() else {}
+
     with threadpool_limits(limits=threads):
         t0 = time.perf_counter()
-        est.fit(X_tr, y_tr)
+        est.fit(X_tr, y_tr, **fit_kw)
         fit_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         p_te = est.predict(X_te)
@@ -242,6 +248,7 @@ def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
         "predict_seconds": predict_s,
         "threads": threads,
         "method_seed": method_seed,
+        "eval_set_in_fit": bool(fit_kw),
         "metrics": {**_metrics(names, y_tr, p_tr, "train"), **_metrics(names, y_te, p_te, "test")},
         "size": size,
         "info": dict(getattr(est, "fit_info_", {}) or {}),

@@ -200,11 +200,49 @@ def test_test_selection_is_labelled():
         random_state=0,
         n_jobs=1,
     )
+    assert est.wants_eval_set() and not clone(est).set_params(selection="last").wants_eval_set()
     est.fit(X[::2], y[::2], eval_set=(X[1::2], y[1::2]))
     info = est.fit_info_
-    assert info["selection"] == "test"
+    assert info["selection"] == "test" and "best test error" in info["protocol"]
     assert info["eval_selected_error"] == info["eval_best_error"]
     assert np.isclose(1 - est.score(X[1::2], y[1::2]), info["eval_best_error"])
+    # the honest last-state number of the same run = what selection="last" keeps (same trajectory)
+    last = clone(est).set_params(selection="last").fit(X[::2], y[::2])
+    assert last.fit_info_["protocol"] == "last model state"
+    assert np.isclose(1 - last.score(X[1::2], y[1::2]), info["eval_last_error"])
+    assert info["eval_best_error"] == min(e for _, e in est.eval_curve_)
+
+
+def test_runner_passes_test_part_only_for_test_selection(tmp_path, monkeypatch):
+    """Through the runner: selection=test gets the test part in fit and is labelled in the record."""
+    from tests.conftest import compose_config
+    from treebench.data import DataContext
+    from treebench.results.store import Store
+    from treebench.runner import run_job
+
+    monkeypatch.setenv("TREEBENCH_OUTPUTS", str(tmp_path))
+    small = [
+        "method.params.n_estimators=5",
+        "method.params.max_depth=3",
+        "method.params.n_iterations=200",
+        "method.params.snapshot_every=50",
+    ]
+    recs = {}
+    for sel in ("test", "last"):
+        cfg = compose_config(
+            ["method=hinge_forest_t3", "dataset=iris", f"method.params.selection={sel}", *small]
+        )
+        store = Store(tmp_path / "store")
+        (rec,) = run_job(cfg, store, DataContext(tmp_path / "data", None, False), log=lambda s: 0)
+        assert rec["status"] == "ok", rec.get("traceback")
+        recs[sel] = rec
+    t, last = recs["test"], recs["last"]
+    assert t["eval_set_in_fit"] and not last["eval_set_in_fit"]
+    assert t["info"]["selection"] == "test" and "paper protocol" in t["info"]["protocol"]
+    assert np.isclose(1 - t["metrics"]["test_accuracy"], t["info"]["eval_best_error"])
+    # same seed and data: the last state of the test-selected run is the selection=last model
+    assert np.isclose(t["info"]["eval_last_error"], 1 - last["metrics"]["test_accuracy"])
+    assert "eval_best_error" not in last["info"]
 
 
 @pytest.mark.parametrize("cls", [HingeForestRegressor, HingeFernRegressor])
@@ -314,3 +352,72 @@ def test_hinge_adam_equals_torch_adam():
         sa, sb = opt_a.state[a], opt_b.state[b]
         torch.testing.assert_close(sa["exp_avg"], sb["exp_avg"], rtol=1e-6, atol=1e-9)
         torch.testing.assert_close(sa["exp_avg_sq"], sb["exp_avg_sq"], rtol=1e-6, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["tree", "fern"])
+@pytest.mark.parametrize("task", ["classification", "regression", "weighted"])
+def test_compiled_uci_training_equals_torch_path(kind, task):
+    """The one-kernel UCI training step (pool, BN, forest, head, loss, backward, AdaGrad, BN update)
+    gives the torch path's parameters, BN statistics and losses (float64, 150 steps)."""
+    import copy
+
+    from treebench.methods._hinge_torch import (
+        CompiledUCITrainer,
+        _kernels,
+        make_optimizer,
+        torch_train_steps,
+    )
+
+    if _kernels is None:
+        pytest.skip("numba not installed")
+    rng = np.random.default_rng(1)
+    n, P, K = 70, 7, 3 if task != "regression" else 1
+    X = rng.normal(size=(n, P)) * rng.uniform(0.5, 3, P) + rng.normal(size=P)
+    y = rng.integers(0, K, n).astype(float) if K > 1 else rng.normal(size=n)
+    sw = rng.uniform(0.3, 2.0, n) if task == "weighted" else np.ones(n)
+    net = HingeNet(
+        P, K, 6, 4, kind, pool="linear", n_features=12, aggregation="linear",
+        generator=torch.Generator().manual_seed(3),
+    ).double()  # fmt: skip
+    net2 = copy.deepcopy(net)
+    batches = np.concatenate([rng.permutation(n)[:64].reshape(4, 16) for _ in range(38)])[:150]
+
+    def loss_fn(out, yb, wb):
+        if K > 1:
+            per = torch.nn.functional.cross_entropy(out, yb, reduction="none")
+        else:
+            per = (out.squeeze(-1) - yb) ** 2
+        return per.mean() if wb is None else (per * wb).mean()
+
+    Yt = torch.from_numpy(y.astype(np.int64) if K > 1 else y)
+    Wt = torch.from_numpy(sw) if task == "weighted" else None
+    opt = make_optimizer("adagrad", net, 0.05)
+    loss_t = torch_train_steps(net, opt, torch.from_numpy(X), Yt, Wt, batches, loss_fn)
+    assert CompiledUCITrainer.applies(net2, "adagrad", np.float64)
+    assert not CompiledUCITrainer.applies(net2, "adam", np.float64)
+    loss_c = CompiledUCITrainer(net2, X, y, sw, K > 1, 0.05).run(batches)
+    np.testing.assert_allclose(loss_c, loss_t, rtol=1e-10)
+    sd_t, sd_c = net.state_dict(), net2.state_dict()
+    for k in sd_t:
+        np.testing.assert_allclose(sd_c[k].numpy(), sd_t[k].numpy(), rtol=1e-9, atol=1e-12)
+    assert int(sd_c["bn.n_updates"]) == 150
+    ref = HingeNet(
+        P, K, 6, 4, kind, pool="linear", n_features=12, aggregation="linear",
+        generator=torch.Generator().manual_seed(3),
+    ).double()  # fmt: skip
+    assert not np.allclose(ref.forest.thresholds.detach(), net2.forest.thresholds.detach())
+
+
+@pytest.mark.parametrize("cls", [HingeForestClassifier, HingeFernRegressor])
+def test_estimator_compiled_training_matches_torch_training(cls, monkeypatch):
+    """The estimator's UCI fit takes the compiled step and lands where the torch path does."""
+    X, y = (load_iris if cls is HingeForestClassifier else load_diabetes)(return_X_y=True)
+    kw = dict(n_estimators=8, max_depth=3, n_iterations=400, snapshot_every=100, random_state=0)
+    fast = cls(**kw, n_jobs=1).fit(X, y)
+    assert fast.fit_info_["compiled_training"]
+    monkeypatch.setattr(cls, "_compiled_training", False)
+    slow = cls(**kw, n_jobs=1).fit(X, y)
+    assert not slow.fit_info_["compiled_training"]
+    assert fast.fit_info_["best_iteration"] == slow.fit_info_["best_iteration"]
+    a, b = fast._raw(X), slow._raw(X)  # float32: rounding differs, the trajectory does not
+    np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-3 * np.abs(b).max())

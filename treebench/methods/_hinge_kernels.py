@@ -211,3 +211,142 @@ def strictly_increasing(a):
         if a[i] <= a[i - 1]:
             return False
     return True
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _adagrad(p, acc, g, lr, eps):
+    """torch.optim.Adagrad's step (no decay, initial accumulator 0) on one entry."""
+    a = acc + g * g
+    return p - lr * g / (np.sqrt(a) + eps), a
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def uci_train_steps(
+    X, Y, sw, batches, classification,
+    Wp, rmean, rvar, n_upd, bn_eps, max_momentum,
+    feats, thr, w, depth, fern,
+    Wh, bh,
+    acc_Wp, acc_thr, acc_w, acc_Wh, acc_bh, lr, ada_eps,
+):  # fmt: skip
+    """Training steps of the UCI network, each the same computation as one step of the torch path:
+    inner products (Wp [F, P], no bias) -> running-statistics BN -> hinge trees/ferns with scalar
+    leaves -> Linear(M, K) head -> softmax cross-entropy (``classification``; Y holds class codes)
+    or L2 (K = 1) loss, mean of ``sw``-weighted per-sample losses -> backward (the paper's sparse
+    forest derivatives) -> torch.optim.Adagrad on every parameter (entries with zero gradient keep
+    their value and accumulator, so the forest's touched entries are the only ones visited) -> the
+    BN running statistics fold in the batch's mean / unbiased variance (``n_upd`` counts updates).
+
+    ``batches`` [S, B] holds training-row indices of the S minibatches. All arrays are updated in
+    place (numpy views of the torch parameters). Returns the mean minibatch loss."""
+    S, B = batches.shape
+    P = X.shape[1]
+    F = Wp.shape[0]
+    M = feats.shape[0]
+    K = Wh.shape[0]
+    dt = X.dtype
+    xb = np.empty((B, P), dt)
+    z = np.empty((B, F), dt)
+    bmean = np.empty(F, dt)
+    bvar = np.empty(F, dt)
+    std = np.empty(F, dt)
+    leaf = np.empty((B, M), np.int64)
+    vstar = np.empty((B, M), np.int64)
+    rstar = np.empty((B, M), dt)
+    out = np.empty((B, M, 1), dt)
+    dlog = np.empty((B, K), dt)
+    gz = np.zeros((B, F), dt)
+    gt = np.zeros(thr.shape, dt)
+    gw = np.zeros(w.shape, dt)
+    total = 0.0
+    for s in range(S):
+        for i in range(B):
+            xb[i] = X[batches[s, i]]
+        h = np.dot(xb, Wp.T)  # [B, F]
+        if B > 1:  # the batch's statistics, folded in after the step
+            for f in range(F):
+                m = 0.0
+                for i in range(B):
+                    m += h[i, f]
+                m /= B
+                v = 0.0
+                for i in range(B):
+                    d = h[i, f] - m
+                    v += d * d
+                bmean[f] = m
+                bvar[f] = v / (B - 1)
+        for f in range(F):
+            std[f] = np.sqrt(abs(rvar[f]) + bn_eps)
+        for i in range(B):
+            for f in range(F):
+                z[i, f] = (h[i, f] - rmean[f]) / std[f]
+        forest_forward(z, feats, thr, w, depth, fern, False, leaf, vstar, rstar, out)
+        o2 = out[:, :, 0].copy()
+        logits = np.dot(o2, Wh.T)  # [B, K]
+        loss = 0.0
+        for i in range(B):
+            wi = sw[batches[s, i]]
+            for k in range(K):
+                logits[i, k] += bh[k]
+            if classification:
+                c = int(Y[batches[s, i]])
+                mx = logits[i, 0]
+                for k in range(1, K):
+                    mx = max(mx, logits[i, k])
+                se = 0.0
+                for k in range(K):
+                    se += np.exp(logits[i, k] - mx)
+                loss += wi * (mx + np.log(se) - logits[i, c])
+                for k in range(K):
+                    dlog[i, k] = (
+                        (np.exp(logits[i, k] - mx) / se - (1.0 if k == c else 0.0)) * wi / B
+                    )
+            else:
+                r = logits[i, 0] - Y[batches[s, i]]
+                loss += wi * r * r
+                dlog[i, 0] = 2.0 * r * wi / B
+        total += loss / B
+        gWh = np.dot(dlog.T, o2)  # [K, M]
+        dout = np.dot(dlog, Wh)  # [B, M]
+        # forest backward: gt, gw (dense scratch, zero outside the touched entries) and gz
+        gz[:] = 0
+        forest_backward(
+            dout.reshape(B, M, 1), feats, w, leaf, vstar, rstar, False, True, gz, gt, gw, False
+        )
+        for i in range(B):
+            for f in range(F):
+                gz[i, f] /= std[f]
+        gWp = np.dot(gz.T, xb)  # [F, P]
+        # Adagrad: dense layers
+        for f in range(F):
+            for p in range(P):
+                Wp[f, p], acc_Wp[f, p] = _adagrad(Wp[f, p], acc_Wp[f, p], gWp[f, p], lr, ada_eps)
+        for k in range(K):
+            g = 0.0
+            for i in range(B):
+                g += dlog[i, k]
+            bh[k], acc_bh[k] = _adagrad(bh[k], acc_bh[k], g, lr, ada_eps)
+            for m in range(M):
+                Wh[k, m], acc_Wh[k, m] = _adagrad(Wh[k, m], acc_Wh[k, m], gWh[k, m], lr, ada_eps)
+        # Adagrad on the forest's touched entries (each once; the scratch is zeroed behind)
+        for i in range(B):
+            for m in range(M):
+                v = vstar[i, m]
+                g = gt[m, v]
+                if g != 0:
+                    thr[m, v], acc_thr[m, v] = _adagrad(thr[m, v], acc_thr[m, v], g, lr, ada_eps)
+                    gt[m, v] = 0
+                lf = leaf[i, m]
+                g = gw[m, lf, 0]
+                if g != 0:
+                    w[m, lf, 0], acc_w[m, lf, 0] = _adagrad(
+                        w[m, lf, 0], acc_w[m, lf, 0], g, lr, ada_eps
+                    )
+                    gw[m, lf, 0] = 0
+        if B > 1:
+            n = n_upd[0]
+            alpha = min(n / (n + 1.0), max_momentum)
+            for f in range(F):
+                rmean[f] = alpha * rmean[f] + (1 - alpha) * bmean[f]
+                rvar[f] = alpha * rvar[f] + (1 - alpha) * bvar[f]
+            n_upd[0] = n + 1
+    return total / S
