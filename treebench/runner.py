@@ -195,6 +195,16 @@ def preprocess_fold(cfg: DictConfig, fold, ds) -> tuple:
     return pre.transform(fold.train.X), fold.train.y, pre.transform(fold.test.X), fold.test.y
 
 
+def eval_set_kwargs(est, X_te, y_te) -> dict:
+    """``fit`` keyword giving the test part to a method that asks for it (``wants_eval_set()``).
+
+    Only for an explicitly labelled protocol such as the RHF paper's "best test error over model
+    states"; records say so in ``eval_set_in_fit``.
+    """
+    wants = getattr(est, "wants_eval_set", None)
+    return {"eval_set": (X_te, y_te)} if callable(wants) and wants() else {}
+
+
 def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
     """Fit and evaluate one fold; return the measured fields of the record.
 
@@ -221,11 +231,7 @@ def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
     if unknown:
         raise ValueError(f"unknown metrics {unknown}; choices: {', '.join(METRICS)}")
 
-    # A method may ask for the test part inside fit (``wants_eval_set()``), only for an explicitly
-    # labelled protocol such as the RHF paper's "best test error over model states"; the record
-    # says so in ``eval_set_in_fit``.
-    wants = getattr(est, "wants_eval_set", None)
-    fit_kw = {"eval_set": (X_te, y_te)} if callable(wants) and wants() else {}
+    fit_kw = eval_set_kwargs(est, X_te, y_te)
 
     with threadpool_limits(limits=threads):
         t0 = time.perf_counter()

@@ -301,3 +301,20 @@ def test_cnn_split_tree_is_not_exportable():
     est = SimpleNamespace(struct_=None, bank_=SimpleNamespace(kind="cnn"), n_features_in_=4)
     with pytest.raises(NotExportableError, match="split_features='linear'"):
         e2edt_graph(est)
+
+
+def test_refit_passes_the_test_part_to_a_method_that_asks_for_it(tmp_path):
+    # RHF's labelled paper protocol (selection=test) needs fit(..., eval_set=test part), as the runner
+    out = tmp_path / "out"
+    env = {"TREEBENCH_OUTPUTS": str(out)}
+    args = ["run", "method=hinge_forest_fast", "dataset=iris", "threads=1"]
+    small = ["n_estimators=3", "max_depth=2", "n_iterations=60", "snapshot_every=20"]
+    args += [f"method.params.{p}" for p in small] + ["+method.params.selection=test"]
+    r = run_cli(args, cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (p,) = list((out / "store").glob("*/*.json"))
+    rec = json.loads(p.read_text())
+    assert rec["status"] == "ok" and rec["eval_set_in_fit"] is True
+    r = run_cli(["show", rec["key"], "--refit", "-o", str(tmp_path / "refit")], cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "record test_accuracy" in r.stdout

@@ -98,7 +98,7 @@ def refit_record(rec: dict, threads: int = 1):
     from treebench.app import CONF_DIR
     from treebench.data import DataContext, load_dataset
     from treebench.methods.base import get_method
-    from treebench.runner import _set_context_params, derive_seed
+    from treebench.runner import _set_context_params, derive_seed, eval_set_kwargs
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
@@ -127,7 +127,7 @@ def refit_record(rec: dict, threads: int = 1):
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=threads):
-        est.fit(X_tr, fold.train.y)
+        est.fit(X_tr, fold.train.y, **eval_set_kwargs(est, X_te, fold.test.y))  # as the runner
     return est, X_tr, fold.train.y, X_te, fold.test.y, names, ds.image_shape
 
 
