@@ -315,6 +315,8 @@ def test_refit_passes_the_test_part_to_a_method_that_asks_for_it(tmp_path):
     (p,) = list((out / "store").glob("*/*.json"))
     rec = json.loads(p.read_text())
     assert rec["status"] == "ok" and rec["eval_set_in_fit"] is True
-    r = run_cli(["show", rec["key"], "--refit", "-o", str(tmp_path / "refit")], cwd=tmp_path, env=env)
+    r = run_cli(
+        ["show", rec["key"], "--refit", "-o", str(tmp_path / "refit")], cwd=tmp_path, env=env
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "record test_accuracy" in r.stdout
