@@ -145,12 +145,7 @@ def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw_
 def adam_dense(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps):
     """torch.optim.Adam's single-tensor step on flat arrays: m.lerp_(g, w1); v = b2 v + c2 g^2;
     p -= step_size * m / (sqrt(v) / bc2_sqrt + eps)."""
-    for i in range(p.shape[0]):
-        mi = m[i] + w1 * (g[i] - m[i])
-        vi = v[i] * b2 + c2 * (g[i] * g[i])
-        m[i] = mi
-        v[i] = vi
-        p[i] -= step_size * (mi / (np.sqrt(vi) / bc2_sqrt + eps))
+    _adam_dense_inline(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")

@@ -376,31 +376,29 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         if self._variant != "joint" and not 0.0 < vf < 1.0:
             raise InvalidParameterError(f"validation_fraction must be in (0, 1), got {vf!r}")
 
+    def _by_task(self, value, cast, clf, reg):
+        """``cast(value)``, or the task's default when ``value`` is None."""
+        if value is not None:
+            return cast(value)
+        return clf if self._task == CLASSIFICATION else reg
+
     def _patience(self):
         """Early-stopping patience; ``None`` = 15 (paper) for classification, 70 for regression."""
-        if self.patience is not None:
-            return int(self.patience)
-        return 15 if self._task == CLASSIFICATION else 70
+        return self._by_task(self.patience, int, 15, 70)
 
     def _gamma_step(self):
         """Step of the gamma update; ``None`` = 1.0 for classification, 0.1 for regression (SGD)."""
-        if self.gamma_learning_rate is not None:
-            return float(self.gamma_learning_rate)
-        if self.gamma_optimizer == "adam":
+        if self.gamma_learning_rate is None and self.gamma_optimizer == "adam":
             return 0.01
-        return 1.0 if self._task == CLASSIFICATION else 0.1
+        return self._by_task(self.gamma_learning_rate, float, 1.0, 0.1)
 
     def _gamma_init(self):
         """Initial gamma; ``None`` = 0.5 for classification (the authors' [0.5, 0.5]), 1.0 for regression."""
-        if self.gamma_init is not None:
-            return float(self.gamma_init)
-        return 0.5 if self._task == CLASSIFICATION else 1.0
+        return self._by_task(self.gamma_init, float, 0.5, 1.0)
 
     def _max_epochs(self):
         """Epoch cap; ``None`` = 200 (paper) for classification, 400 for regression (authors' scripts)."""
-        if self.max_epochs is not None:
-            return int(self.max_epochs)
-        return 200 if self._task == CLASSIFICATION else 400
+        return self._by_task(self.max_epochs, int, 200, 400)
 
     # ------------------------------------------------------------------ targets
     def _encode_targets(self, y):

@@ -78,6 +78,11 @@ class Store:
         keeps its first label in ``experiment``; later experiments are listed in ``also_experiments``
         (under the key's lock; a busy key is left alone and False returned).
         """
+        rec = self.get(key)  # most done keys already carry the label: no lock file for them
+        if rec is None or experiment == rec.get("experiment"):
+            return False
+        if experiment in rec.get("also_experiments", []):
+            return False
         try:
             with self.lock(key):
                 rec = self.get(key)
