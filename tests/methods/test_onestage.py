@@ -305,3 +305,19 @@ def test_bagging_and_adaboost_accept_it():
     base = OneStageClassifier(max_depth=2, max_epochs=3, random_state=0)
     BaggingClassifier(base, n_estimators=2, random_state=0).fit(X, y).predict(X)
     AdaBoostClassifier(base, n_estimators=2, random_state=0).fit(X, y).predict(X)
+
+
+def test_regression_gamma_step_does_not_prune_untrained_subtrees():
+    """Session-5 fri diagnosis: a pruned node freezes its subtree (its routers get no gradient), so a
+    subtree pruned while its routers are untrained never buds again. The regression default step
+    (0.01) must leave the tree whole over the first epochs, where 0.1 cuts large parts of it; the
+    classification default stays 1.0."""
+    assert OneStageRegressor()._gamma_step() == 0.01
+    assert OneStageClassifier()._gamma_step() == 1.0
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(400, 25), rng.randn(400)  # untrained subtrees are worse than the mean
+    kw = dict(max_depth=6, max_epochs=3, patience=3, random_state=0)
+    new = OneStageRegressor(**kw).fit(X, y)
+    old = OneStageRegressor(gamma_learning_rate=0.1, **kw).fit(X, y)
+    assert (new.gamma_ >= 0.5).all()
+    assert old.fit_info_["internal_kept_gamma"] < 40
