@@ -83,6 +83,15 @@ Settings the paper does not give, or where it is not followed (my choices, all c
   is standardised for the loss (predictions are mapped back; the authors do not standardise it, which
   Adam makes nearly irrelevant for the routers).
 
+Known behaviour kept as the paper/authors have it (session 5, not changed): with PyTorch's default
+router initialisation every hyperplane passes near the origin of the standardised features, so deep
+nodes' rows usually all lie on one side: at initialisation about 30 of the ~50 reached splits of a
+depth-6 tree are one-sided on housing, airfoil and fri589 (seed 0). An empty child copies its parent's
+value, so at depth ``max_depth - 1`` both children of a one-sided split hold the same value and its
+router gradient is exactly zero; higher up the gradient pushes rows away from the empty side. Few of
+these splits recover: housing and airfoil fits end with 13-24 effective splits of 63 (train R2 below
+CART's), which is what ``collapse_neutral_splits`` removes from the size report.
+
 Variants for the ablation (Sect. 4.4), registered as separate names:
 
 * ``onestage_joint`` (Joint Tree, "a variant of One-Stage Tree without proximal iterations [that]
