@@ -341,3 +341,44 @@ def test_pruned_subtree_and_one_sided_last_split_get_no_router_gradient():
     g = est._router_grad(Xa, t, np.ones(len(t)), noise, W, V, keep, 1.0, D)
     assert np.abs(g[:, 6]).max() == 0.0
     assert np.abs(g[:, 5]).max() > 0
+
+
+@pytest.mark.parametrize("holdout", [True, False])
+def test_joint_tree_uses_one_stage_parts_and_early_stops_on_held_out_rows(holdout):
+    """Joint Tree (session 5): with ``early_stopping_holdout`` it trains on One-Stage's training part
+    only (same stratified split for the same seed) and its monitored loss is the relaxed model's loss
+    on the held-out rows; without it every row trains and the monitored rows are the training rows."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.utils import check_random_state
+
+    X, y = load_iris(return_X_y=True)
+    m = OneStageJointClassifier(
+        max_depth=3, max_epochs=8, random_state=5, early_stopping_holdout=holdout
+    ).fit(X, y)
+    idx = np.arange(len(y))
+    if holdout:
+        tr, va = train_test_split(
+            idx, test_size=0.25, random_state=check_random_state(5), stratify=y
+        )
+    else:
+        tr, va = idx, idx
+    assert m.fit_info_["n_train_part"] == len(tr)
+    assert m.fit_info_["n_val_part"] == (len(va) if holdout else 0)
+    Xa = np.hstack([(X - m.x_mean_) / m.x_scale_, np.ones((len(X), 1))]).astype(np.float32)
+    Y = np.eye(3)[y]
+    leaf = route_paths(Xa[tr], m.Wdiff_, 3, leaves_only=True)
+    np.testing.assert_allclose(m.values_, node_values(leaf, Y[tr], np.ones(len(tr)), 3))
+    w = np.ones(len(va))
+    mon = m._relaxed_loss(Xa[va], y[va], w, m.W_, m.values_, m.gamma_, 3)
+    assert mon == pytest.approx(m.fit_info_["best_monitored_loss"], rel=1e-9)
+    # the held-out rows are the ones One-Stage validates on for the same seed
+    if holdout:
+        o = OneStageClassifier(max_depth=3, max_epochs=1, random_state=5).fit(X, y)
+        o_leaf = route_paths(Xa[tr], o.Wdiff_, 3, leaves_only=True)
+        o_vals = node_values(o_leaf, Y[tr], np.ones(len(tr)), 3)
+        np.testing.assert_allclose(o.values_, o_vals)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        OneStageJointClassifier(validation_fraction=0.0).fit(X, y)
+    OneStageJointClassifier(
+        validation_fraction=0.0, early_stopping_holdout=False, max_epochs=1
+    ).fit(X, y)

@@ -242,3 +242,37 @@ def test_nearest_picks_the_config_closest_to_a_size(tmp_path):
         and r["ours"] == pytest.approx(0.85)
         and "max_leaf_nodes=101" in r["note"]
     )
+
+
+def test_relation_on_one_block_and_against_a_constant(tmp_path):
+    """``per: []`` compares the means over all selected rows; a numeric ``rhs`` is a constant."""
+    p = tmp_path / "p.yaml"
+    p.write_text("""
+paper: toy
+units: percent
+defaults: {metric: test_accuracy}
+targets:
+  - {id: avg, kind: relation, experiment: exp, per: [], margin: 0.01, op: ">=",
+     lhs: {method: m, where: {max_depth: 9}}, rhs: {method: m, where: {max_depth: 6}}}
+  - {id: const, kind: relation, experiment: exp, per: [], op: ">=", rhs: 0.75,
+     lhs: {method: m, where: {max_depth: 9}}}
+  - {id: const_per_ds, kind: relation, experiment: exp, op: ">=", rhs: 0.75, require: 0.5,
+     lhs: {method: m, where: {max_depth: 9}}}
+""")
+    targets = load_paper(p).targets
+    assert targets[1].rhs is None and targets[1].rhs_value == 0.75 and targets[1].per == ()
+    recs = []
+    for ds, (a9, a6) in {"a": (0.70, 0.75), "b": (0.90, 0.86)}.items():
+        for s in range(2):
+            recs.append(make_record("m", ds, seed=s, acc=a9, params={"max_depth": 9}))
+            recs.append(make_record("m", ds, seed=s, acc=a6, params={"max_depth": 6}))
+    r = _by_id(run_checks(targets, frame(recs)))
+    # means 0.80 vs 0.805: within the 1 pp margin, although depth 9 loses on dataset a
+    assert r["avg"]["status"] == PASS and r["avg"]["n"] == 1
+    assert r["const"]["status"] == PASS and "lhs 0.8" in r["const"]["note"]
+    assert r["const"]["method"] == "m[max_depth=9] >= 0.75"
+    assert r["const_per_ds"]["status"] == PASS and "fails on: a" in r["const_per_ds"]["note"]
+    tight = [t for t in targets if t.id == "avg"][0]
+    from dataclasses import replace
+
+    assert run_checks([replace(tight, margin=0.0)], frame(recs)).iloc[0]["status"] == FAIL

@@ -149,13 +149,18 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
 
 def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     left = per_block_means(df, t.lhs, t.metric, t.per, t.experiment)
-    right = per_block_means(df, t.rhs, t.metric, t.per, t.experiment)
+    if t.rhs is None:  # a constant
+        right = pd.Series(t.rhs_value, index=left.index, dtype=float)
+        rlabel = f"{t.rhs_value:g}"
+    else:
+        right = per_block_means(df, t.rhs, t.metric, t.per, t.experiment)
+        rlabel = t.rhs.label()
     both = (
         pd.concat({"lhs": left, "rhs": right}, axis=1).dropna()
         if len(left) and len(right)
         else None
     )
-    label = f"{t.lhs.label()} {t.op} {t.rhs.label()}"
+    label = f"{t.lhs.label()} {t.op} {rlabel}"
     if both is None or both.empty:
         missing = t.lhs if not len(left) else t.rhs
         return _row(t, method=label, note=_join(avail.reason(missing, t.experiment), t.claim))
@@ -179,7 +184,11 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         delta=share - t.require,
         tol=0.0,
         status=status,
-        note=_join(f"{int(holds.sum())}/{len(both)} {'/'.join(t.per)} hold (need {need})", note),
+        note=_join(
+            f"{int(holds.sum())}/{len(both)} {'/'.join(t.per) or 'block'} hold (need {need})"
+            + (f"; lhs {both['lhs'].iloc[0]:.4g}" if not t.per else ""),
+            note,
+        ),
     )
 
 

@@ -202,6 +202,9 @@ def per_block_means(
     if rows.empty or metric not in rows.columns:
         return pd.Series(dtype=float)
     ok = rows[(rows["status"] == "ok") & rows[metric].notna()]
+    if not per:  # one block: the mean over every selected row
+        ok = prefer_full(ok)
+        return pd.Series({"all": ok[metric].mean()}) if len(ok) else pd.Series(dtype=float)
     ok = (
         ok.groupby(list(per), group_keys=False)[list(ok.columns)].apply(prefer_full)
         if len(ok)

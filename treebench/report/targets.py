@@ -8,7 +8,9 @@ A paper file holds
 * ``unavailable``: dataset → why it cannot be run (e.g. not in the data mirror),
 * ``experiments``: per experiment name, the report layout (``tables``, ``figures``, ``stats``),
 * ``targets``: a list of numbers (``kind: value``, the default), claims comparing two selections
-  (``kind: relation``) and significance claims (``kind: stat``).
+  (``kind: relation``) and significance claims (``kind: stat``). A relation compares per block
+  (``per``, default per dataset; ``per: []`` = one block, the mean over all selected rows); its
+  ``rhs`` may be a number (a constant in record units, e.g. 0.4 for 40 % of nodes pruned).
 
 A *selector* picks result rows: ``method``, optional ``dataset``, ``where`` (column → value, e.g.
 ``param.teacher: rf``; a list value means "any of") and ``profile``. Nothing here knows a method's or
@@ -98,7 +100,8 @@ class Target:
     # kind: relation
     lhs: Selector | None = None
     rhs: Selector | None = None
-    per: tuple = ("dataset",)
+    rhs_value: float | None = None  # relation against a constant (record units) instead of ``rhs``
+    per: tuple = ("dataset",)  # () = one block: the mean over all selected rows
     require: float = 1.0  # share of pairs that must hold (1.0 = every one)
     margin: float = 0.0
     claim: str = ""
@@ -407,12 +410,15 @@ def _load_relation(path, where, e: dict, d: dict, paper: str) -> Target:
     if not 0 < require <= 1:
         raise _err(path, where, f"require must be in (0, 1], 'all' or 'most', got {require}")
     lhs = _selector(path, where + ".lhs", e["lhs"], d, e["experiment"])
-    rhs = _selector(path, where + ".rhs", e["rhs"], d, e["experiment"])
+    rhs_value = None
+    if isinstance(e["rhs"], (int, float)) and not isinstance(e["rhs"], bool):
+        rhs, rhs_value = None, float(e["rhs"])  # a constant, in record units
+    else:
+        rhs = _selector(path, where + ".rhs", e["rhs"], d, e["experiment"])
     if e.get("dataset"):  # a dataset given at the relation level applies to both sides
-        lhs, rhs = (
-            replace(lhs, dataset=lhs.dataset or e["dataset"]),
-            replace(rhs, dataset=rhs.dataset or e["dataset"]),
-        )
+        lhs = replace(lhs, dataset=lhs.dataset or e["dataset"])
+        if rhs is not None:
+            rhs = replace(rhs, dataset=rhs.dataset or e["dataset"])
     return Target(
         id=str(e["id"]),
         paper=paper,
@@ -422,6 +428,7 @@ def _load_relation(path, where, e: dict, d: dict, paper: str) -> Target:
         metric=metric,
         lhs=lhs,
         rhs=rhs,
+        rhs_value=rhs_value,
         op=op,
         per=per,
         require=require,
