@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
 from treebench.methods._hinge_torch import HingeForest, HingeNet, RunningBatchNorm  # noqa: E402
+from treebench.methods.base import InvalidParameterError  # noqa: E402
 from treebench.methods.hinge import (  # noqa: E402
     HingeFernClassifier,
     HingeFernRegressor,
@@ -165,6 +166,36 @@ def test_conv_pool_and_sum_aggregation_shapes():
     )
     assert net.n_pool == 80 * 8 * 8
     assert net(torch.randn(5, 784)).shape == (5, 10)
+
+
+def test_bleak_init_and_per_position_conv_bn():
+    """weight_init="bleak" = the authors' N(0, 1) pool/head weights and zero head bias;
+    conv_bn="position" keeps one running statistic per flattened conv output (bleak's MNIST graph)
+    and normalises each of them with its own statistics."""
+    g = torch.Generator().manual_seed(0)
+    lin = HingeNet(256, 10, 50, 3, "tree", n_features=100, weight_init="bleak", generator=g)
+    w = lin.pool.weight.detach()
+    assert abs(float(w.std()) - 1.0) < 0.02 and abs(float(w.mean())) < 0.02
+    assert float(lin.head.weight.detach().abs().max()) > 2.0  # Kaiming bound would be 1/sqrt(50)
+    assert float(lin.head.bias.detach().abs().max()) == 0.0
+    torch_lin = HingeNet(256, 10, 50, 3, "tree", n_features=100, generator=g)
+    assert float(torch_lin.pool.weight.detach().abs().max()) <= 1 / 16  # Kaiming-uniform bound
+    net = HingeNet(
+        28 * 28, 10, 4, 3, "tree", pool="conv", n_features=6, aggregation="sum",
+        image_shape=(28, 28), weight_init="bleak", conv_bn="position", generator=g,
+    )  # fmt: skip
+    assert net.bn.running_mean.shape == (6 * 8 * 8,)
+    x = torch.randn(40, 784, generator=g) * 50 + 3
+    net.train()
+    net(x)
+    net.bn.update()  # the first update replaces the initial 0/1 statistics by the batch's
+    flat = net.pool(x.view(40, 1, 28, 28)).flatten(1)
+    want = (flat - flat.mean(0)) / (flat.var(0, unbiased=True) + net.bn.eps).sqrt()
+    torch.testing.assert_close(net.features(x), want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(InvalidParameterError, match="conv_bn"):
+        HingeForestClassifier(conv_bn="pixel").fit(np.zeros((4, 4)), [0, 1, 0, 1])
+    with pytest.raises(InvalidParameterError, match="weight_init"):
+        HingeForestClassifier(weight_init="xavier").fit(np.zeros((4, 4)), [0, 1, 0, 1])
 
 
 @pytest.mark.parametrize("cls", [HingeForestClassifier, HingeFernClassifier])

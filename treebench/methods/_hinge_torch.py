@@ -381,6 +381,12 @@ class HingeNet(nn.Module):
     ``pool``: ``"linear"`` (inner products, no bias), ``"conv"`` (5x5 filters, stride 3, no padding,
     no bias, flattened) or ``"none"`` (the raw inputs). ``aggregation``: ``"linear"`` (scalar tree
     outputs -> Linear(M, K) with bias) or ``"sum"`` (K-vector leaves summed over trees).
+
+    ``weight_init``: ``"torch"`` (PyTorch's Kaiming-uniform default for the pool and the linear head)
+    or ``"bleak"`` (the authors' paper framework: pool and head weights ~ N(0, 1), head bias 0; bleak
+    ``SGInnerProduct.sad`` / ``SGConvolution2D.sad``). ``conv_bn``: the conv pool's batch norm keeps
+    one statistic per ``"channel"`` (over batch and positions) or per ``"position"`` (per flattened
+    feature, 80*8*8 on MNIST, as bleak's forest subgraph normalises its reshaped input).
     """
 
     def __init__(
@@ -400,20 +406,30 @@ class HingeNet(nn.Module):
         leaf_std: float = 0.01,
         generator: torch.Generator | None = None,
         sparse_grad: bool = False,
+        weight_init: str = "torch",
+        conv_bn: str = "channel",
     ):
         super().__init__()
+        if weight_init not in ("torch", "bleak"):
+            raise ValueError(f"weight_init must be 'torch' or 'bleak', got {weight_init!r}")
+        if conv_bn not in ("channel", "position"):
+            raise ValueError(f"conv_bn must be 'channel' or 'position', got {conv_bn!r}")
         self.pool_kind, self.aggregation = pool, aggregation
+        self.conv_bn = conv_bn
+
+        def init(layer):
+            (_reinit if weight_init == "torch" else _bleak_init)(layer, generator)
+
         if pool == "linear":
             self.pool = _skip(nn.Linear, n_inputs, n_features, bias=False)
-            _reinit(self.pool, generator)
+            init(self.pool)
             self.bn = RunningBatchNorm(n_features)
             n_pool = n_features
         elif pool == "conv":
             c, h, w = _chw(image_shape, n_inputs)
             self.image_chw = (c, h, w)
             self.pool = _skip(nn.Conv2d, c, n_features, kernel_size, stride=stride, bias=False)
-            _reinit(self.pool, generator)
-            self.bn = RunningBatchNorm(n_features)
+            init(self.pool)
             oh, ow = (h - kernel_size) // stride + 1, (w - kernel_size) // stride + 1
             if oh < 1 or ow < 1:
                 raise ValueError(
@@ -421,6 +437,7 @@ class HingeNet(nn.Module):
                     f"{kernel_size} convolution"
                 )
             n_pool = n_features * oh * ow
+            self.bn = RunningBatchNorm(n_features if conv_bn == "channel" else n_pool)
         elif pool == "none":
             self.pool = nn.Identity()
             self.bn = RunningBatchNorm(n_inputs)
@@ -434,13 +451,15 @@ class HingeNet(nn.Module):
         )
         if aggregation == "linear":
             self.head = _skip(nn.Linear, n_trees, n_outputs)
-            _reinit(self.head, generator)
+            init(self.head)
         elif aggregation != "sum":
             raise ValueError(f"aggregation must be 'linear' or 'sum', got {aggregation!r}")
 
     def features(self, x):
         if self.pool_kind == "conv":
             x = x.view(x.shape[0], *self.image_chw)
+        if self.pool_kind == "conv" and self.conv_bn == "position":
+            return self.bn(self.pool(x).flatten(1))
         z = self.bn(self.pool(x))
         return z.flatten(1)
 
@@ -484,6 +503,14 @@ def _reinit(layer, generator):
         layer.weight.uniform_(-bound, bound, generator=generator)
         if getattr(layer, "bias", None) is not None:
             layer.bias.uniform_(-bound, bound, generator=generator)
+
+
+def _bleak_init(layer, generator):
+    """The authors' bleak init: weights ~ N(0, 1), bias 0, drawn from ``generator``."""
+    with torch.no_grad():
+        layer.weight.normal_(0.0, 1.0, generator=generator)
+        if getattr(layer, "bias", None) is not None:
+            layer.bias.zero_()
 
 
 def torch_train_steps(net, opt, X, Y, W, batches, loss_fn) -> float:

@@ -19,6 +19,13 @@ the last state (``eval_last_error``, the honest number of a run that trains on a
 Through the runner: :meth:`wants_eval_set` is true only for ``selection="test"``, and the runner
 then passes its test part as ``eval_set`` (the record says ``eval_set_in_fit: true``).
 
+Initialisation: ``weight_init="torch"`` (default) draws the feature pool and the linear head with
+PyTorch's Kaiming-uniform default; ``"bleak"`` is the authors' framework used for every paper run
+(pool and head weights ~ N(0, 1), head bias 0). With Adam's fixed step (lr 0.005) the init scale
+sets how fast the learned features move: N(0, 1) weights are 7-27x larger than Kaiming's on
+Letter/USPS/MNIST. ``conv_bn`` picks the conv pool's batch norm statistics: per ``"channel"``
+(default) or per ``"position"`` (each of the 80*8*8 flattened features, as bleak's MNIST graph).
+
 Training speed: the UCI network (linear pool of <= 64 inputs, scalar leaves, linear head, AdaGrad)
 runs its whole step in one numba kernel (:class:`~treebench.methods._hinge_torch.CompiledUCITrainer`,
 tested equal to the torch path); everything else (Adam, summed K-vector leaves, the conv pool) runs
@@ -84,6 +91,8 @@ class _HingeBase(SizeMixin, BaseEstimator):
         validation_fraction=0.25,
         threshold_init=3.0,
         leaf_init_std=0.01,
+        weight_init="torch",
+        conv_bn="channel",
         image_shape=None,
         n_jobs=None,
         random_state=None,
@@ -103,6 +112,8 @@ class _HingeBase(SizeMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.threshold_init = threshold_init
         self.leaf_init_std = leaf_init_std
+        self.weight_init = weight_init
+        self.conv_bn = conv_bn
         self.image_shape = image_shape
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -154,6 +165,14 @@ class _HingeBase(SizeMixin, BaseEstimator):
             raise InvalidParameterError(f"threshold_init must be >= 0, got {self.threshold_init}")
         if not self.leaf_init_std >= 0:
             raise InvalidParameterError(f"leaf_init_std must be >= 0, got {self.leaf_init_std}")
+        if self.weight_init not in ("torch", "bleak"):
+            raise InvalidParameterError(
+                f"weight_init must be 'torch' or 'bleak', got {self.weight_init!r}"
+            )
+        if self.conv_bn not in ("channel", "position"):
+            raise InvalidParameterError(
+                f"conv_bn must be 'channel' or 'position', got {self.conv_bn!r}"
+            )
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None, eval_set=None):
@@ -228,6 +247,8 @@ class _HingeBase(SizeMixin, BaseEstimator):
             threshold_range=self.threshold_init,
             leaf_std=self.leaf_init_std,
             generator=gen,
+            weight_init=self.weight_init,
+            conv_bn=self.conv_bn,
         )
         opt = make_optimizer(self.optimizer, net, float(self.learning_rate))
 
