@@ -127,9 +127,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         standardisation); ``False``: inputs used as given.
         """
         if self.standardize not in STANDARDIZE:
-            raise ValueError(
-                f"standardize must be one of {STANDARDIZE}, got {self.standardize!r}"
-            )
+            raise ValueError(f"standardize must be one of {STANDARDIZE}, got {self.standardize!r}")
         if self.standardize == "global":
             self.scale_mean_, self.scale_sd_ = np.float32(X.mean()), np.float32(X.std() or 1.0)
         elif self.standardize == "unit_range":
