@@ -534,6 +534,25 @@ def test_single_class_and_diagonal_patches():
         assert rows.min() == cols.min() <= 8 - 3 - 1
 
 
+def test_unit_range_scaling_is_the_references_usps_input():
+    """standardize="unit_range" (USPS in the reference: pixels in [0, 1], not standardised) equals
+    fitting the unscaled model on (X - min) / (max - min), and predicting from raw inputs."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(120, 16)).astype(np.float32)  # ESL USPS pixels lie in [-1, 1]
+    y = (X[:, :4].sum(1) > 0).astype(int) + (X[:, 5] > 0.5)
+    kw = dict(n_estimators=2, max_depth=3, max_features=6, epochs=3, batch_size=64, n_jobs=1)
+    a = E2EDFClassifier(standardize="unit_range", random_state=0, **kw).fit(X, y)
+    lo, hi = X.min(), X.max()
+    X01 = ((X - lo) / (hi - lo)).astype(np.float32)
+    b = E2EDFClassifier(standardize=False, random_state=0, **kw).fit(X01, y)
+    assert float(a.scale_mean_) == lo and float(a.scale_sd_) == hi - lo
+    np.testing.assert_allclose(a.bank_.w.numpy(), b.bank_.w.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(a.apply(X), b.apply(X01))
+    np.testing.assert_array_equal(a.predict(X), b.predict(X01))
+    with pytest.raises(ValueError, match="standardize"):
+        E2EDFClassifier(standardize="minmax", **kw).fit(X, y)
+
+
 def test_module_import_does_not_import_torch():
     import subprocess
     import sys

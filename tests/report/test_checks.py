@@ -276,3 +276,58 @@ targets:
     from dataclasses import replace
 
     assert run_checks([replace(tight, margin=0.0)], frame(recs)).iloc[0]["status"] == FAIL
+
+
+def test_largest_compares_the_largest_runs_of_each_block(tmp_path):
+    """``largest: n_estimators`` keeps, per dataset, only the runs with the most trees (forests
+    of different sizes are not averaged together); a failed larger run does not count."""
+    p = tmp_path / "p.yaml"
+    p.write_text("""
+paper: toy
+units: percent
+defaults: {metric: test_accuracy}
+targets:
+  - {id: plain, kind: relation, experiment: exp, lhs: e2edf, rhs: rf}
+  - id: big
+    kind: relation
+    experiment: exp
+    lhs: {method: e2edf, largest: n_estimators}
+    rhs: {method: rf, largest: n_estimators}
+""")
+    spec = load_paper(p)
+    big = next(t for t in spec.targets if t.id == "big")
+    assert big.lhs.largest == "param.n_estimators"
+    assert big.lhs.label() == "e2edf[largest n_estimators]"
+    recs = []
+    for ds, sizes in {"usps": {1: 0.80, 10: 0.94}, "mnist": {1: 0.90, 3: 0.96}}.items():
+        recs += [
+            make_record("e2edf", ds, seed=s, acc=a, params={"n_estimators": n}, experiment="exp")
+            for n, a in sizes.items()
+            for s in range(2)
+        ]
+        recs += [
+            make_record("rf", ds, seed=0, acc=0.93, params={"n_estimators": n}, experiment="exp")
+            for n in (10, 100)
+        ]
+    recs.append(
+        make_record(
+            "e2edf",
+            "usps",
+            acc=0.1,
+            params={"n_estimators": 100},
+            status="failed",
+            experiment="exp",
+        )
+    )
+    res = _by_id(run_checks(spec.targets, frame(recs)))
+    # averaged over sizes, USPS e2edf is (0.80 + 0.94) / 2 = 0.87 < 0.93: fails
+    assert res["plain"]["status"] == FAIL and "usps" in res["plain"]["note"]
+    # the 10-tree USPS and 3-tree MNIST forests against the 100-tree RF: both hold
+    assert res["big"]["status"] == PASS and res["big"]["ours"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="largest"):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(
+            "paper: toy\nunits: percent\ndefaults: {metric: test_accuracy}\ntargets:\n"
+            "  - {id: x, kind: relation, experiment: exp, lhs: {method: a, largest: 3}, rhs: b}\n"
+        )
+        load_paper(bad)

@@ -33,6 +33,7 @@ from treebench.methods.base import (
 INFERENCE = ("deterministic", "root_hard", "probabilistic")
 SPLIT_FEATURES = ("linear", "cnn")
 GAINS = ("reference", "weighted")
+STANDARDIZE = (True, False, "global", "unit_range")
 
 
 class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
@@ -121,14 +122,17 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         """Standardise with training statistics (the paper standardises inputs on train).
 
         ``standardize=True``: per feature; ``"global"``: one mean and SD over all features (image
-        inputs, like the reference's MNIST normalisation); ``False``: inputs used as given.
+        inputs, like the reference's MNIST normalisation); ``"unit_range"``: one min and max over
+        all features, mapped to [0, 1] (the reference's USPS input, pixel values in [0, 1] with no
+        standardisation); ``False``: inputs used as given.
         """
-        if self.standardize not in (True, False, "global"):
-            raise ValueError(
-                f"standardize must be True, False or 'global', got {self.standardize!r}"
-            )
+        if self.standardize not in STANDARDIZE:
+            raise ValueError(f"standardize must be one of {STANDARDIZE}, got {self.standardize!r}")
         if self.standardize == "global":
             self.scale_mean_, self.scale_sd_ = np.float32(X.mean()), np.float32(X.std() or 1.0)
+        elif self.standardize == "unit_range":
+            lo, hi = np.float32(X.min()), np.float32(X.max())
+            self.scale_mean_, self.scale_sd_ = lo, np.float32(hi - lo if hi > lo else 1.0)
         elif self.standardize:
             sd = X.std(axis=0)
             self.scale_mean_, self.scale_sd_ = X.mean(axis=0), np.where(sd > 0, sd, 1.0)
@@ -470,6 +474,11 @@ _COMMON_DOC = """
         reference code's evaluation before its 2022 fix (hard only at the root).
     keep_greedy : bool
         Keep a copy of the greedy model (``greedy_predict``), e.g. for Fig. 2.
+    standardize : {True, False, "global", "unit_range"}
+        Input scaling fitted on the training data: per feature to zero mean and unit variance
+        (the paper's text), one mean and SD over all features ("global": the reference's MNIST
+        normalisation), one min and max over all features mapped to [0, 1] ("unit_range": the
+        reference's USPS input), or none.
     validation_fraction : float
         If > 0, hold out this stratified fraction of the training data, train on the rest and
         record ``fit_info_["val_accuracy"]`` / ``["greedy_val_accuracy"]`` (deterministic), to

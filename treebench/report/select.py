@@ -53,8 +53,17 @@ def add_derived(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def select(df: pd.DataFrame, sel: Selector, experiment: str | None = None) -> pd.DataFrame:
-    """Rows of ``df`` matching the selector (all statuses)."""
+def select(
+    df: pd.DataFrame,
+    sel: Selector,
+    experiment: str | None = None,
+    largest_per: tuple = ("dataset",),
+) -> pd.DataFrame:
+    """Rows of ``df`` matching the selector (all statuses).
+
+    A selector with ``largest`` keeps, within each block of ``largest_per`` columns (per dataset by
+    default), only the rows whose ``largest`` column has the block's largest value.
+    """
     if df.empty:
         return df
     mask = pd.Series(True, index=df.index)
@@ -69,7 +78,22 @@ def select(df: pd.DataFrame, sel: Selector, experiment: str | None = None) -> pd
             return df.iloc[0:0]
         wanted = {norm(w) for w in (want if isinstance(want, list) else [want])}
         mask &= df[col].map(norm).isin(wanted)
-    return df[mask]
+    rows = df[mask]
+    if sel.largest is not None:
+        rows = keep_largest(rows, sel.largest, largest_per)
+    return rows
+
+
+def keep_largest(rows: pd.DataFrame, col: str, per: tuple = ()) -> pd.DataFrame:
+    """The rows whose numeric ``col`` equals its largest value among the ``ok`` rows of their
+    ``per`` block (none if ``col`` is not recorded)."""
+    if rows.empty or col not in rows.columns:
+        return rows.iloc[0:0]
+    v = pd.to_numeric(rows[col].map(norm), errors="coerce")
+    usable = v.where(rows["status"] == "ok") if "status" in rows.columns else v
+    per = [c for c in per if c in rows.columns]
+    top = usable.groupby([rows[c] for c in per]).transform("max") if per else usable.max()
+    return rows[v.notna() & (v == top)]
 
 
 def prefer_full(rows: pd.DataFrame) -> pd.DataFrame:
@@ -198,7 +222,7 @@ def per_block_means(
     df: pd.DataFrame, sel: Selector, metric: str, per: tuple, experiment: str | None = None
 ) -> pd.Series:
     """Mean of ``metric`` over the ok rows of ``sel``, per block (e.g. per dataset)."""
-    rows = select(df, sel, experiment)
+    rows = select(df, sel, experiment, largest_per=per)
     if rows.empty or metric not in rows.columns:
         return pd.Series(dtype=float)
     ok = rows[(rows["status"] == "ok") & rows[metric].notna()]

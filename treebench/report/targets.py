@@ -13,7 +13,9 @@ A paper file holds
   ``rhs`` may be a number (a constant in record units, e.g. 0.4 for 40 % of nodes pruned).
 
 A *selector* picks result rows: ``method``, optional ``dataset``, ``where`` (column → value, e.g.
-``param.teacher: rf``; a list value means "any of") and ``profile``. Nothing here knows a method's or
+``param.teacher: rf``; a list value means "any of"), ``profile`` and ``largest`` (a column, e.g.
+``n_estimators``: keep only the rows with its largest value in each block, so that runs of
+different sizes are not averaged together). Nothing here knows a method's or
 a dataset's name: everything is data.
 """
 
@@ -56,13 +58,14 @@ class Selector:
     dataset: str | None = None
     where: dict = field(default_factory=dict)
     experiment: str | None = None
+    largest: str | None = None  # column: keep the rows with its largest value (per block)
 
     def label(self) -> str:
         """Human name: the method plus its ``where`` values, e.g. ``redt[teacher=rf]``."""
-        if not self.where:
-            return self.method
         parts = [f"{k.split('.', 1)[-1]}={_fmt_where(v)}" for k, v in sorted(self.where.items())]
-        return f"{self.method}[{', '.join(parts)}]"
+        if self.largest:
+            parts.append(f"largest {self.largest.split('.', 1)[-1]}")
+        return f"{self.method}[{', '.join(parts)}]" if parts else self.method
 
 
 def _fmt_where(v) -> str:
@@ -232,7 +235,7 @@ _DEFAULT_KEYS = {
     "best",
     "require",
 }
-_SELECTOR_KEYS = {"method", "dataset", "where", "experiment"}
+_SELECTOR_KEYS = {"method", "dataset", "where", "experiment", "largest"}
 _EXPERIMENT_KEYS = {"title", "tables", "figures", "stats", "description", "metric"}
 
 
@@ -271,13 +274,24 @@ def _selector(path, where, d, defaults: dict, experiment: str | None = None) -> 
         raise _err(
             path, where, f"'where' must map columns to values (e.g. param.teacher: rf), got {w!r}"
         )
-    w = {(k if "." in k or k in ("profile", "split") else f"param.{k}"): v for k, v in w.items()}
+    w = {_column(k): v for k, v in w.items()}
+    largest = d.get("largest")
+    if largest is not None and (not isinstance(largest, str) or not largest):
+        raise _err(
+            path, where, f"'largest' must name a column (e.g. n_estimators), got {largest!r}"
+        )
     return Selector(
         method=d["method"],
         dataset=d.get("dataset"),
         where=w,
         experiment=d.get("experiment") or experiment,
+        largest=None if largest is None else _column(largest),
     )
+
+
+def _column(k: str) -> str:
+    """A selector's column name: bare names are method params (``teacher`` → ``param.teacher``)."""
+    return k if "." in k or k in ("profile", "split") else f"param.{k}"
 
 
 def _to_record_units(units: str, v: float | None) -> float | None:
