@@ -26,8 +26,8 @@ test: install
 	$(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
 
 lint: install
-	$(VENV)/bin/ruff check treebench tests scripts hydra_plugins
-	$(VENV)/bin/ruff format --check treebench tests scripts hydra_plugins
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 clean-outputs:
 	rm -rf outputs/store outputs/multirun outputs/runs outputs/results outputs/reports

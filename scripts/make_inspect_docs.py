@@ -210,8 +210,10 @@ def write_readme(out, rows, engine):
         "",
         "```python",
         "from treebench.inspect import export_graph, load_graph",
+        "",
         "model = export_graph(est, X_train, y_train)  # statistics from the training data",
-        "model.save('m.json.gz'); load_graph('m.json.gz').predict(X)",
+        'model.save("m.json.gz")',
+        'load_graph("m.json.gz").predict(X)',
         "```",
         "",
         "Drawings: node colour = dominant training class (shade = purity), edge width = training "
