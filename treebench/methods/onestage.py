@@ -304,6 +304,47 @@ def node_values(
     return V
 
 
+def center_router_biases(W: np.ndarray, Xa: np.ndarray, depth: int) -> np.ndarray:
+    """Data-dependent router init: every hyperplane through the median of its node's rows (in place).
+
+    ``W`` (d+1, n_int, 2) holds the two logits' weights per split node, the last row the biases; ``Xa``
+    is ``[x; 1]`` of the training rows. Level by level from the root, the rows are routed
+    deterministically with the routers already centred above; for each node the direction
+    ``w_0 - w_1`` is kept and the bias difference is set to minus the median of the rows' projections
+    on it, so about half of the node's rows go to each side (rows exactly at the median go right).
+    The two biases move by opposite halves (their mean is kept). Nodes no row reaches keep their
+    biases. One vectorised step per level (sort by node, then projection).
+    """
+    n, dp1 = Xa.shape
+    if n == 0:
+        return W
+    Xf = Xa[:, : dp1 - 1].astype(np.float64)
+    Xa32 = np.asarray(Xa, dtype=np.float32)
+    node = np.zeros(n, dtype=np.int64)
+    for lvl in range(depth):
+        lo, hi = 2**lvl - 1, 2 ** (lvl + 1) - 1
+        Wd = W[:, lo:hi, 0] - W[:, lo:hi, 1]  # (d+1, nodes of the level)
+        local = node - lo
+        proj = np.einsum("ij,ij->i", Xf, Wd[: dp1 - 1, local].T)
+        order = np.lexsort((proj, local))
+        ps, ls = proj[order], local[order]
+        cnt = np.bincount(ls, minlength=hi - lo)
+        start = np.concatenate([[0], np.cumsum(cnt)[:-1]])
+        has = np.flatnonzero(cnt)
+        c, s0 = cnt[has], start[has]
+        med = 0.5 * (ps[s0 + (c - 1) // 2] + ps[s0 + c // 2])
+        ids = lo + has
+        bdiff = W[dp1 - 1, ids, 0] - W[dp1 - 1, ids, 1]
+        shift = 0.5 * (-med - bdiff)
+        W[dp1 - 1, ids, 0] += shift
+        W[dp1 - 1, ids, 1] -= shift
+        # route on as route_paths does (float32 logit differences, right iff <= 0)
+        Wd32 = (W[:, lo:hi, 0] - W[:, lo:hi, 1]).astype(np.float32)
+        z = np.einsum("ij,ij->i", Xa32, Wd32[:, local].T)
+        node = 2 * node + 1 + (z <= 0)
+    return W
+
+
 def stop_positions(keep_path: np.ndarray):
     """First and second stop level along each path.
 
@@ -379,6 +420,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         temperature=1.0,
         prob_floor=0.5,
         standardize=True,
+        router_init="default",
         random_state=None,
         n_jobs=None,
         verbose=0,
@@ -397,6 +439,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         self.temperature = temperature
         self.prob_floor = prob_floor
         self.standardize = standardize
+        self.router_init = router_init
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -422,6 +465,10 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         if self.gamma_gradient not in ("tangent", "flip"):
             raise InvalidParameterError(
                 f"gamma_gradient must be 'tangent' or 'flip', got {self.gamma_gradient!r}"
+            )
+        if self.router_init not in ("default", "data"):
+            raise InvalidParameterError(
+                f"router_init must be 'default' or 'data', got {self.router_init!r}"
             )
         if self.gamma_l1 < 0:
             raise InvalidParameterError(f"gamma_l1 must be >= 0, got {self.gamma_l1!r}")
@@ -529,6 +576,8 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         # routers: two PyTorch-Linear-initialised outputs per split node, stored as (d+1, n_int, 2)
         bound = 1.0 / np.sqrt(dp1 - 1) if dp1 > 1 else 1.0
         W = rng.uniform(-bound, bound, size=(dp1, n_int, 2))
+        if self.router_init == "data":
+            center_router_biases(W, Xtr[wtr > 0], D)
         gamma = np.full(n_int, self._gamma_init())
         adam = {"m": np.zeros_like(W), "v": np.zeros_like(W), "t": 0}
         gadam = {"m": np.zeros(n_int), "v": np.zeros(n_int), "t": 0}
@@ -879,6 +928,7 @@ class _JointPart:
         temperature=1.0,
         prob_floor=0.5,
         standardize=True,
+        router_init="default",
         early_stopping_holdout=True,
         random_state=None,
         n_jobs=None,
@@ -899,6 +949,7 @@ class _JointPart:
             temperature=temperature,
             prob_floor=prob_floor,
             standardize=standardize,
+            router_init=router_init,
             random_state=random_state,
             n_jobs=n_jobs,
             verbose=verbose,
