@@ -99,13 +99,17 @@ Settings the paper does not give, or where it is not followed (my choices, all c
   mean of 5 seeds: 63 splits kept by gamma but 18 effective at the end; 62 / 17 with
   ``'default'``), so the init alone does not remove the under-fitting. With ``'data'`` the
   regression gamma step was re-screened: eps 0.03 gives 0.2699 vs 0.2589 for 0.1, so 0.1 stays.
-  Read only after that decision, the test scores split by task (5 seeds, ``'data'`` /
-  ``'default'``): regression R2 x 100 is lower on 4 of the 5 sets (housing 74.9/78.5, airfoil
-  69.0/69.7, fri586 71.7/72.2, fri589 64.0/66.9, fri620 55.9/54.3) and the CI guard's diabetes R2
-  (reduced profile) falls from 0.395 to 0.310; classification accuracy beats CART's on 10 of the
-  12 Table 2 sets run without credit_default (9 of those 12 with ``'default'``). Caveat of the
-  rule: the validation part also trains gamma, so its best loss is optimistic, not an independent
-  estimate; a setting that leaves gamma more to fit can look no worse there and still test worse.
+  Read only after that decision, the test scores of seeds 0-4 split by task (``'data'`` /
+  ``'default'``): regression R2 x 100 lower on 4 of the 5 sets (housing 74.9/78.5, airfoil
+  69.0/69.7, fri586 71.7/72.2, fri589 64.0/66.9, fri620 55.9/54.3; CI diabetes, reduced profile,
+  0.310 vs the guard's 0.395); classification beats CART on 10 of 13 Table 2 sets (9 of 13).
+  Seeds 5-9 were then screened the same way as more validation evidence (the default was not
+  revisited): regression validation 0.2280 vs 0.2989 (lower on all 5 sets; test R2 70.1 vs
+  64.1, e.g. fri620 64.7 vs 48.6, fri586 71.2 vs 63.6), classification 0.2571 vs 0.2638. Over seeds 0-9: regression 0.2435 vs 0.2791 (paired difference -0.036, se 0.017, lower
+  on 5/5 sets; test R2 68.6 vs 66.2), classification 0.2527 vs 0.2563 (-0.004, se 0.006, lower on
+  3/6; test accuracy on those six sets 74.1 vs 74.8). So ``'data'`` is better for regression and a
+  tie for classification; five seeds are too few to rank inits on either score. The validation
+  part also trains gamma, so its best loss is an optimistic, not an independent, estimate.
   ``router_init='default'`` restores the session-5 model.
 * No L1 term on gamma (the paper has none; the authors' 0.01 * sum acts on both entries of their
   2-vector gamma and so never changes a decision).
