@@ -309,7 +309,8 @@ def test_bagging_and_adaboost_accept_it():
 
 def test_regression_gamma_step_prunes_a_useless_tree_early():
     """The regression step (0.1 on the standardised MSE) prunes a tree that is worse than the mean on
-    validation within a few epochs (here pure-noise targets: the root goes in epoch 2); a 10x smaller
+    validation within a few epochs (here pure-noise targets: the root goes in epoch 4; in epoch 2 with
+    ``router_init='default'``); a 10x smaller
     step keeps every node over the same epochs -- the trade-off of the session-5 diagnosis (early
     pruning freezes untrained subtrees on fri589/fri620; without it fri586/housing overfit). The
     classification default stays 1.0."""
@@ -317,7 +318,7 @@ def test_regression_gamma_step_prunes_a_useless_tree_early():
     assert OneStageClassifier()._gamma_step() == 1.0
     rng = np.random.RandomState(0)
     X, y = rng.randn(400, 25), rng.randn(400)
-    kw = dict(max_depth=6, max_epochs=3, patience=3, random_state=0)
+    kw = dict(max_depth=6, max_epochs=6, patience=6, random_state=0)
     default = OneStageRegressor(**kw).fit(X, y)
     small = OneStageRegressor(gamma_learning_rate=0.01, **kw).fit(X, y)
     assert default.fit_info_["internal_kept_gamma"] == 0
@@ -382,3 +383,63 @@ def test_joint_tree_uses_one_stage_parts_and_early_stops_on_held_out_rows(holdou
     OneStageJointClassifier(
         validation_fraction=0.0, early_stopping_holdout=False, max_epochs=1
     ).fit(X, y)
+
+
+def _one_sided(Xa, Wd, D):
+    """Reached split nodes (level order) whose training rows all go to one side."""
+    P = route_paths(Xa, Wd, D)
+    cnt = np.bincount(P.ravel(), minlength=2 ** (D + 1) - 1)
+    n_int = 2**D - 1
+    reached = np.flatnonzero(cnt[:n_int] >= 2)
+    return reached, [i for i in reached if cnt[2 * i + 1] == 0 or cnt[2 * i + 2] == 0]
+
+
+def test_data_router_init_centres_every_reached_split():
+    """``router_init='data'``: with the default init's directions (near-origin hyperplanes) many deep
+    splits of a depth-6 tree are one-sided on shifted data; after centring each bias on the median of
+    its node's rows, every split reached by two or more rows sends rows both ways, all 63 are reached,
+    the directions are unchanged and each node's mean bias is kept."""
+    from treebench.methods.onestage import center_router_biases
+
+    rng = np.random.RandomState(0)
+    n, d, D = 300, 5, 6
+    X = rng.randn(n, d) @ rng.randn(d, d) + 0.5  # correlated, not centred at the origin
+    Xa = np.hstack([X, np.ones((n, 1))]).astype(np.float32)
+    W = rng.uniform(-0.4, 0.4, size=(d + 1, 2**D - 1, 2))
+    Wd = (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
+    _, before = _one_sided(Xa, Wd, D)
+    assert len(before) >= 10
+    W2 = center_router_biases(W.copy(), Xa, D)
+    np.testing.assert_array_equal(W2[:d], W[:d])
+    np.testing.assert_allclose(W2[d].sum(axis=1), W[d].sum(axis=1))
+    reached, after = _one_sided(Xa, (W2[:, :, 0] - W2[:, :, 1]).astype(np.float32), D)
+    assert after == [] and len(reached) == 2**D - 1
+    # each child gets half of its parent's rows (up to the median row)
+    leaf = route_paths(Xa, (W2[:, :, 0] - W2[:, :, 1]).astype(np.float32), D, leaves_only=True)
+    assert np.bincount(leaf - 63, minlength=64).max() <= 6
+
+
+@pytest.mark.parametrize(
+    "cls", [OneStageClassifier, OneStageJointClassifier, OneStageGumbelClassifier]
+)
+def test_router_init_applies_to_all_variants(cls):
+    """The three variants share the router code: with a negligible router step the fitted routers are
+    the initial ones, and with ``router_init='data'`` no reached split is one-sided on the training
+    part (recovered as in ``fit``); the directions equal the default init's (same random draws)."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.utils import check_random_state
+
+    X, y = load_iris(return_X_y=True)
+    kw = dict(max_depth=4, max_epochs=1, learning_rate=1e-12, random_state=3)
+    m = cls(router_init="data", **kw).fit(X, y)
+    m0 = cls(router_init="default", **kw).fit(X, y)
+    np.testing.assert_allclose(m.W_[:-1], m0.W_[:-1], atol=1e-9)
+    tr, _ = train_test_split(
+        np.arange(len(y)), test_size=0.25, random_state=check_random_state(3), stratify=y
+    )
+    Xa = np.hstack([(X - m.x_mean_) / m.x_scale_, np.ones((len(X), 1))]).astype(np.float32)
+    _, after = _one_sided(Xa[tr], m.Wdiff_, 4)
+    _, before = _one_sided(Xa[tr], m0.Wdiff_, 4)
+    assert after == [] and len(before) > 0
+    with pytest.raises(ValueError, match="router_init"):
+        cls(router_init="median").fit(X, y)
