@@ -189,6 +189,7 @@ Variants for the ablation (Sect. 4.4), registered as separate names:
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
@@ -779,7 +780,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             reach[:, 2 * ids + 1] = r * ~right[:, ids]
             reach[:, 2 * ids + 2] = r * right[:, ids]
         ids = np.arange(n_int)
-        y0 = 1.0 / (1.0 + np.exp(-a))
+        y0 = expit(a)  # logistic, without exp overflow warnings for large |a|
         diff = R[:, 2 * ids + 1] - R[:, 2 * ids + 2]
         delta = (dl / B)[:, None] * reach
         gz = delta * mix * diff * (y0 * (1 - y0) / tau)
