@@ -309,8 +309,8 @@ def test_bagging_and_adaboost_accept_it():
 
 def test_regression_gamma_step_prunes_a_useless_tree_early():
     """The regression step (0.1 on the standardised MSE) prunes a tree that is worse than the mean on
-    validation within a few epochs (here pure-noise targets: the root goes in epoch 4; in epoch 2 with
-    ``router_init='default'``); a 10x smaller
+    validation within a few epochs (here pure-noise targets: the root goes in epoch 2; in epoch 4 with
+    ``router_init='data'``); a 10x smaller
     step keeps every node over the same epochs -- the trade-off of the session-5 diagnosis (early
     pruning freezes untrained subtrees on fri589/fri620; without it fri586/housing overfit). The
     classification default stays 1.0."""

@@ -74,7 +74,8 @@ Settings the paper does not give, or where it is not followed (my choices, all c
   mean best validation MSE (standardised) / test R2: eps 0.1: 0.259 (housing 78.5, airfoil 69.7,
   fri586 72.2, fri589 66.9, fri620 54.3); eps 0.03: 0.268 (77.2, 69.7, 66.0, 68.0, 56.4); eps 0.01:
   0.263 (75.5, 69.7, 64.8, 73.5, 52.1). eps 0.1 has the lowest validation loss, so it stays.
-* ``router_init='data'`` (session 6): each router keeps the random direction of the PyTorch-Linear
+* ``router_init='default'`` (the authors' PyTorch-Linear init) stays the default; ``'data'`` (session 6,
+  tried, not adopted): each router keeps the random direction of the PyTorch-Linear
   init (same draws), but its bias is set so that the hyperplane passes through the median of the
   projections of the training rows reaching its node, level by level from the root with the routers
   above already centred (``center_router_biases``; nodes no row reaches keep the default bias). The
@@ -92,10 +93,12 @@ Settings the paper does not give, or where it is not followed (my choices, all c
   fri620; standardised MSE) data 0.2589 vs default 0.2592 (per set: housing 0.203/0.199, airfoil
   0.314/0.306, fri586 0.219/0.199, fri589 0.229/0.251, fri620 0.331/0.342); classification (pima,
   ionosphere, hepatitis, spectf, german, wine_red; floored NLL) data 0.2482 vs default 0.2487
-  (0.329/0.323, 0.110/0.105, 0.119/0.116, 0.190/0.201, 0.210/0.221, 0.531/0.527). ``'data'`` is
-  lower on both, so it is the default -- but the margins (0.0003 and 0.0005) are far inside the
-  paired seed-to-seed standard error (0.020 and 0.007) and ``'default'`` is lower on 7 of the 11
-  sets: on validation the two are a tie. Splits still become one-sided during training (airfoil,
+  (0.329/0.323, 0.110/0.105, 0.119/0.116, 0.190/0.201, 0.210/0.221, 0.531/0.527). The rule as
+  written ("lower mean wins") picked ``'data'`` on both, but the margins (0.0003 and 0.0005) are far
+  inside the paired seed-to-seed standard error (0.020 and 0.007) and ``'default'`` is lower on 7
+  of the 11 sets: on validation the two are a tie, and a tie does not justify leaving the authors'
+  init (the rule lacked a noise margin; the lead reverted the default after the test reruns below,
+  which is a decision taken with test numbers in view -- stated here so it can be judged). Splits still become one-sided during training (airfoil,
   mean of 5 seeds: 63 splits kept by gamma but 18 effective at the end; 62 / 17 with
   ``'default'``), so the init alone does not remove the under-fitting. With ``'data'`` the
   regression gamma step was re-screened: eps 0.03 gives 0.2699 vs 0.2589 for 0.1, so 0.1 stays.
@@ -107,10 +110,12 @@ Settings the paper does not give, or where it is not followed (my choices, all c
   revisited): regression validation 0.2280 vs 0.2989 (lower on all 5 sets; test R2 70.1 vs
   64.1, e.g. fri620 64.7 vs 48.6, fri586 71.2 vs 63.6), classification 0.2571 vs 0.2638. Over seeds 0-9: regression 0.2435 vs 0.2791 (paired difference -0.036, se 0.017, lower
   on 5/5 sets; test R2 68.6 vs 66.2), classification 0.2527 vs 0.2563 (-0.004, se 0.006, lower on
-  3/6; test accuracy on those six sets 74.1 vs 74.8). So ``'data'`` is better for regression and a
-  tie for classification; five seeds are too few to rank inits on either score. The validation
-  part also trains gamma, so its best loss is an optimistic, not an independent, estimate.
-  ``router_init='default'`` restores the session-5 model.
+  3/6; test accuracy on those six sets 74.1 vs 74.8). So ``'data'`` may help regression and ties
+  classification; five seeds are too few to rank inits on either score. The validation part also
+  trains gamma, so its best loss is an optimistic, not an independent, estimate. With ``'data'``
+  at depth 9 (``onestage_depth``, the 10 small sets, 5 seeds) 84.0 % of internal nodes are pruned
+  but accuracy is 76.25 vs 77.48 at depth 6 (-1.23 pp; ``'default'``: -0.38 pp), and the Table 2
+  average rank ties SDT (1.77) instead of leading: no acceptance item of the issue improves to met.
 * No L1 term on gamma (the paper has none; the authors' 0.01 * sum acts on both entries of their
   2-vector gamma and so never changes a decision).
 * The NLL clamps probabilities at 0.5 (``prob_floor``), which bounds the per-row weight of the router
@@ -121,7 +126,7 @@ Settings the paper does not give, or where it is not followed (my choices, all c
   Adam makes nearly irrelevant for the routers).
 
 Known behaviour of the authors' (PyTorch default) router initialisation, ``router_init='default'``
-(session 5; session 6 made ``'data'`` the default, above): every hyperplane passes near the origin
+(session 5; ``'data'`` above removes it at the start only): every hyperplane passes near the origin
 of the standardised features, so deep nodes' rows usually all lie on one side: at initialisation about 30 of the ~50 reached splits of a
 depth-6 tree are one-sided on housing, airfoil and fri589 (seed 0). An empty child copies its parent's
 value, so at depth ``max_depth - 1`` both children of a one-sided split hold the same value and its
@@ -458,7 +463,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         temperature=1.0,
         prob_floor=0.5,
         standardize=True,
-        router_init="data",
+        router_init="default",
         random_state=None,
         n_jobs=None,
         verbose=0,
@@ -966,7 +971,7 @@ class _JointPart:
         temperature=1.0,
         prob_floor=0.5,
         standardize=True,
-        router_init="data",
+        router_init="default",
         early_stopping_holdout=True,
         random_state=None,
         n_jobs=None,
