@@ -331,3 +331,75 @@ targets:
             "  - {id: x, kind: relation, experiment: exp, lhs: {method: a, largest: 3}, rhs: b}\n"
         )
         load_paper(bad)
+
+
+def test_best_over_selector_compares_the_best_config_of_each_block(tmp_path):
+    """``best_over: [n_estimators, max_depth]`` in a selector keeps, per dataset, only the runs of
+    the configuration with the best mean ``best_by`` (default: the relation's metric), as a paper
+    that reports the best of a grid does; failed runs do not count towards a config's mean."""
+    p = tmp_path / "p.yaml"
+    p.write_text("""
+paper: toy
+units: percent
+defaults: {metric: test_error}
+targets:
+  - {id: pooled, kind: relation, experiment: exp, lhs: m, rhs: rf, op: "<="}
+  - id: best
+    kind: relation
+    experiment: exp
+    lhs: {method: m, best_over: [n_estimators, max_depth], best: min}
+    rhs: rf
+    op: "<="
+  - id: best_acc
+    kind: relation
+    experiment: exp
+    metric: test_error
+    lhs: {method: m, best_over: [n_estimators, max_depth], best: max, best_by: test_accuracy}
+    rhs: rf
+    op: "<="
+""")
+    spec = load_paper(p)
+    best = next(t for t in spec.targets if t.id == "best")
+    assert best.lhs.best_over == ("param.n_estimators", "param.max_depth")
+    assert best.lhs.best_by == "test_error" and best.lhs.best == "min"
+    assert best.lhs.label() == "m[best n_estimators/max_depth by min test_error]"
+    grid = {  # dataset -> (trees, depth) -> accuracy per seed
+        "a": {(1, 1): [0.60, 0.62], (10, 3): [0.86, 0.88], (10, 5): [0.84, 0.80]},
+        "b": {(1, 1): [0.70, 0.70], (10, 3): [0.75, 0.77], (10, 5): [0.90, 0.92]},
+    }
+    recs = [
+        make_record("m", ds, seed=s, acc=acc, params={"n_estimators": t, "max_depth": d})
+        for ds, cfgs in grid.items()
+        for (t, d), accs in cfgs.items()
+        for s, acc in enumerate(accs)
+    ]
+    recs += [make_record("rf", ds, acc=0.85) for ds in grid]
+    # a failed run of a config that would otherwise look best is not counted
+    recs.append(
+        make_record(
+            "m", "a", seed=9, acc=0.99, status="failed", params={"n_estimators": 1, "max_depth": 7}
+        )
+    )
+    df = frame(recs)
+    res = _by_id(run_checks(spec.targets, df))
+    # pooled over the grid, m is worse than RF (0.85) on both datasets
+    assert res["pooled"]["status"] == FAIL
+    # the best config per dataset: a -> 10/3 (error 0.13), b -> 10/5 (0.09); both <= RF's 0.15
+    assert res["best"]["status"] == PASS and res["best"]["ours"] == pytest.approx(1.0)
+    assert res["best_acc"]["status"] == PASS
+    from treebench.report.select import add_derived, per_block_means
+
+    means = per_block_means(add_derived(df), best.lhs, "test_error", ("dataset",), "exp")
+    assert means["a"] == pytest.approx(0.13) and means["b"] == pytest.approx(0.09)
+    bad = tmp_path / "bad.yaml"
+    for sel, msg in [
+        ("{method: m, best_over: [n_estimators]}", "best: min or max"),
+        ("{method: m, best: min}", "only go with"),
+        ("{method: m, best_over: 3, best: min}", "best_over"),
+    ]:
+        bad.write_text(
+            "paper: toy\nunits: percent\ndefaults: {metric: test_error}\ntargets:\n"
+            f"  - {{id: x, kind: relation, experiment: exp, lhs: {sel}, rhs: b}}\n"
+        )
+        with pytest.raises(ValueError, match=msg):
+            load_paper(bad)

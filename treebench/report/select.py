@@ -62,7 +62,9 @@ def select(
     """Rows of ``df`` matching the selector (all statuses).
 
     A selector with ``largest`` keeps, within each block of ``largest_per`` columns (per dataset by
-    default), only the rows whose ``largest`` column has the block's largest value.
+    default), only the rows whose ``largest`` column has the block's largest value; one with
+    ``best_over`` then keeps, per block, only the rows of the configuration (values of the
+    ``best_over`` columns) whose mean ``best_by`` over its ``ok`` rows is the ``best`` (min/max).
     """
     if df.empty:
         return df
@@ -81,7 +83,37 @@ def select(
     rows = df[mask]
     if sel.largest is not None:
         rows = keep_largest(rows, sel.largest, largest_per)
+    if sel.best_over:
+        rows = keep_best(rows, sel.best_over, sel.best_by, sel.best, largest_per)
     return rows
+
+
+def keep_best(
+    rows: pd.DataFrame, over: tuple, by: str | None, best: str = "min", per: tuple = ()
+) -> pd.DataFrame:
+    """The rows of the configuration (values of the ``over`` columns) with the best mean ``by``
+    (``best`` = "min" or "max") over the ``ok`` rows of each ``per`` block; ties go to the first
+    configuration in sorted order. None if a column is not recorded or a block has no usable row.
+    """
+    if rows.empty or by not in rows.columns or any(c not in rows.columns for c in over):
+        return rows.iloc[0:0]
+    keys = pd.DataFrame({c: rows[c].map(norm).astype(str) for c in over}, index=rows.index)
+    cfg = keys.apply(lambda r: "\x1f".join(r), axis=1) if len(over) > 1 else keys[over[0]]
+    v = pd.to_numeric(rows[by], errors="coerce")
+    usable = v.notna() & ((rows["status"] == "ok") if "status" in rows.columns else True)
+    per = [c for c in per if c in rows.columns]
+    block = (
+        rows[per].astype(str).apply(lambda r: "\x1f".join(r), axis=1)
+        if per
+        else pd.Series("", index=rows.index)
+    )
+    means = v[usable].groupby([block[usable], cfg[usable]]).mean()
+    keep = pd.Series(False, index=rows.index)
+    for b, m in means.groupby(level=0):
+        m = m.droplevel(0).sort_index()
+        pick = m.idxmin() if best == "min" else m.idxmax()
+        keep |= (block == b) & (cfg == pick)
+    return rows[keep]
 
 
 def keep_largest(rows: pd.DataFrame, col: str, per: tuple = ()) -> pd.DataFrame:

@@ -15,7 +15,10 @@ A paper file holds
 A *selector* picks result rows: ``method``, optional ``dataset``, ``where`` (column → value, e.g.
 ``param.teacher: rf``; a list value means "any of"), ``profile`` and ``largest`` (a column, e.g.
 ``n_estimators``: keep only the rows with its largest value in each block, so that runs of
-different sizes are not averaged together). Nothing here knows a method's or
+different sizes are not averaged together) and ``best_over`` (columns, e.g. ``[n_estimators,
+max_depth]``, with ``best: min|max`` and optional ``best_by``, default the target's metric: keep only
+the rows of the configuration with the best mean ``best_by`` in each block, as a paper that reports
+the best of a grid does). Nothing here knows a method's or
 a dataset's name: everything is data.
 """
 
@@ -59,12 +62,18 @@ class Selector:
     where: dict = field(default_factory=dict)
     experiment: str | None = None
     largest: str | None = None  # column: keep the rows with its largest value (per block)
+    best_over: tuple = ()  # columns: keep the rows of the config with the best mean (per block)
+    best_by: str | None = None  # the column that mean is of
+    best: str = "min"  # "min" or "max" of that mean
 
     def label(self) -> str:
         """Human name: the method plus its ``where`` values, e.g. ``redt[teacher=rf]``."""
         parts = [f"{k.split('.', 1)[-1]}={_fmt_where(v)}" for k, v in sorted(self.where.items())]
         if self.largest:
             parts.append(f"largest {self.largest.split('.', 1)[-1]}")
+        if self.best_over:
+            cols = "/".join(c.split(".", 1)[-1] for c in self.best_over)
+            parts.append(f"best {cols} by {self.best} {self.best_by}")
         return f"{self.method}[{', '.join(parts)}]" if parts else self.method
 
 
@@ -235,7 +244,16 @@ _DEFAULT_KEYS = {
     "best",
     "require",
 }
-_SELECTOR_KEYS = {"method", "dataset", "where", "experiment", "largest"}
+_SELECTOR_KEYS = {
+    "method",
+    "dataset",
+    "where",
+    "experiment",
+    "largest",
+    "best_over",
+    "best",
+    "best_by",
+}
 _EXPERIMENT_KEYS = {"title", "tables", "figures", "stats", "description", "metric"}
 
 
@@ -255,7 +273,9 @@ def _number(path, where, name, v, allow_none=True) -> float | None:
     return float(v)
 
 
-def _selector(path, where, d, defaults: dict, experiment: str | None = None) -> Selector:
+def _selector(
+    path, where, d, defaults: dict, experiment: str | None = None, metric: str | None = None
+) -> Selector:
     if isinstance(d, str):
         d = {"method": d}
     if not isinstance(d, dict):
@@ -280,12 +300,34 @@ def _selector(path, where, d, defaults: dict, experiment: str | None = None) -> 
         raise _err(
             path, where, f"'largest' must name a column (e.g. n_estimators), got {largest!r}"
         )
+    best_over = d.get("best_over") or ()
+    if isinstance(best_over, str):
+        best_over = (best_over,)
+    if not isinstance(best_over, (list, tuple)) or not all(
+        isinstance(b, str) and b for b in best_over
+    ):
+        raise _err(
+            path,
+            where,
+            f"'best_over' must list columns (e.g. [n_estimators, max_depth]), got {best_over!r}",
+        )
+    best, best_by = d.get("best"), d.get("best_by") or metric
+    if best_over:
+        if best not in ("min", "max"):
+            raise _err(path, where, f"'best_over' needs best: min or max, got {best!r}")
+        if not isinstance(best_by, str) or not best_by:
+            raise _err(path, where, "'best_over' needs 'best_by' (a metric column)")
+    elif best is not None or d.get("best_by") is not None:
+        raise _err(path, where, "'best' and 'best_by' only go with 'best_over'")
     return Selector(
         method=d["method"],
         dataset=d.get("dataset"),
         where=w,
         experiment=d.get("experiment") or experiment,
         largest=None if largest is None else _column(largest),
+        best_over=tuple(_column(b) for b in best_over),
+        best_by=best_by if best_over else None,
+        best=best if best_over else "min",
     )
 
 
@@ -423,12 +465,12 @@ def _load_relation(path, where, e: dict, d: dict, paper: str) -> Target:
     require = _number(path, where, "require", require, allow_none=False)
     if not 0 < require <= 1:
         raise _err(path, where, f"require must be in (0, 1], 'all' or 'most', got {require}")
-    lhs = _selector(path, where + ".lhs", e["lhs"], d, e["experiment"])
+    lhs = _selector(path, where + ".lhs", e["lhs"], d, e["experiment"], metric)
     rhs_value = None
     if isinstance(e["rhs"], (int, float)) and not isinstance(e["rhs"], bool):
         rhs, rhs_value = None, float(e["rhs"])  # a constant, in record units
     else:
-        rhs = _selector(path, where + ".rhs", e["rhs"], d, e["experiment"])
+        rhs = _selector(path, where + ".rhs", e["rhs"], d, e["experiment"], metric)
     if e.get("dataset"):  # a dataset given at the relation level applies to both sides
         lhs = replace(lhs, dataset=lhs.dataset or e["dataset"])
         if rhs is not None:
@@ -468,7 +510,7 @@ def _load_stat(path, where, e: dict, d: dict, paper: str) -> Target:
         if not isinstance(groups, list) or len(groups) < 3:
             raise _err(path, where, "friedman needs 'groups': a list of >= 3 selectors")
         groups = tuple(
-            _selector(path, f"{where}.groups[{i}]", g, d, e["experiment"])
+            _selector(path, f"{where}.groups[{i}]", g, d, e["experiment"], metric)
             for i, g in enumerate(groups)
         )
         lhs = rhs = None
@@ -476,8 +518,8 @@ def _load_stat(path, where, e: dict, d: dict, paper: str) -> Target:
         if not e.get("lhs") or not e.get("rhs"):
             raise _err(path, where, "wilcoxon needs 'lhs' and 'rhs' selectors")
         groups = ()
-        lhs = _selector(path, where + ".lhs", e["lhs"], d, e["experiment"])
-        rhs = _selector(path, where + ".rhs", e["rhs"], d, e["experiment"])
+        lhs = _selector(path, where + ".lhs", e["lhs"], d, e["experiment"], metric)
+        rhs = _selector(path, where + ".rhs", e["rhs"], d, e["experiment"], metric)
     per = e.get("per", ["dataset"])
     return Target(
         id=str(e["id"]),
