@@ -51,6 +51,15 @@ def _by_id(res):
     return {r["id"]: r for _, r in res.iterrows()}
 
 
+def _toy_paper(tmp_path, targets: str, metric: str = "test_accuracy", name: str = "p.yaml"):
+    """A paper file of the given ``targets:`` YAML lines, loaded (raises on a bad target)."""
+    path = tmp_path / name
+    path.write_text(
+        f"paper: toy\nunits: percent\ndefaults: {{metric: {metric}}}\ntargets:\n{targets}"
+    )
+    return load_paper(path)
+
+
 def _cart(acc, n=3, **kw):
     return [
         make_record("cart", "digits", seed=s, acc=acc, n_splits=100, experiment="exp", **kw)
@@ -246,20 +255,17 @@ def test_nearest_picks_the_config_closest_to_a_size(tmp_path):
 
 def test_relation_on_one_block_and_against_a_constant(tmp_path):
     """``per: []`` compares the means over all selected rows; a numeric ``rhs`` is a constant."""
-    p = tmp_path / "p.yaml"
-    p.write_text("""
-paper: toy
-units: percent
-defaults: {metric: test_accuracy}
-targets:
+    targets = _toy_paper(
+        tmp_path,
+        """\
   - {id: avg, kind: relation, experiment: exp, per: [], margin: 0.01, op: ">=",
      lhs: {method: m, where: {max_depth: 9}}, rhs: {method: m, where: {max_depth: 6}}}
   - {id: const, kind: relation, experiment: exp, per: [], op: ">=", rhs: 0.75,
      lhs: {method: m, where: {max_depth: 9}}}
   - {id: const_per_ds, kind: relation, experiment: exp, op: ">=", rhs: 0.75, require: 0.5,
      lhs: {method: m, where: {max_depth: 9}}}
-""")
-    targets = load_paper(p).targets
+""",
+    ).targets
     assert targets[1].rhs is None and targets[1].rhs_value == 0.75 and targets[1].per == ()
     recs = []
     for ds, (a9, a6) in {"a": (0.70, 0.75), "b": (0.90, 0.86)}.items():
@@ -281,20 +287,17 @@ targets:
 def test_largest_compares_the_largest_runs_of_each_block(tmp_path):
     """``largest: n_estimators`` keeps, per dataset, only the runs with the most trees (forests
     of different sizes are not averaged together); a failed larger run does not count."""
-    p = tmp_path / "p.yaml"
-    p.write_text("""
-paper: toy
-units: percent
-defaults: {metric: test_accuracy}
-targets:
+    spec = _toy_paper(
+        tmp_path,
+        """\
   - {id: plain, kind: relation, experiment: exp, lhs: e2edf, rhs: rf}
   - id: big
     kind: relation
     experiment: exp
     lhs: {method: e2edf, largest: n_estimators}
     rhs: {method: rf, largest: n_estimators}
-""")
-    spec = load_paper(p)
+""",
+    )
     big = next(t for t in spec.targets if t.id == "big")
     assert big.lhs.largest == "param.n_estimators"
     assert big.lhs.label() == "e2edf[largest n_estimators]"
@@ -325,24 +328,20 @@ targets:
     # the 10-tree USPS and 3-tree MNIST forests against the 100-tree RF: both hold
     assert res["big"]["status"] == PASS and res["big"]["ours"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="largest"):
-        bad = tmp_path / "bad.yaml"
-        bad.write_text(
-            "paper: toy\nunits: percent\ndefaults: {metric: test_accuracy}\ntargets:\n"
-            "  - {id: x, kind: relation, experiment: exp, lhs: {method: a, largest: 3}, rhs: b}\n"
+        _toy_paper(
+            tmp_path,
+            "  - {id: x, kind: relation, experiment: exp, lhs: {method: a, largest: 3}, rhs: b}\n",
+            name="bad.yaml",
         )
-        load_paper(bad)
 
 
 def test_best_over_selector_compares_the_best_config_of_each_block(tmp_path):
     """``best_over: [n_estimators, max_depth]`` in a selector keeps, per dataset, only the runs of
     the configuration with the best mean ``best_by`` (default: the relation's metric), as a paper
     that reports the best of a grid does; failed runs do not count towards a config's mean."""
-    p = tmp_path / "p.yaml"
-    p.write_text("""
-paper: toy
-units: percent
-defaults: {metric: test_error}
-targets:
+    spec = _toy_paper(
+        tmp_path,
+        """\
   - {id: pooled, kind: relation, experiment: exp, lhs: m, rhs: rf, op: "<="}
   - id: best
     kind: relation
@@ -357,8 +356,9 @@ targets:
     lhs: {method: m, best_over: [n_estimators, max_depth], best: max, best_by: test_accuracy}
     rhs: rf
     op: "<="
-""")
-    spec = load_paper(p)
+""",
+        metric="test_error",
+    )
     best = next(t for t in spec.targets if t.id == "best")
     assert best.lhs.best_over == ("param.n_estimators", "param.max_depth")
     assert best.lhs.best_by == "test_error" and best.lhs.best == "min"
@@ -391,15 +391,15 @@ targets:
 
     means = per_block_means(add_derived(df), best.lhs, "test_error", ("dataset",), "exp")
     assert means["a"] == pytest.approx(0.13) and means["b"] == pytest.approx(0.09)
-    bad = tmp_path / "bad.yaml"
     for sel, msg in [
         ("{method: m, best_over: [n_estimators]}", "best: min or max"),
         ("{method: m, best: min}", "only go with"),
         ("{method: m, best_over: 3, best: min}", "best_over"),
     ]:
-        bad.write_text(
-            "paper: toy\nunits: percent\ndefaults: {metric: test_error}\ntargets:\n"
-            f"  - {{id: x, kind: relation, experiment: exp, lhs: {sel}, rhs: b}}\n"
-        )
         with pytest.raises(ValueError, match=msg):
-            load_paper(bad)
+            _toy_paper(
+                tmp_path,
+                f"  - {{id: x, kind: relation, experiment: exp, lhs: {sel}, rhs: b}}\n",
+                metric="test_error",
+                name="bad.yaml",
+            )
