@@ -25,7 +25,8 @@ def _cli(args, cwd, out):
 
 
 def _records(out):
-    return [json.loads(p.read_text()) for p in (out / "store").glob("*/*.json")]
+    # pathlib's glob matches dotfiles: skip the .tmp-* file of a write still in flight
+    return [json.loads(p.read_text()) for p in (out / "store").glob("*/[!.]*.json")]
 
 
 @pytest.mark.slow

@@ -312,7 +312,7 @@ def test_refit_passes_the_test_part_to_a_method_that_asks_for_it(tmp_path):
     args += [f"method.params.{p}" for p in small] + ["+method.params.selection=test"]
     r = run_cli(args, cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
-    (p,) = list((out / "store").glob("*/*.json"))
+    (p,) = list((out / "store").glob("*/[!.]*.json"))
     rec = json.loads(p.read_text())
     assert rec["status"] == "ok" and rec["eval_set_in_fit"] is True
     r = run_cli(

@@ -30,6 +30,14 @@ def test_write_is_atomic_and_readable(tmp_path):
     assert not list(p.parent.glob(".tmp-*")), "no temporary file left behind"
 
 
+def test_records_skip_a_write_in_flight(tmp_path):
+    s = Store(tmp_path)
+    p = s.write(_rec("abc123"))
+    (p.parent / ".tmp-x1.json").write_text("")  # mkstemp'd, not yet written
+    (p.parent / ".tmp-x2.json").write_text(p.read_text())  # written, not yet replaced
+    assert [r["key"] for r in s.records()] == ["abc123"]
+
+
 def test_failed_is_not_done(tmp_path):
     s = Store(tmp_path)
     s.write(_rec("k1", "failed"))

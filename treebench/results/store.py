@@ -117,7 +117,9 @@ class Store:
         """Every stored record (ok, skipped and failed)."""
         if not self.root.exists():
             return
-        for p in sorted(self.root.glob("*/*.json")):
+        for p in sorted(
+            self.root.glob("*/[!.]*.json")
+        ):  # not the .tmp-* files of a write in flight
             try:
                 yield json.loads(p.read_text())
             except (json.JSONDecodeError, OSError):
