@@ -403,3 +403,24 @@ def test_best_over_selector_compares_the_best_config_of_each_block(tmp_path):
                 metric="test_error",
                 name="bad.yaml",
             )
+
+
+def test_test_score_compares_accuracy_and_r2_in_one_relation(tmp_path):
+    """``test_score`` is accuracy on classification rows and R² on regression rows."""
+    (t,) = _toy_paper(
+        tmp_path,
+        """\
+  - {id: mixed, kind: relation, experiment: exp, lhs: m, rhs: cart, op: ">=", require: 1.0}
+""",
+        metric="test_score",
+    ).targets
+    recs = []
+    for s in range(2):
+        recs.append(make_record("m", "clf", seed=s, acc=0.80))
+        recs.append(make_record("cart", "clf", seed=s, acc=0.75))
+        recs.append(make_record("m", "reg", seed=s, r2=0.50))
+        recs.append(make_record("cart", "reg", seed=s, r2=0.60))
+    r = run_checks([t], frame(recs)).iloc[0]
+    assert r["status"] == FAIL and r["n"] == 2 and "fails on: reg" in r["note"]
+    recs += [make_record("m", "reg", seed=s, r2=0.70) for s in (2, 3)]  # mean 0.60: holds
+    assert run_checks([t], frame(recs)).iloc[0]["status"] == PASS

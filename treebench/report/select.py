@@ -13,12 +13,29 @@ import pandas as pd
 
 from treebench.report.targets import Selector
 
+
+def _score(part: str):
+    """The task's main score of ``part``: accuracy for classification rows, R² for regression rows."""
+
+    def fn(df: pd.DataFrame) -> pd.Series:
+        cols = [c for c in (f"{part}_accuracy", f"{part}_r2") if c in df.columns]
+        if not cols:
+            raise KeyError(f"{part}_accuracy")
+        out = df[cols[0]]
+        return out.fillna(df[cols[1]]) if len(cols) == 2 else out
+
+    return fn
+
+
 #: metrics computed from recorded columns when a record does not carry them
 DERIVED = {
     "test_error": lambda df: 1.0 - df["test_accuracy"],
     "train_error": lambda df: 1.0 - df["train_accuracy"],
     "n_nodes": lambda df: df["n_splits"] + df["n_leaves"],
     "n_splits_per_tree": lambda df: df["n_splits"] / df["n_trees"],
+    # one column over mixed-task experiments (higher is better for both)
+    "test_score": _score("test"),
+    "train_score": _score("train"),
 }
 
 
