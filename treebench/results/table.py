@@ -49,7 +49,7 @@ def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
     """A copy whose object columns holding several value types (e.g. verbose False and 0 from two
     methods) are strings, which Parquet needs; the returned table keeps the original values."""
     out = df.copy()
-    for col in out.select_dtypes(include="object").columns:
+    for col in [c for c in out.columns if out[c].dtype == object]:  # not pandas 3's str columns
         kinds = {type(v) for v in out[col].dropna()}
         if len(kinds) > 1:
             out[col] = out[col].map(lambda v: v if v is None or v != v else str(v))
