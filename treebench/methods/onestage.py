@@ -116,6 +116,14 @@ Settings the paper does not give, or where it is not followed (my choices, all c
   at depth 9 (``onestage_depth``, the 10 small sets, 5 seeds) 84.0 % of internal nodes are pruned
   but accuracy is 76.25 vs 77.48 at depth 6 (-1.23 pp; ``'default'``: -0.38 pp), and the Table 2
   average rank ties SDT (1.77) instead of leading: no acceptance item of the issue improves to met.
+* Empty nodes copy their parent's value during training too (the authors' ``set_leaves``; Eq. 17 is
+  0/0 there). Session 7 tried keeping an empty node's previous value during training (the returned
+  model still copies parents), so that a split whose rows all went one way keeps a gradient: at
+  depth ``max_depth - 1`` a one-sided split's two children otherwise hold the same value and its
+  router gradient is exactly zero. Screened on the mean best validation loss, 5 seeds, the same
+  sets and rule as ``router_init`` plus a noise margin (adopt only if lower by > 2 paired se):
+  regression -0.0007 (se 0.027; lower on 3/5 sets, effective splits on airfoil 17 -> 23),
+  classification -0.002 (se 0.007; lower on 3/6). A tie, so not adopted and not kept.
 * No L1 term on gamma (the paper has none; the authors' 0.01 * sum acts on both entries of their
   2-vector gamma and so never changes a decision).
 * The NLL clamps probabilities at 0.5 (``prob_floor``), which bounds the per-row weight of the router
