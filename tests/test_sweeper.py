@@ -44,3 +44,17 @@ def test_done_sweep_job_counts_in_a_second_experiment(tmp_path):
     (a,) = collect(store, experiment="first").to_dict("records")
     (b,) = collect(store, experiment="second").to_dict("records")
     assert a["key"] == b["key"]  # one fit, listed under both experiments
+
+
+def test_seed_jobs_share_a_composition_with_the_same_keys(tmp_path):
+    """Jobs differing only in ``seed`` are planned from one composed config: their run keys must
+    still be the ones each launched job writes, so a rerun finds every job done."""
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    args = ["run", "-m", "method=cart", "dataset=iris", "seed=0,1,2", "method.params.max_depth=2,3"]
+    first = run_cli(args, tmp_path, env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "0 done already, 6 to launch" in first.stdout
+    again = run_cli(args, tmp_path, env)
+    assert again.returncode == 0 and "6 done already, 0 to launch" in again.stdout
+    more = run_cli([*args[:-2], "seed=2,3", "method.params.max_depth=3"], tmp_path, env)
+    assert more.returncode == 0 and "1 done already, 1 to launch" in more.stdout
