@@ -4,7 +4,9 @@ A paper file holds
 
 * ``paper``, ``title``, ``units`` (``percent`` or ``fraction``: how the file writes rates such as
   accuracy; percent values are divided by 100 on load so they compare with the records' fractions),
-* ``defaults`` for every target (``metric``, ``tolerance``, ``tolerance_reduced``, ``rtol`` ...),
+* ``defaults`` for every target (``metric``, ``tolerance``, ``tolerance_reduced``, ``rtol`` ...);
+  a metric is a record column or one derived from them (``treebench.report.select.DERIVED``, e.g.
+  ``test_error``, or ``test_score`` = accuracy on classification rows and R² on regression rows),
 * ``unavailable``: dataset → why it cannot be run (e.g. not in the data mirror),
 * ``experiments``: per experiment name, the report layout (``tables``, ``figures``, ``stats``),
 * ``targets``: a list of numbers (``kind: value``, the default), claims comparing two selections

@@ -117,9 +117,8 @@ class Store:
         """Every stored record (ok, skipped and failed)."""
         if not self.root.exists():
             return
-        for p in sorted(
-            self.root.glob("*/[!.]*.json")
-        ):  # not the .tmp-* files of a write in flight
+        # [!.]: not the .tmp-* file of a write in flight (pathlib's glob matches dotfiles)
+        for p in sorted(self.root.glob("*/[!.]*.json")):
             try:
                 yield json.loads(p.read_text())
             except (json.JSONDecodeError, OSError):
