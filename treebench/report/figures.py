@@ -160,7 +160,7 @@ def make_figure(
         + f"  (mean ± SD over ≤{n} runs)",
         fontsize=10,
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))  # room for the suptitle
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
