@@ -114,22 +114,17 @@ def keep_best(
     """
     if rows.empty or by not in rows.columns or any(c not in rows.columns for c in over):
         return rows.iloc[0:0]
-    keys = pd.DataFrame({c: rows[c].map(norm).astype(str) for c in over}, index=rows.index)
-    cfg = keys.apply(lambda r: "\x1f".join(r), axis=1) if len(over) > 1 else keys[over[0]]
+    per = [c for c in per if c in rows.columns]
+    blocks = [rows[c].astype(str) for c in per] or [pd.Series("", index=rows.index)]
+    keys = blocks + [rows[c].map(norm).astype(str) for c in over]
     v = pd.to_numeric(rows[by], errors="coerce")
     usable = v.notna() & ((rows["status"] == "ok") if "status" in rows.columns else True)
-    per = [c for c in per if c in rows.columns]
-    block = (
-        rows[per].astype(str).apply(lambda r: "\x1f".join(r), axis=1)
-        if per
-        else pd.Series("", index=rows.index)
+    # (block, config) means, sorted by key: ties go to the first config
+    by_block = (
+        v[usable].groupby([k[usable] for k in keys]).mean().groupby(level=list(range(len(blocks))))
     )
-    means = v[usable].groupby([block[usable], cfg[usable]]).mean()
-    keep = pd.Series(False, index=rows.index)
-    for b, m in means.groupby(level=0):
-        m = m.droplevel(0).sort_index()
-        pick = m.idxmin() if best == "min" else m.idxmax()
-        keep |= (block == b) & (cfg == pick)
+    picked = by_block.idxmin() if best == "min" else by_block.idxmax()
+    keep = pd.MultiIndex.from_arrays(keys).isin(list(picked))
     return rows[keep]
 
 
