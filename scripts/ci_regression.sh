@@ -36,6 +36,9 @@ if [[ -z "$outputs" ]]; then
   [[ $keep == 1 ]] || trap 'rm -rf "$outputs"' EXIT
 fi
 export TREEBENCH_OUTPUTS="$outputs"
+# a regression check runs the code under test: the committed ledger's records neither count as done
+# nor enter the check
+export TREEBENCH_LEDGER=off
 start=$(date +%s)
 remaining() { echo $(( budget - ($(date +%s) - start) )); }
 

@@ -16,6 +16,13 @@ from treebench import api
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def _no_committed_ledger(monkeypatch):
+    """Tests see only the records they make: the committed ledger is off unless a test sets
+    ``TREEBENCH_LEDGER`` itself (tests/results/test_ledger.py does)."""
+    monkeypatch.setenv("TREEBENCH_LEDGER", "off")
+
+
 @pytest.fixture
 def outputs(tmp_path, monkeypatch):
     """A fresh outputs directory, exported as TREEBENCH_OUTPUTS."""

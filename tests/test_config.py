@@ -9,7 +9,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 from tests.conftest import compose_config
-from treebench.app import CONF_DIR
+from treebench.config import CONF_DIR
 from treebench.methods import available_methods
 
 

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from hydra.utils import instantiate
 
 from treebench.data import DataContext, load_dataset
@@ -44,11 +42,9 @@ class FoldArrays:
 
 def compose_config(overrides: Sequence[str] = (), return_hydra_config: bool = False):
     """Compose ``conf/config.yaml`` with command-line style overrides (``dataset=letter``, ...)."""
-    from treebench.app import CONF_DIR
+    from treebench.config import compose
 
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return compose("config", overrides=list(overrides), return_hydra_config=return_hydra_config)
+    return compose(overrides, return_hydra_config)
 
 
 def load_fold(

@@ -14,13 +14,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from treebench.config import CONF_DIR
 from treebench.schema import register_schema
 
 register_schema()
-
-CONF_DIR = os.environ.get("TREEBENCH_CONF_DIR") or str(
-    Path(__file__).resolve().parent.parent / "conf"
-)
 
 
 def _abspath(p: str) -> Path:
@@ -31,6 +28,14 @@ def _abspath(p: str) -> Path:
         except ValueError:  # outside a Hydra run
             path = Path.cwd() / path
     return path
+
+
+def open_store(cfg: DictConfig):
+    """The job store of ``cfg``; with ``ledger=true`` a key in the committed ledger counts as done."""
+    from treebench.config import open_ledger
+    from treebench.results.store import Store
+
+    return Store(_abspath(cfg.paths.store), open_ledger() if cfg.get("ledger", True) else None)
 
 
 def _launcher_parallelism() -> int:
@@ -56,10 +61,9 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     """Run one Hydra job; return the records written (empty when every fold was already done)."""
     from treebench.data import DataContext
     from treebench.report.console import print_records
-    from treebench.results.store import Store
     from treebench.runner import job_keys, run_job
 
-    store = Store(_abspath(cfg.paths.store))
+    store = open_store(cfg)
     ctx = DataContext(
         data_dir=_abspath(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=bool(cfg.data.fetch)
     )
@@ -87,7 +91,8 @@ class SweepSummary(Callback):
 
         if config.hydra.sweeper.get("dry_run"):
             return
-        summarize_sweep(_abspath(config.hydra.sweep.dir), _abspath(config.paths.store))
+        store = open_store(config)
+        summarize_sweep(_abspath(config.hydra.sweep.dir), store.root, store.ledger)
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")

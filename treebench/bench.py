@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from treebench.app import CONF_DIR
+from treebench.config import CONF_DIR
 
 CLASSIFICATION = "classification"
 

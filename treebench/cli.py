@@ -12,7 +12,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from treebench.app import CONF_DIR
+from treebench.config import CONF_DIR
 
 app = typer.Typer(
     help="Train and compare non-greedy and differentiable decision trees; reproduce paper tables.",
@@ -137,6 +137,17 @@ def _outputs(path: str | None) -> Path:
     return Path(path or os.environ.get("TREEBENCH_OUTPUTS") or "outputs")
 
 
+_LEDGER_OPT = typer.Option(
+    True, "--ledger/--no-ledger", help="read the committed ledger (results/) with the local store"
+)
+
+
+def _ledger(use: bool = True):
+    from treebench.config import open_ledger
+
+    return open_ledger() if use else None
+
+
 @app.command()
 def collect(
     outputs: str = typer.Option(
@@ -144,14 +155,17 @@ def collect(
     ),
     experiment: str = typer.Option(None, help="only rows of this experiment"),
     status: str = typer.Option(None, help="only rows with this status (ok, failed, skipped)"),
+    ledger: bool = _LEDGER_OPT,
 ) -> None:
-    """Merge stored records into one table (outputs/results/results*.parquet and .csv)."""
+    """Merge the ledger's and the local store's records into one table (outputs/results/results*)."""
     from treebench.report.console import print_summary
     from treebench.report.tables import summary_table
     from treebench.results import collect as do_collect
 
     out = _outputs(outputs)
-    df = do_collect(out / "store", out / "results", experiment=experiment, status=status)
+    df = do_collect(
+        out / "store", out / "results", experiment=experiment, status=status, ledger=_ledger(ledger)
+    )
     console.print(f"{len(df)} rows collected into {out / 'results'}")
     if not df.empty:
         print_summary(summary_table(df), experiment or "all experiments")
@@ -188,14 +202,18 @@ def status(
         None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
     ),
     experiment: str = typer.Option(None, help="only records of this experiment"),
+    ledger: bool = _LEDGER_OPT,
 ) -> None:
-    """Summarise the store: records per experiment, method and status, and each failure's reason."""
+    """Summarise ledger + store: records per experiment, method and status, each failure's reason,
+    and the local records not yet in the ledger (``treebench ledger add`` moves them)."""
     from treebench.results import Store
+    from treebench.results.ledger import combined_records
     from treebench.results.table import per_experiment
 
+    led = _ledger(ledger)
     recs = [
         r
-        for rec in Store(_outputs(outputs) / "store").records()
+        for rec in combined_records(Store(_outputs(outputs) / "store").records(), led)
         for r in per_experiment(rec)  # a fit shared by experiments counts in each
         if experiment is None or r.get("experiment") == experiment
     ]
@@ -206,11 +224,15 @@ def status(
     for r in recs:
         c = counts.setdefault((r.get("experiment"), r["method"], r["dataset"]), {})
         c[r["status"]] = c.get(r["status"], 0) + 1
-    t = Table(title=f"store: {len(recs)} records")
-    for col in ("experiment", "method", "dataset", "ok", "skipped", "failed"):
-        t.add_column(col, justify="right" if col in ("ok", "skipped", "failed") else "left")
+        if led is not None and r["status"] != "failed" and r["key"] not in led:
+            c["local"] = c.get("local", 0) + 1
+    cols = ("ok", "skipped", "failed", "local")
+    where = "ledger + store" if led is not None else "store"
+    t = Table(title=f"{where}: {len(recs)} records (local = done, not in the ledger yet)")
+    for col in ("experiment", "method", "dataset", *cols):
+        t.add_column(col, justify="right" if col in cols else "left")
     for (exp, m, d), c in sorted(counts.items(), key=lambda kv: tuple(map(str, kv[0]))):
-        t.add_row(str(exp), m, d, *(str(c.get(s, 0)) for s in ("ok", "skipped", "failed")))
+        t.add_row(str(exp), m, d, *(str(c.get(s, 0)) for s in cols))
     console.print(t)
     for r in recs:
         if r["status"] == "failed":
@@ -232,6 +254,12 @@ def report(
         False, "--reproduction", help="write REPRODUCTION.md: every paper table, ours vs the paper"
     ),
     out: str = typer.Option(None, help="REPRODUCTION.md path (default: the repository root)"),
+    ledger: bool = _LEDGER_OPT,
+    with_store: bool = typer.Option(
+        False,
+        "--with-store",
+        help="--reproduction: add the local store's records (the committed file uses the ledger only)",
+    ),
 ) -> None:
     """Markdown/LaTeX tables (ours next to the paper), figures and statistical tests under outputs/reports/."""
     from treebench.report.console import print_summary
@@ -242,14 +270,28 @@ def report(
 
     outp = _outputs(outputs)
     papers = _load_papers()
+    led = _ledger(ledger)
     if reproduction:
-        df = do_collect(outp / "store")
-        text = reproduction_markdown(df, papers, _availability(), CONF_DIR)
+        if led is None:
+            err.print("[red]--reproduction is made from the committed ledger; drop --no-ledger[/]")
+            raise typer.Exit(2)
+        df = do_collect(outp / "store" if with_store else None, ledger=led)
+        stamp = f"ledger `results/` {led.content_hash()} ({len(led)} records)"
+        if with_store:
+            stamp += " + the local store (not committed)"
         dest = Path(out) if out else Path(CONF_DIR).resolve().parent / "REPRODUCTION.md"
+        text = reproduction_markdown(
+            df,
+            papers,
+            _availability(),
+            CONF_DIR,
+            stamp=stamp,
+            figures_dir=dest.parent / "docs" / "reproduction",
+        )
         dest.write_text(text)
-        console.print(f"written: {dest} ({len(df)} records, {len(papers)} paper files)")
+        console.print(f"written: {dest} ({len(df)} records, {len(papers)} paper files; {stamp})")
         return
-    df = do_collect(outp / "store", experiment=experiment)
+    df = do_collect(outp / "store", experiment=experiment, ledger=led)
     rep = outp / "reports"
     rep.mkdir(parents=True, exist_ok=True)
     if experiment and experiment in experiment_names(papers):
@@ -289,6 +331,7 @@ def check(
     fail_on_errors: bool = typer.Option(
         False, "--fail-on-errors", help="also fail when any run of the experiment failed"
     ),
+    ledger: bool = _LEDGER_OPT,
 ) -> None:
     """Compare collected results with the paper/CI targets; exit 1 on any regression (FAIL)."""
     from treebench.report.checks import FAIL, SKIP, run_checks
@@ -309,7 +352,7 @@ def check(
     targets, _, unavailable = for_experiment(papers, experiment)
     avail = _availability()
     avail.unavailable.update(unavailable)
-    df = do_collect(_outputs(outputs) / "store", experiment=experiment)
+    df = do_collect(_outputs(outputs) / "store", experiment=experiment, ledger=_ledger(ledger))
     res = run_checks(targets, df, avail)
     shown = res[~res["status"].isin(["pass", "info"])] if problems_only else res
     print_checks(shown, f"check {experiment}: {len(df)} records, {len(targets)} targets")
@@ -328,6 +371,89 @@ def check(
         raise typer.Exit(1)
 
 
+ledger_app = typer.Typer(
+    help="The committed results ledger (results/<experiment>.jsonl.gz): every record behind "
+    "REPRODUCTION.md.",
+    no_args_is_help=True,
+)
+app.add_typer(ledger_app, name="ledger")
+
+
+def _paper_labelled(rec: dict, wanted: set[str]) -> dict | None:
+    """``rec`` filed under its first label in ``wanted`` (None if it has none)."""
+    labels = [rec.get("experiment"), *(rec.get("also_experiments") or [])]
+    hits = [lab for lab in labels if lab in wanted]
+    if not hits:
+        return None
+    if rec.get("experiment") in wanted:
+        return rec
+    also = sorted({lab for lab in labels if lab and lab != hits[0]})
+    return {**rec, "experiment": hits[0], "also_experiments": also}
+
+
+@ledger_app.command("add")
+def ledger_add(
+    experiment: str = typer.Option(
+        None, help="only this experiment (default: every experiment with paper targets)"
+    ),
+    outputs: str = typer.Option(
+        None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="say what would be added, write nothing"),
+) -> None:
+    """Move the local store's done records of paper experiments into the committed ledger.
+
+    A run key already in the ledger gains the record's experiment labels; one whose numbers differ
+    is refused, with every such key listed, and nothing is written.
+    """
+    from treebench.report.targets import experiment_names
+    from treebench.results import LedgerConflict, Store
+
+    led = _ledger(True)
+    if led is None:
+        err.print("[red]TREEBENCH_LEDGER is off: no ledger to add to.[/]")
+        raise typer.Exit(2)
+    wanted = {experiment} if experiment else set(experiment_names(_load_papers()))
+    store = Store(_outputs(outputs) / "store")
+    recs = [r for r in (_paper_labelled(rec, wanted) for rec in store.records()) if r is not None]
+    try:
+        res = led.add(recs, dry_run=dry_run)
+    except LedgerConflict as exc:
+        err.print(f"[red]Refused:[/] {exc}")
+        raise typer.Exit(1) from exc
+    verb = "would add" if dry_run else "added"
+    per = ", ".join(f"{e} {n}" for e, n in sorted(res.added.items())) or "none"
+    console.print(
+        f"{verb} {res.n_added} records to {led.root} ({per}); {res.relabelled} gained an "
+        f"experiment label, {res.unchanged} already there; {res.not_done} failed records left out"
+    )
+    if not dry_run and (res.n_added or res.relabelled):
+        console.print(f"ledger {led.content_hash()} ({len(led)} records)")
+
+
+@ledger_app.command("show")
+def ledger_show() -> None:
+    """Files, record counts and content hash of the committed ledger."""
+    led = _ledger(True)
+    if led is None or not led.files():
+        console.print("no ledger records")
+        return
+    t = Table(title=f"ledger {led.root}: {len(led)} records, content hash {led.content_hash()}")
+    for col in ("file", "records", "ok", "skipped", "KiB"):
+        t.add_column(col, justify="left" if col == "file" else "right")
+    for p in led.files():
+        recs = led.read_file(p)
+        n_ok = sum(r["status"] == "ok" for r in recs)
+        t.add_row(
+            p.name,
+            str(len(recs)),
+            str(n_ok),
+            str(len(recs) - n_ok),
+            f"{p.stat().st_size / 1024:.0f}",
+        )
+    console.print(t)
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def fetch(ctx: typer.Context) -> None:
     """Fill the data cache: ``treebench fetch dataset=letter`` or ``treebench fetch experiment=NAME``.
@@ -338,6 +464,9 @@ def fetch(ctx: typer.Context) -> None:
     from hydra import compose, initialize_config_dir
 
     from treebench.data.fetch import fetch_datasets, sweep_datasets
+    from treebench.schema import register_schema
+
+    register_schema()
 
     args = list(ctx.args)
     check_choices(args)

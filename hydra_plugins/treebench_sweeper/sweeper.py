@@ -83,15 +83,14 @@ class TreebenchSweeper(BasicSweeper):
         return jobs
 
     def sweep(self, arguments: list[str]) -> Any:
-        from treebench.app import _abspath
+        from treebench.app import _abspath, open_store
         from treebench.progress import SweepProgress
         from treebench.report.console import print_plan
         from treebench.resources import explicit_launcher_keys, group_by_resources, job_resources
-        from treebench.results.store import Store
         from treebench.runner import job_keys
 
         jobs = self._jobs(arguments)
-        store = Store(_abspath(self.config.paths.store))
+        store = open_store(self.config)
         todo, done_keys, plan, labels = [], [], [], []
         composed: dict = {}
         for overrides in jobs:

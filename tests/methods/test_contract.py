@@ -10,7 +10,7 @@ import pytest
 import yaml
 from sklearn.base import clone
 
-from treebench.app import CONF_DIR
+from treebench.config import CONF_DIR
 from treebench.methods.base import SIZE_KEYS, discover
 
 CASES = sorted((name, task) for name, e in discover().items() for task in e.classes)

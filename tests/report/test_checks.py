@@ -24,7 +24,7 @@ def paper(tmp_path):
     p.write_text("""
 paper: toy
 units: percent
-defaults: {metric: test_accuracy, tolerance: 2.0, tolerance_reduced: 5.0, size_rtol: 0.5}
+defaults: {metric: test_accuracy, tolerance: 2.0, size_rtol: 0.5}
 unavailable: {protein: "not in the mirror"}
 targets:
   - {id: acc, experiment: exp, source: T1, dataset: digits, method: cart, value: 90.0, sd: 1.0, n_splits: 100}
@@ -99,14 +99,71 @@ def test_worsened_result_fails_readably(paper):
     assert row["Δ"] == "-71.00" and row["tolerance"] == "± 2.00" and row["status"] == FAIL
 
 
-def test_reduced_profile_gets_looser_tolerance_and_full_is_preferred(paper):
+def test_reduced_profile_never_passes_and_full_is_preferred(paper):
     t = paper.targets[:1]
-    reduced = _cart(0.86, profile="reduced")
+    reduced = _cart(0.895, profile="reduced")  # within tolerance, but not the paper's protocol
     res = run_checks(t, frame(reduced))
-    assert res.iloc[0]["status"] == PASS and res.iloc[0]["profile"] == "reduced"
-    assert res.iloc[0]["tol"] == pytest.approx(0.05)
+    r = res.iloc[0]
+    assert r["status"] == INFO and r["profile"] == "reduced"
+    assert r["note"].startswith("reduced: reduced profile")
+    assert r["tol"] == pytest.approx(0.02)  # the same tolerance: never widened
     res = run_checks(t, frame(reduced + _cart(0.80, profile="full")))
     assert res.iloc[0]["profile"] == "full" and res.iloc[0]["status"] == FAIL
+
+
+def test_fewer_runs_than_the_paper_is_info_with_the_count(tmp_path):
+    p = _toy_paper(
+        tmp_path,
+        "  - {id: a, experiment: exp, dataset: digits, method: cart, value: 90.0, runs: 10}\n",
+    )
+    r = run_checks(p.targets, frame(_cart(0.90, n=3))).iloc[0]
+    assert r["status"] == INFO and r["note"] == "reduced: 3 of 10 runs" and r["n"] == 3
+    r = run_checks(p.targets, frame(_cart(0.90, n=10))).iloc[0]
+    assert r["status"] == PASS and r["note"] == ""
+
+
+def test_fail_and_skip_carry_the_paper_files_reason(tmp_path):
+    p = _toy_paper(
+        tmp_path,
+        "  - {id: a, experiment: exp, dataset: digits, method: cart, value: 90.0,"
+        " deviation: 'USPS scaling differs'}\n"
+        "  - {id: b, experiment: exp, dataset: digits, method: cart, value: 50.0}\n"
+        "  - {id: c, experiment: exp, dataset: wine, method: cart, value: 90.0,"
+        " why: 'costs 40 CPU-hours'}\n",
+    )
+    r = _by_id(run_checks(p.targets, frame(_cart(0.80))))
+    assert r["a"]["status"] == FAIL and r["a"]["note"] == "USPS scaling differs"
+    assert r["b"]["status"] == FAIL and r["b"]["note"] == "unexplained"
+    assert r["c"]["status"] == SKIP and r["c"]["note"] == "costs 40 CPU-hours"
+
+
+def test_value_set_by_config_is_info_not_pass(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "paper: toy\nunits: percent\ndefaults: {metric: test_accuracy, size_rtol: 0.1}\n"
+        "experiments:\n  exp:\n    fixed: {n_splits: 'max_leaf_nodes = #S + 1'}\n"
+        "targets:\n  - {id: a, experiment: exp, dataset: digits, method: cart, value: 90.0,"
+        " n_splits: 100}\n"
+    )
+    r = _by_id(run_checks(load_paper(path).targets, frame(_cart(0.90))))
+    assert r["a"]["status"] == PASS
+    assert r["a/n_splits"]["status"] == INFO
+    assert r["a/n_splits"]["note"] == "set by config: max_leaf_nodes = #S + 1"
+
+
+def test_relation_states_n_and_most_means_a_strict_majority(tmp_path):
+    p = _toy_paper(
+        tmp_path,
+        "  - {id: r, kind: relation, experiment: exp, lhs: rf, rhs: cart, op: '>=',"
+        " require: most}\n",
+    )
+    recs = []
+    for d, rf in (("digits", 0.95), ("iris", 0.80)):  # rf wins on 1 of 2: not a majority
+        recs += [make_record("rf", d, seed=0, acc=rf, experiment="exp")]
+        recs += [make_record("cart", d, seed=0, acc=0.90, experiment="exp")]
+    r = run_checks(p.targets, frame(recs)).iloc[0]
+    assert r["status"] == FAIL and r["n"] == 2
+    assert r["note"].startswith("1/2 dataset hold (need most (> 50%))")
 
 
 def test_where_selects_param_variant(paper):

@@ -166,7 +166,7 @@ def load_papers_yaml_targets(paper):
     """The raw target entries of conf/papers/<paper>.yaml."""
     import yaml
 
-    from treebench.app import CONF_DIR
+    from treebench.config import CONF_DIR
 
     return yaml.safe_load((Path(CONF_DIR) / "papers" / f"{paper}.yaml").read_text())["targets"]
 
@@ -218,25 +218,38 @@ def test_check_cli_unknown_experiment(tmp_path):
     assert r.exit_code == 2
 
 
-def test_report_cli_writes_experiment_dir_and_reproduction(store_with, tmp_path):
-    out = store_with(
-        [
-            make_record(
-                "cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci", profile="reduced"
-            )
-            for s in range(3)
-        ]
-    )
+def test_report_cli_writes_experiment_dir_and_reproduction(store_with, tmp_path, monkeypatch):
+    from treebench.results import Ledger
+
+    recs = [
+        make_record(
+            "cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci", profile="reduced"
+        )
+        for s in range(3)
+    ]
+    out = store_with(recs)
+    monkeypatch.setenv("TREEBENCH_LEDGER", str(tmp_path / "ledger"))
     r = CliRunner().invoke(app, ["report", "--experiment", "ci", "--outputs", str(out)])
     assert r.exit_code == 0, r.output
     assert (out / "reports" / "ci" / "README.md").exists()
-    dest = tmp_path / "REPRODUCTION.md"
-    r = CliRunner().invoke(
-        app, ["report", "--reproduction", "--outputs", str(out), "--out", str(dest)]
-    )
+    dest = tmp_path / "site" / "REPRODUCTION.md"
+    dest.parent.mkdir()
+    args = ["report", "--reproduction", "--outputs", str(out), "--out", str(dest)]
+    r = CliRunner().invoke(app, args)  # the committed file reads the ledger only: empty here
     assert r.exit_code == 0, r.output
     text = dest.read_text()
     assert "## Overview" in text and "tnt_table1" in text and "not in mirror" in text
+    assert "(0 records)" in text and "on 20" not in text  # stamped by content, no clock
+    Ledger(tmp_path / "ledger").add(recs)
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    again = dest.read_text()
+    assert f"{Ledger(tmp_path / 'ledger').content_hash()} (3 records)" in again
+    assert "](docs/reproduction/ci/" in again  # the ci accuracy-vs-size figure, linked
+    assert list((dest.parent / "docs" / "reproduction" / "ci").glob("*.png"))
+    assert CliRunner().invoke(app, args).exit_code == 0 and dest.read_text() == again
+    r = CliRunner().invoke(app, [*args, "--with-store"])
+    assert "+ the local store (not committed)" in dest.read_text()
 
 
 def test_check_cli_reports_failed_runs(store_with):

@@ -2,7 +2,11 @@
 
 Statuses: ``pass``, ``FAIL`` (a regression: ``treebench check`` exits non-zero), ``skipped`` (no usable
 data: not run, dataset not in the mirror, method not implemented yet) and ``info`` (a number shown in
-reports but not checked, e.g. a baseline from another paper).
+reports but not checked: a baseline from another paper, a value the config sets, or a number made
+without the paper's full protocol -- a reduced profile or fewer runs -- which never passes).
+
+Every FAIL, info and skipped row says why: the target's ``deviation`` (FAIL/info) or ``why``
+(skipped) from the paper file, else "unexplained" / the missing data.
 """
 
 from __future__ import annotations
@@ -13,7 +17,15 @@ import operator
 import numpy as np
 import pandas as pd
 
-from treebench.report.select import add_derived, aggregate, norm, per_block_means, select
+from treebench.report.select import (
+    add_derived,
+    aggregate,
+    norm,
+    per_block_means,
+    prefer_full,
+    profile_of,
+    select,
+)
 from treebench.report.targets import Selector, Target
 
 PASS, FAIL, SKIP, INFO = "pass", "FAIL", "skipped", "info"
@@ -96,6 +108,30 @@ def _row(t: Target, **kw) -> dict:
     return base
 
 
+def shortfall(t: Target, profile: str, n: int | None = None) -> str:
+    """What the numbers lack of the paper's protocol ("" when they have it all)."""
+    gaps = []
+    other = [p for p in profile.split("+") if p and p != t.profile]
+    if other:
+        gaps.append(f"{'+'.join(other)} profile")
+    if t.runs is not None and n is not None and n < t.runs:
+        gaps.append(f"{n} of {t.runs} runs")
+    return f"reduced: {', '.join(gaps)}" if gaps else ""
+
+
+def verdict(t: Target, holds: bool, reduced: str) -> tuple[str, str]:
+    """Status and the reason shown beside it: a config-set value or a reduced protocol is info."""
+    if t.fixed:
+        return INFO, f"set by config: {t.fixed}"
+    if not t.check:
+        return INFO, t.deviation
+    if reduced:
+        return INFO, _join(reduced, t.deviation)
+    if holds:
+        return PASS, ""
+    return FAIL, t.deviation or "unexplained"
+
+
 def _within(t: Target, ours: float, tol: float) -> bool:
     if t.op == "~":
         return abs(ours - t.value) <= tol + 1e-12
@@ -107,7 +143,7 @@ def _within(t: Target, ours: float, tol: float) -> bool:
 def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     rows = select(df, t.select, t.experiment)
     if rows.empty:
-        return _row(t, note=_join(_why_empty(t.select, df, t.experiment, avail), t.note))
+        return _row(t, note=_join(t.why or _why_empty(t.select, df, t.experiment, avail), t.note))
     agg = aggregate(rows, t.metric, t.best_over, t.best, t.best_metric, t.nearest)
     if agg["n"] == 0:
         statuses = rows["status"].value_counts().to_dict()
@@ -115,9 +151,9 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
             err = rows.loc[rows["status"] == "failed", "error"].iloc[0] if "error" in rows else ""
             return _row(
                 t,
-                status=FAIL if t.check else INFO,
+                status=FAIL if t.check and not t.fixed else INFO,
                 profile=agg["profile"],
-                note=f"all {statuses['failed']} runs failed: {err}",
+                note=_join(f"all {statuses['failed']} runs failed: {err}", t.deviation),
             )
         if statuses.get("skipped"):
             why = (
@@ -126,14 +162,12 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
             return _row(t, profile=agg["profile"], note=f"runs skipped: {why}")
         return _row(t, profile=agg["profile"], note=_join(agg["note"], t.note))
     profile = agg["profile"]
-    tol = max(
-        t.tolerance_for("reduced" if "reduced" in profile and "full" not in profile else "full"),
-        t.rtol * abs(t.value),
-    )
+    tol = t.tolerance_abs()
     ours = agg["mean"]
-    ok = _within(t, ours, tol)
-    status = (PASS if ok else FAIL) if t.check else INFO
-    note = _join(agg["note"], f"{agg['n_failed']} runs failed" if agg["n_failed"] else "", t.note)
+    status, why = verdict(t, _within(t, ours, tol), shortfall(t, profile, agg["n"]))
+    note = _join(
+        why, agg["note"], f"{agg['n_failed']} runs failed" if agg["n_failed"] else "", t.note
+    )
     return _row(
         t,
         ours=ours,
@@ -163,7 +197,9 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     label = f"{t.lhs.label()} {t.op} {rlabel}"
     if both is None or both.empty:
         missing = t.lhs if not len(left) else t.rhs
-        return _row(t, method=label, note=_join(avail.reason(missing, t.experiment), t.claim))
+        return _row(
+            t, method=label, note=_join(t.why or avail.reason(missing, t.experiment), t.claim)
+        )
     op = _OPS[t.op]
     slack = t.margin if t.op in (">=", ">") else -t.margin
     holds = op(both["lhs"] + slack, both["rhs"])
@@ -171,9 +207,11 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     bad = [
         str(k if not isinstance(k, tuple) else "/".join(map(str, k))) for k in both.index[~holds]
     ]
-    status = (PASS if share >= t.require - 1e-12 else FAIL) if t.check else INFO
-    note = _join(t.claim, f"fails on: {', '.join(bad)}" if bad else "")
-    need = "all" if t.require >= 1 else f">= {t.require:.0%}"
+    sides = [s for s in (t.lhs, t.rhs) if s is not None]
+    profile = "+".join(sorted({p for s in sides for p in _profile_of(df, s, t).split("+") if p}))
+    status, why = verdict(t, share >= t.require - 1e-12, shortfall(t, profile))
+    note = _join(why, t.claim, f"fails on: {', '.join(bad)}" if bad else "")
+    need = "all" if t.require >= 1 else need_text(t.require)
     return _row(
         t,
         method=label,
@@ -181,6 +219,7 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         paper_value=t.require,
         ours=share,
         n=len(both),
+        profile=profile,
         delta=share - t.require,
         tol=0.0,
         status=status,
@@ -202,7 +241,7 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         if missing:
             reasons = [avail.reason(g, t.experiment) for g in missing]
             informative = [r for r in reasons if not r.startswith("not run")]
-            return _row(t, method=label, note=(informative or reasons)[0])
+            return _row(t, method=label, note=t.why or (informative or reasons)[0])
         table = pd.concat(cols, axis=1).dropna()
         if len(table) < 2:
             return _row(
@@ -215,7 +254,9 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         label = f"wilcoxon({t.lhs.label()}, {t.rhs.label()})"
         if left.empty or right.empty:
             return _row(
-                t, method=label, note=avail.reason(t.lhs if left.empty else t.rhs, t.experiment)
+                t,
+                method=label,
+                note=t.why or avail.reason(t.lhs if left.empty else t.rhs, t.experiment),
             )
         both = pd.concat({"lhs": left, "rhs": right}, axis=1).dropna()
         if len(both) < 2:
@@ -224,8 +265,9 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
             )
         res = stats.wilcoxon(both["lhs"], both["rhs"])
     significant = res["p"] < t.alpha
-    ok = significant == (t.expect == "significant")
-    status = (PASS if ok else FAIL) if t.check else INFO
+    sides = list(t.groups) or [t.lhs, t.rhs]
+    profile = "+".join(sorted({p for s in sides for p in _profile_of(df, s, t).split("+") if p}))
+    status, why = verdict(t, significant == (t.expect == "significant"), shortfall(t, profile))
     paper = (
         f"paper: stat {t.paper_statistic:g}, p={t.paper_p:g}; "
         if t.paper_statistic is not None and t.paper_p is not None
@@ -240,9 +282,23 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         n=res["n"],
         tol=t.alpha,
         op=f"expect {t.expect} at α={t.alpha}",
+        profile=profile,
         status=status,
-        note=_join(f"{paper}ours: stat {res['statistic']:.4g}, N={res['n']}", t.claim),
+        note=_join(why, f"{paper}ours: stat {res['statistic']:.4g}, N={res['n']}", t.claim),
     )
+
+
+def need_text(require: float) -> str:
+    """How a relation's required share reads: ``most`` is a strict majority, as the code checks."""
+    return "most (> 50%)" if 0.5 < require < 0.5 + 1e-6 else f">= {require:.0%}"
+
+
+def _profile_of(df: pd.DataFrame, sel: Selector, t: Target) -> str:
+    """Profiles of the ok rows a selector uses (full preferred, as the aggregation does)."""
+    rows = select(df, sel, t.experiment)
+    if rows.empty or "status" not in rows:
+        return ""
+    return profile_of(prefer_full(rows[rows["status"] == "ok"]))
 
 
 def _why_empty(sel: Selector, df: pd.DataFrame, experiment: str, avail: Availability) -> str:

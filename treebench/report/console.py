@@ -107,13 +107,14 @@ def print_plan(plan) -> None:
     console.print(f"{len(plan) - todo} done, {todo} to run (dry run: nothing launched)")
 
 
-def summarize_sweep(sweep_dir: os.PathLike, store_dir: os.PathLike) -> None:
-    """Collect the records of every job of a sweep (by its ``keys.json`` files) and summarise them."""
+def summarize_sweep(sweep_dir: os.PathLike, store_dir: os.PathLike, ledger=None) -> None:
+    """Collect the records of every job of a sweep (by its ``keys.json`` files) and summarise them
+    (a job done in the committed ``ledger`` shows its ledger record)."""
     sweep = Path(sweep_dir)
     keys = []
     for p in sorted(sweep.glob("*/keys.json")):
         keys.extend(json.loads(p.read_text()))
-    store = Store(store_dir)
+    store = Store(store_dir, ledger)
     recs = [r for r in (store.get(k) for k in keys) if r is not None]
     df = to_frame(recs)
     table = summary_table(df)

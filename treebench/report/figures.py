@@ -111,8 +111,12 @@ def make_figure(
     out_dir: str | Path,
     targets: list[Target] = (),
     experiment: str = "",
+    formats: tuple = ("png", "pdf"),
+    points_csv: bool = True,
 ) -> list[Path]:
-    """Draw one declared figure; write ``<name>.png`` and ``<name>.pdf``; return the paths ([] if no data)."""
+    """Draw one declared figure; write ``<name>.<format>`` (and the points as ``<name>.csv``);
+    return the image paths ([] if no data). PNGs carry no software stamp, so equal data give
+    equal files on one machine."""
     pts = figure_points(df, spec)
     ref = paper_points(list(targets), spec) if spec.get("paper_points", True) else pd.DataFrame()
     if pts.empty:
@@ -164,10 +168,11 @@ def make_figure(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for ext in ("png", "pdf"):
+    for ext in formats:
         p = out / f"{spec['name']}.{ext}"
-        fig.savefig(p, dpi=130)
+        fig.savefig(p, dpi=130, metadata={"Software": None} if ext == "png" else None)
         paths.append(p)
     plt.close(fig)
-    pts.to_csv(out / f"{spec['name']}.csv", index=False)
+    if points_csv:
+        pts.to_csv(out / f"{spec['name']}.csv", index=False)
     return paths

@@ -82,7 +82,9 @@ def wilcoxon(x, y) -> dict:
     }
 
 
-def cd_diagram(nem: dict, path_stem: str | Path, title: str = "") -> list[Path]:
+def cd_diagram(
+    nem: dict, path_stem: str | Path, title: str = "", formats: tuple = (".png", ".pdf")
+) -> list[Path]:
     """Draw the critical-difference diagram of a :func:`nemenyi` result; write ``.png`` and ``.pdf``."""
     import matplotlib
 
@@ -100,8 +102,9 @@ def cd_diagram(nem: dict, path_stem: str | Path, title: str = "") -> list[Path]:
     stem = Path(path_stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     out = []
-    for ext in (".png", ".pdf"):
-        fig.savefig(stem.with_suffix(ext), dpi=150)
+    for ext in formats:
+        meta = {"Software": None} if ext == ".png" else None
+        fig.savefig(stem.with_suffix(ext), dpi=150, metadata=meta)
         out.append(stem.with_suffix(ext))
     plt.close(fig)
     return out

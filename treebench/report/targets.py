@@ -4,7 +4,10 @@ A paper file holds
 
 * ``paper``, ``title``, ``units`` (``percent`` or ``fraction``: how the file writes rates such as
   accuracy; percent values are divided by 100 on load so they compare with the records' fractions),
-* ``defaults`` for every target (``metric``, ``tolerance``, ``tolerance_reduced``, ``rtol`` ...);
+* ``defaults`` for every target (``metric``, ``tolerance``, ``tolerance_sd``, ``rtol``, ``runs``,
+  ``profile`` ...): the tolerances are the ones the method's issue set, never widened for a run
+  that made fewer seeds or a reduced profile -- such a number is shown as ``info`` with what it
+  lacked ("reduced: 3 of 10 runs"), never as a pass;
   a metric is a record column or one derived from them (``treebench.report.select.DERIVED``, e.g.
   ``test_error``, or ``test_score`` = accuracy on classification rows and R² on regression rows),
 * ``unavailable``: dataset → why it cannot be run (e.g. not in the data mirror),
@@ -102,8 +105,11 @@ class Target:
     units: str = "fraction"
     op: str = "~"
     tolerance: float = 0.0
-    tolerance_reduced: float | None = None
+    tolerance_sd: float = 0.0  # or this many paper SDs, where larger (record units via ``sd``)
     rtol: float = 0.0
+    runs: int | None = None  # the paper's runs per number (seeds x folds); fewer = reduced
+    profile: str = "full"  # the profile that is this file's protocol (CI guards: reduced)
+    fixed: str = ""  # the value is set by the config (why): shown as info, never a pass
     best_over: tuple = ()  # params the paper picked the best of (per dataset)
     best: str = "max"
     best_metric: str | None = None  # metric the best config is picked by (default: ``metric``)
@@ -111,6 +117,8 @@ class Target:
     check: bool = True  # False: shown in reports, never fails ``check``
     table: str | None = None  # paper table/figure layout this number belongs to
     note: str = ""
+    deviation: str = ""  # why ours may differ from the paper (shown beside a FAIL or info row)
+    why: str = ""  # why it is not run (shown beside a skipped row)
     # kind: relation
     lhs: Selector | None = None
     rhs: Selector | None = None
@@ -127,11 +135,11 @@ class Target:
     paper_statistic: float | None = None
     paper_p: float | None = None
 
-    def tolerance_for(self, profile: str) -> float:
-        """Absolute tolerance (record units) for a number made under ``profile``."""
-        if profile == "reduced" and self.tolerance_reduced is not None:
-            return self.tolerance_reduced
-        return self.tolerance
+    def tolerance_abs(self) -> float:
+        """Absolute tolerance in record units: the largest of ``tolerance``, ``tolerance_sd`` paper
+        SDs and ``rtol`` times the value."""
+        by_sd = self.tolerance_sd * self.sd if self.sd is not None else 0.0
+        return max(self.tolerance, by_sd, self.rtol * abs(self.value or 0.0))
 
     def scale(self) -> float:
         """Factor from record units to the paper's printed units (100 for percent)."""
@@ -183,8 +191,12 @@ _VALUE_KEYS = {
     "units",
     "op",
     "tolerance",
-    "tolerance_reduced",
+    "tolerance_sd",
     "rtol",
+    "runs",
+    "fixed",
+    "deviation",
+    "why",
     "best_over",
     "best",
     "check",
@@ -193,6 +205,7 @@ _VALUE_KEYS = {
     "nearest",
     *SIZE_FIELDS,
 }
+_REASONS = {"deviation", "why"}
 _REL_KEYS = {
     "id",
     "kind",
@@ -211,6 +224,7 @@ _REL_KEYS = {
     "dataset",
     "where",
     "table",
+    *_REASONS,
 }
 _STAT_KEYS = {
     "id",
@@ -230,11 +244,14 @@ _STAT_KEYS = {
     "note",
     "claim",
     "per",
+    *_REASONS,
 }
 _DEFAULT_KEYS = {
     "metric",
     "tolerance",
-    "tolerance_reduced",
+    "tolerance_sd",
+    "runs",
+    "profile",
     "rtol",
     "op",
     "units",
@@ -256,7 +273,16 @@ _SELECTOR_KEYS = {
     "best",
     "best_by",
 }
-_EXPERIMENT_KEYS = {"title", "tables", "figures", "stats", "description", "metric"}
+_EXPERIMENT_KEYS = {
+    "title",
+    "tables",
+    "figures",
+    "stats",
+    "description",
+    "metric",
+    "fixed",
+    "items",
+}
 
 
 def _err(path, where: str, msg: str) -> TargetError:
@@ -390,11 +416,9 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
     )
     sd = _number(path, where, "sd", e.get("sd"))
     tol = _number(path, where, "tolerance", e.get("tolerance", d.get("tolerance", 0.0)))
-    tol_r = _number(
-        path, where, "tolerance_reduced", e.get("tolerance_reduced", d.get("tolerance_reduced"))
-    )
+    tol_sd = _number(path, where, "tolerance_sd", e.get("tolerance_sd", d.get("tolerance_sd", 0.0)))
     rtol = _number(path, where, "rtol", e.get("rtol", d.get("rtol", 0.0)))
-    for n, v in (("tolerance", tol), ("tolerance_reduced", tol_r), ("rtol", rtol)):
+    for n, v in (("tolerance", tol), ("tolerance_sd", tol_sd), ("rtol", rtol)):
         if v is not None and v < 0:
             raise _err(path, where, f"{n} must be >= 0, got {v}")
     base = Target(
@@ -412,8 +436,9 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
         units=units,
         op=op,
         tolerance=_to_record_units(units, tol) or 0.0,
-        tolerance_reduced=_to_record_units(units, tol_r),
+        tolerance_sd=tol_sd or 0.0,
         rtol=rtol or 0.0,
+        **_protocol(path, where, e, d),
         best_over=best_over,
         best=best,
         nearest=dict(nearest),
@@ -442,7 +467,7 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
                 units="count",
                 op="~",
                 tolerance=0.0,
-                tolerance_reduced=None,
+                tolerance_sd=0.0,
                 rtol=float(d.get("size_rtol", 0.5)),
                 best_metric=base.metric,
                 check=bool(d.get("size_check", True)) and base.check,
@@ -450,6 +475,23 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
             )
         )
     return out
+
+
+def _protocol(path, where, e: dict, d: dict) -> dict:
+    """The protocol and reason fields a target of any kind carries."""
+    runs = e.get("runs", d.get("runs"))
+    if runs is not None and (isinstance(runs, bool) or not isinstance(runs, int) or runs < 1):
+        raise _err(path, where, f"runs must be a positive integer, got {runs!r}")
+    profile = d.get("profile", "full")
+    if profile not in PROFILES:
+        raise _err(path, "defaults.profile", f"must be one of {PROFILES}, got {profile!r}")
+    return {
+        "runs": runs,
+        "profile": profile,
+        "fixed": str(e.get("fixed", "")),
+        "deviation": str(e.get("deviation", "")),
+        "why": str(e.get("why", "")),
+    }
 
 
 def _load_relation(path, where, e: dict, d: dict, paper: str) -> Target:
@@ -495,6 +537,7 @@ def _load_relation(path, where, e: dict, d: dict, paper: str) -> Target:
         check=bool(e.get("check", d.get("check", True))),
         note=str(e.get("note", "")),
         table=e.get("table"),
+        **_protocol(path, where, e, d),
     )
 
 
@@ -542,6 +585,7 @@ def _load_stat(path, where, e: dict, d: dict, paper: str) -> Target:
         per=(per,) if isinstance(per, str) else tuple(per),
         check=bool(e.get("check", d.get("check", True))),
         note=str(e.get("note", "")),
+        **_protocol(path, where, e, d),
     )
 
 
@@ -560,6 +604,15 @@ def _check_experiments(path, exps) -> dict:
                 path,
                 f"experiments.{name}",
                 f"unknown keys {sorted(unknown)}; allowed: {sorted(_EXPERIMENT_KEYS)}",
+            )
+        fixed = spec.get("fixed") or {}
+        if not isinstance(fixed, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v for k, v in fixed.items()
+        ):
+            raise _err(
+                path,
+                f"experiments.{name}.fixed",
+                "must map a metric to why the config sets it (e.g. n_splits: 'target_splits')",
             )
         for i, fig in enumerate(spec.get("figures") or []):
             if (
@@ -633,6 +686,14 @@ def load_paper(path: str | Path) -> PaperSpec:
             targets.append(_load_relation(path, where, e, d, paper))
         else:
             targets.append(_load_stat(path, where, e, d, paper))
+    experiments = _check_experiments(path, data.get("experiments"))
+    targets = [
+        replace(t, fixed=fixed)
+        if not t.fixed
+        and (fixed := (experiments.get(t.experiment, {}).get("fixed") or {}).get(t.metric))
+        else t
+        for t in targets
+    ]
     seen = set()
     for t in targets:
         if t.id in seen:
@@ -647,7 +708,7 @@ def load_paper(path: str | Path) -> PaperSpec:
         path=path,
         units=units,
         targets=targets,
-        experiments=_check_experiments(path, data.get("experiments")),
+        experiments=experiments,
         unavailable={str(k): str(v) for k, v in unavailable.items()},
         notes=str(data.get("notes", "")),
     )
@@ -655,7 +716,7 @@ def load_paper(path: str | Path) -> PaperSpec:
 
 def papers_dir(conf_dir: str | Path | None = None) -> Path:
     if conf_dir is None:
-        from treebench.app import CONF_DIR
+        from treebench.config import CONF_DIR
 
         conf_dir = CONF_DIR
     return Path(conf_dir) / "papers"

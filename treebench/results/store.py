@@ -30,24 +30,28 @@ class JobBusyError(RuntimeError):
 
 
 class Store:
-    """A directory of records ``<root>/<key[:2]>/<key>.json``.
+    """A directory of records ``<root>/<key[:2]>/<key>.json``, over an optional committed ledger.
 
     A record whose ``status`` is ``ok`` or ``skipped`` marks its job done; a ``failed`` record
-    does not, and is replaced when the job runs again.
+    does not, and is replaced when the job runs again. With a ``ledger``
+    (:class:`~treebench.results.ledger.Ledger`), a key it holds is done too: :meth:`get` falls back
+    to the ledger's record, while :meth:`records` yields the local records only.
     """
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, ledger=None):
         self.root = Path(root)
+        self.ledger = ledger
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
+        """The local record of ``key``, else the ledger's, else None."""
         p = self.path(key)
         try:
             return json.loads(p.read_text())
         except FileNotFoundError:
-            return None
+            return self.ledger.get(key) if self.ledger is not None else None
         except json.JSONDecodeError:  # cannot happen with atomic writes; treat as absent
             return None
 
@@ -76,7 +80,8 @@ class Store:
 
         Run keys do not include the experiment's name, so a fit two experiments share runs once and
         keeps its first label in ``experiment``; later experiments are listed in ``also_experiments``
-        (under the key's lock; a busy key is left alone and False returned).
+        (under the key's lock; a busy key is left alone and False returned). A ledger record gains
+        the label in a local copy, which ``treebench ledger add`` merges back.
         """
         rec = self.get(key)  # most done keys already carry the label: no lock file for them
         if rec is None or experiment == rec.get("experiment"):

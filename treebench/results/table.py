@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from treebench.results.ledger import Ledger, combined_records
 from treebench.results.store import Store
 
 _NESTED = ("params", "size", "metrics", "info", "provenance")
@@ -57,13 +58,19 @@ def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def collect(
-    store_dir: str | os.PathLike,
+    store_dir: str | os.PathLike | None,
     out_dir: str | os.PathLike | None = None,
     experiment: str | None = None,
     status: str | None = None,
+    ledger: Ledger | None = None,
 ) -> pd.DataFrame:
-    """Merge stored records into one table, optionally written as Parquet and CSV to ``out_dir``."""
-    df = to_frame(Store(store_dir).records())
+    """Merge records into one table, optionally written as Parquet and CSV to ``out_dir``.
+
+    Reads the local store at ``store_dir`` (None: none) and the committed ``ledger``, one record per
+    run key (see :func:`~treebench.results.ledger.combined_records`).
+    """
+    local = Store(store_dir).records() if store_dir is not None else ()
+    df = to_frame(combined_records(local, ledger))
     if not df.empty:
         if experiment is not None:
             df = df[df["experiment"] == experiment]

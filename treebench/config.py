@@ -1,0 +1,46 @@
+"""Where treebench's configs and committed results ledger live, and config composition."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+#: the Hydra config root (``TREEBENCH_CONF_DIR`` replaces it)
+CONF_DIR = os.environ.get("TREEBENCH_CONF_DIR") or str(_ROOT / "conf")
+
+_LEDGER_OFF = ("", "0", "off", "none", "false")
+
+
+def ledger_dir() -> Path | None:
+    """The committed ledger (``results/`` beside ``conf/``); ``TREEBENCH_LEDGER`` moves it, and
+    ``TREEBENCH_LEDGER=off`` reads none (the local store alone, as a regression check needs)."""
+    env = os.environ.get("TREEBENCH_LEDGER")
+    if env is not None:
+        return None if env.strip().lower() in _LEDGER_OFF else Path(env).expanduser()
+    return _ROOT / "results"
+
+
+def compose(overrides=(), return_hydra_config: bool = False):
+    """Compose ``conf/config.yaml`` with command-line style overrides (``dataset=letter``, ...)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from treebench.schema import register_schema
+
+    register_schema()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return hydra_compose(
+            "config", overrides=list(overrides), return_hydra_config=return_hydra_config
+        )
+
+
+def open_ledger():
+    """The :class:`~treebench.results.ledger.Ledger` at :func:`ledger_dir`, or None when off."""
+    from treebench.results.ledger import Ledger
+
+    d = ledger_dir()
+    return Ledger(d) if d is not None else None

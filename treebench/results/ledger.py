@@ -1,0 +1,202 @@
+"""The committed results ledger: every record behind REPRODUCTION.md, one gzip'd JSONL file per experiment.
+
+Invariants
+----------
+* A run key appears once in the whole ledger, in the file of its record's ``experiment`` label; the
+  other experiments that share the fit are listed in the record's ``also_experiments``.
+* Only done records (``ok`` or ``skipped``) enter; a failed run is not a result.
+* A key is never rewritten with other numbers: adding a record whose key exists with different
+  metrics, size or status is refused as a whole (:class:`LedgerConflict`), nothing written.
+* Files are byte-deterministic for their content (lines sorted by key, canonical JSON, gzip without
+  a timestamp), so the ledger's :meth:`Ledger.content_hash` names exactly what a report was made from.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from treebench.results.store import DONE_STATUSES
+
+SUFFIX = ".jsonl.gz"
+#: record fields that only make sense on the machine that wrote them
+LOCAL_FIELDS = ("model_path",)
+#: what must agree for two records of one key to be the same result
+RESULT_FIELDS = ("status", "metrics", "size")
+
+
+class LedgerConflict(ValueError):
+    """Records whose key is in the ledger with other results; the message lists every one."""
+
+
+def _line(rec: dict) -> str:
+    return json.dumps(rec, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _same_result(a: dict, b: dict) -> bool:
+    return all(_line(a.get(f)) == _line(b.get(f)) for f in RESULT_FIELDS)
+
+
+def merge_labels(rec: dict, other: dict) -> dict:
+    """``rec`` with ``other``'s experiment labels added to ``also_experiments`` (first label kept)."""
+    labels = [other.get("experiment"), *(other.get("also_experiments") or [])]
+    also = list(rec.get("also_experiments") or [])
+    for lab in labels:
+        if lab and lab != rec.get("experiment") and lab not in also:
+            also.append(lab)
+    return {**rec, "also_experiments": sorted(also)} if also else rec
+
+
+@dataclass
+class AddResult:
+    """What :meth:`Ledger.add` did (or, with ``dry_run``, would do), per experiment file."""
+
+    added: dict[str, int] = field(default_factory=dict)
+    relabelled: int = 0  # records already in the ledger that gained an experiment label
+    unchanged: int = 0
+    not_done: int = 0  # failed records, never added
+
+    @property
+    def n_added(self) -> int:
+        return sum(self.added.values())
+
+
+class Ledger:
+    """A directory of ``<experiment>.jsonl.gz`` files (see the module's invariants)."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    def files(self) -> list[Path]:
+        return sorted(self.root.glob(f"*{SUFFIX}")) if self.root.is_dir() else []
+
+    @staticmethod
+    def read_file(path: Path) -> list[dict]:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return [json.loads(ln) for ln in f if ln.strip()]
+
+    def records(self) -> Iterator[dict]:
+        """Every ledger record, file by file (sorted by experiment), each file sorted by key."""
+        for p in self.files():
+            yield from self.read_file(p)
+
+    @cached_property
+    def _by_key(self) -> dict[str, dict]:
+        return {r["key"]: r for r in self.records()}
+
+    def get(self, key: str) -> dict | None:
+        return self._by_key.get(key)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._by_key
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def content_hash(self) -> str:
+        """sha256 (first 16 hex digits) over the files' names and decompressed contents."""
+        h = hashlib.sha256()
+        for p in self.files():
+            h.update(p.name.encode() + b"\0")
+            with gzip.open(p, "rb") as f:
+                h.update(f.read())
+        return h.hexdigest()[:16]
+
+    def add(self, records: Iterable[dict], dry_run: bool = False) -> AddResult:
+        """Add done records; merge experiment labels of known keys; refuse conflicting results.
+
+        Raises
+        ------
+        LedgerConflict
+            If any record's key is in the ledger (or twice in ``records``) with a different status,
+            metrics or size. Nothing is written then.
+        """
+        current = dict(self._by_key)
+        res = AddResult()
+        conflicts: list[str] = []
+        touched: set[str] = set()  # experiment files to rewrite
+        for rec in records:
+            if rec.get("status") not in DONE_STATUSES:
+                res.not_done += 1
+                continue
+            rec = {k: v for k, v in rec.items() if k not in LOCAL_FIELDS}
+            old = current.get(rec["key"])
+            if old is None:
+                current[rec["key"]] = rec
+                touched.add(rec["experiment"])
+                res.added[rec["experiment"]] = res.added.get(rec["experiment"], 0) + 1
+                continue
+            if not _same_result(old, rec):
+                conflicts.append(
+                    f"{rec['key']} ({rec['method']} | {rec['dataset']} | seed {rec['seed']} | "
+                    f"fold {rec['fold']}): ledger {old.get('status')} {old.get('metrics')} vs "
+                    f"new {rec.get('status')} {rec.get('metrics')}"
+                )
+                continue
+            merged = merge_labels(old, rec)
+            if merged.get("also_experiments") == old.get("also_experiments"):
+                res.unchanged += 1
+            else:
+                current[rec["key"]] = merged
+                touched.add(old["experiment"])
+                res.relabelled += 1
+        if conflicts:
+            raise LedgerConflict(
+                f"{len(conflicts)} record(s) already in the ledger with other results; a run key "
+                "must always give the same numbers (nothing was written):\n  "
+                + "\n  ".join(conflicts)
+            )
+        if not dry_run and touched:
+            for exp in sorted(touched):
+                self._write(exp, [r for r in current.values() if r["experiment"] == exp])
+            self.__dict__.pop("_by_key", None)
+        return res
+
+    def _write(self, experiment: str, records: list[dict]) -> Path:
+        """Write one experiment's file atomically; lines sorted by key, gzip without timestamp."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        body = "".join(_line(r) + "\n" for r in sorted(records, key=lambda r: r["key"]))
+        buf = io.BytesIO()
+        with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
+            gz.write(body.encode("utf-8"))
+        path = self.root / f"{experiment}{SUFFIX}"
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=SUFFIX)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(buf.getvalue())
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+
+def combined_records(store_records: Iterable[dict], ledger: Ledger | None) -> Iterator[dict]:
+    """Ledger records plus the local store's, one record per run key.
+
+    A key in both keeps the store's record (the newer run: a regression check must see it) with the
+    experiment labels of both; ``treebench ledger add`` refuses it if its numbers differ.
+    """
+    local: dict[str, dict] = {}
+    for rec in store_records:
+        local[rec["key"]] = rec
+    if ledger is not None:
+        for rec in ledger.records():
+            mine = local.pop(rec["key"], None)
+            if mine is None:
+                yield rec
+            elif mine.get("status") in DONE_STATUSES:
+                yield merge_labels(mine, rec)
+            else:  # a failed rerun does not hide the committed result
+                yield rec
+    yield from local.values()
