@@ -62,9 +62,17 @@ def print_summary(df, title: str) -> None:
         return
     metric = "test" if "metric" in df.columns else df.attrs.get("metric", "metric")
     t = Table(title=title)
-    cols = [c for c in ("dataset", "method", "metric", "n") if c in df.columns]
+    cols = [c for c in ("dataset", "method", "config", "metric", "n") if c in df.columns]
+    if "config" in cols and not df["config"].astype(bool).any():
+        cols.remove("config")  # every method ran one configuration per dataset
     for c in cols:
-        t.add_column(c, justify="left" if c != "n" else "right", no_wrap=True)
+        # text columns fold when the terminal is narrow, so a config is never squeezed out
+        t.add_column(
+            c,
+            justify="left" if c != "n" else "right",
+            no_wrap=c == "n",
+            overflow="fold",
+        )
     extra = [c for c in ("n_splits", "split_evals", "fit_s") if c in df.columns]
     extra += [c for c in ("failed", "skipped") if c in df.columns and df[c].sum() > 0]
     if "mean" in df.columns:
@@ -82,7 +90,8 @@ def print_summary(df, title: str) -> None:
             v = row[c]
             cells.append(_num(v))
         t.add_row(*cells)
-    console.print(t)
+    # piped output (sweep logs, CI) is not cut to 80 columns
+    (console if console.is_terminal else Console(width=max(console.width, 160))).print(t)
 
 
 def print_plan(plan) -> None:
@@ -108,15 +117,21 @@ def print_plan(plan) -> None:
 
 
 def summarize_sweep(sweep_dir: os.PathLike, store_dir: os.PathLike, ledger=None) -> None:
-    """Collect the records of every job of a sweep (by its ``keys.json`` files) and summarise them
-    (a job done in the committed ``ledger`` shows its ledger record)."""
+    """Collect the records of every job of a sweep (by its ``keys.json`` files) and summarise them.
+
+    Only the sweep's own run keys count, each once (as one row, under the record's first
+    experiment), even if the record is shared with other experiments; a job done in the committed
+    ``ledger`` shows its ledger record.
+    """
     sweep = Path(sweep_dir)
     keys = []
     for p in sorted(sweep.glob("*/keys.json")):
         keys.extend(json.loads(p.read_text()))
     store = Store(store_dir, ledger)
-    recs = [r for r in (store.get(k) for k in keys) if r is not None]
+    recs = [r for r in (store.get(k) for k in dict.fromkeys(keys)) if r is not None]
     df = to_frame(recs)
+    if not df.empty:  # to_frame repeats a record under each experiment it belongs to
+        df = df.drop_duplicates("key").reset_index(drop=True)
     table = summary_table(df)
     print_summary(table, f"sweep {sweep.name}: {len(recs)} records")
     if not df.empty:

@@ -1,10 +1,15 @@
-"""Aggregate tidy results into method × dataset tables of mean ± SD."""
+"""Aggregate tidy results into tables of mean ± SD per (dataset, method, configuration)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from treebench.report.select import norm
+
 _SIZE_COLS = ("n_splits", "n_leaves", "split_evals")
+#: code of a param column that is not part of a row's configuration (same for all its runs)
+_SAME = -2
 
 
 def headline_metric(df: pd.DataFrame) -> str:
@@ -18,17 +23,92 @@ def headline_metric(df: pd.DataFrame) -> str:
     return cols[0]
 
 
-def summary_table(df: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
-    """Mean and SD of the test metric, size and fit time per (dataset, method), over seeds and folds.
+def _sort_key(label: str) -> tuple:
+    """Order of normalised param values: null first, then numbers by value, then text."""
+    if label == "null":
+        return (0, 0.0, "")
+    try:
+        return (1, float(label), "")
+    except ValueError:
+        return (2, 0.0, label)
 
-    Only ``ok`` rows count; ``n`` is the number of runs aggregated, ``failed``/``skipped`` their counts.
+
+def _hashable(v):
+    """``v`` itself if a scalar, else its repr (lists and dicts cannot be grouped on)."""
+    return v if isinstance(v, float | int | str | bool | type(None)) else repr(v)
+
+
+def _param_codes(col: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Integer codes of a param column's normalised values (3, 3.0 and "3" share one) and their
+    labels, codes in the :func:`_sort_key` order of the labels; missing values have code -1."""
+    try:
+        raw, uniques = pd.factorize(col, use_na_sentinel=True)
+    except TypeError:  # unhashable values (lists, dicts) in a frame not built by to_frame
+        raw, uniques = pd.factorize(col.map(_hashable), use_na_sentinel=True)
+    names = [norm(u) for u in uniques]  # one norm() per distinct value, not per row
+    labels = sorted(set(names), key=_sort_key)
+    if not names:
+        return np.full(len(col), -1), labels
+    pos = {lab: i for i, lab in enumerate(labels)}
+    remap = np.array([pos[n] for n in names])
+    return np.where(raw >= 0, remap[raw], -1), labels
+
+
+def config_columns(df: pd.DataFrame, by: tuple = ("dataset", "method")) -> pd.DataFrame:
+    """Each row's configuration within its ``by`` block: the ``param.*`` values that differ there.
+
+    Returns a frame on ``df``'s index with ``config`` (e.g. ``"max_depth=3, n_estimators=50"``;
+    empty when the block has one configuration; missing and None values read ``null``) and
+    ``config_rank`` (an integer ordering the configurations by their values, numbers numerically).
+    """
+    params = sorted(c for c in df.columns if c.startswith("param."))
+    out = pd.DataFrame({"config": "", "config_rank": 0}, index=df.index)
+    if df.empty or not params:
+        return out
+    coded = [_param_codes(df[c]) for c in params]
+    # positional (a fresh RangeIndex): df's index may repeat labels, e.g. after a concat
+    codes = pd.DataFrame({c: k for c, (k, _) in zip(params, coded, strict=True)})
+    blocks = [df[c].to_numpy() for c in by if c in df.columns] or [np.zeros(len(df), dtype=int)]
+    differs = codes.groupby(blocks).transform("nunique") > 1
+    # a config's codes over the columns that vary in its block; the other columns are constant
+    configs = codes.where(differs, _SAME)
+    index = pd.MultiIndex.from_frame(configs)
+    distinct = index.unique().sort_values()
+    labels = [
+        ", ".join(
+            f"{c.removeprefix('param.')}={names[k] if k >= 0 else 'null'}"
+            for c, k, (_, names) in zip(params, cfg, coded, strict=True)
+            if k != _SAME
+        )
+        for cfg in distinct  # one label per distinct configuration, not per row
+    ]
+    rank = distinct.get_indexer(index)
+    out["config"] = np.asarray(labels, dtype=object)[rank]
+    out["config_rank"] = rank
+    return out
+
+
+def summary_table(df: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
+    """Mean and SD of the test metric, size and fit time per configuration, over seeds and folds.
+
+    A configuration is a (dataset, method) pair plus the values of the ``param.*`` columns that
+    differ among that method's runs on that dataset, shown as ``config`` (see
+    :func:`config_columns`; empty when the method ran one configuration there). Each run key
+    counts once, so a record listed under several experiments (``to_frame`` gives it one row per
+    experiment) is not counted twice. Only ``ok`` runs enter the mean; ``n`` is the number of
+    distinct ``ok`` runs aggregated, ``failed``/``skipped`` the counts of the others.
     """
     if df.empty:
         return pd.DataFrame()
-    status = df.groupby(["dataset", "method"])["status"].value_counts().unstack(fill_value=0)
+    if "key" in df.columns:
+        df = df.drop_duplicates("key")
+    df = df.reset_index(drop=True)
+    df = pd.concat([df, config_columns(df)], axis=1)
+    keys = ["dataset", "method", "config_rank", "config"]
+    status = df.groupby(keys)["status"].value_counts().unstack(fill_value=0)
     ok = df[df["status"] == "ok"]
     if ok.empty:
-        return status.reset_index()
+        return status.reset_index().drop(columns="config_rank")
     parts = []
     # each task has its own headline metric (accuracy for classification, R² for regression)
     for _, rows in ok.groupby(ok["task"] if "task" in ok.columns else pd.Series(0, ok.index)):
@@ -42,13 +122,13 @@ def summary_table(df: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
         for c in _SIZE_COLS:
             if c in rows.columns:
                 agg[c] = (c, "mean")
-        part = rows.groupby(["dataset", "method"]).agg(**agg)
+        part = rows.groupby(keys).agg(**agg)
         part.insert(0, "metric", m)
         parts.append(part)
     out = pd.concat(parts).sort_index()
     for s in ("failed", "skipped"):
         out[s] = status[s] if s in status.columns else 0
-    out = out.reset_index()
+    out = out.reset_index().drop(columns="config_rank")
     metrics = list(dict.fromkeys(out["metric"]))
     out.attrs["metric"] = " / ".join(metrics)
     if len(metrics) == 1:
