@@ -505,10 +505,10 @@ def _inspect_model(target: str, outputs: str | None, refit: bool):
 
     from treebench.inspect import export_graph
     from treebench.inspect.graph import GraphEnsemble
-    from treebench.inspect.show import find_record, model_path, refit_record
+    from treebench.inspect.show import RefitError, find_record, model_path, refit_record
 
     out = _outputs(outputs)
-    rec, saved = find_record(target, out)
+    rec, saved = find_record(target, out / "store")
     if saved is None and rec is not None and not refit:
         cand = model_path(out / "store", rec["key"])
         saved = cand if cand.exists() else None
@@ -518,7 +518,11 @@ def _inspect_model(target: str, outputs: str | None, refit: bool):
         raise FileNotFoundError(f"no record for {target}")
     if rec.get("status") != "ok":
         raise ValueError(f"record {rec['key']} has status {rec.get('status')!r}, nothing to show")
-    est, X_tr, y_tr, X_te, y_te, names, image_shape = refit_record(rec)
+    try:
+        est, X_tr, y_tr, X_te, y_te, names, image_shape = refit_record(rec)
+    except RefitError as exc:  # would fit something else than the run: say what and stop
+        err.print(str(exc), style="red", markup=False, highlight=False)
+        raise typer.Exit(1) from exc
     model = export_graph(est, X_tr, y_tr)
     if names is not None and len(names) == model.n_features and model.feature_names is None:
         model.feature_names = names
@@ -533,7 +537,8 @@ def _inspect_model(target: str, outputs: str | None, refit: bool):
 
         got = float(r2_score(y_te, model.predict(X_te)))
     want = (rec.get("metrics") or {}).get(metric)
-    how = f"refitted {rec['method']} on {rec['dataset']} (seed {rec['seed']}, fold {rec['fold']}): "
+    how = f"refitted {rec['method']} on {rec['dataset']} (seed {rec['seed']}, fold {rec['fold']}, "
+    how += f"{X_tr.shape[1]} features, run key verified): "
     how += f"exported graph {metric}={got:.4f}"
     if want is not None:
         how += f", record {metric}={want:.4f}"
@@ -560,14 +565,15 @@ def show(
 ) -> None:
     """Render a trained model: DOT + SVG/PNG drawings, rules.txt, importances.csv/.png, model.json.
 
-    Loads the model saved with save_model=true, or refits the run from its record."""
+    Loads the model saved with save_model=true, or refits the run from its record (composed from
+    the record's overrides; refused when that would not give back the record's run key)."""
     from treebench.inspect.show import write_report
 
     model, rec, how = _inspect_model(target, outputs, refit)
     key = rec["key"] if rec else Path(target).name.split(".")[0]
     dest = Path(out) if out else _outputs(outputs) / "inspect" / key
     files = write_report(model, dest, max_graphs=max_graphs, max_depth=max_depth, engine=engine)
-    console.print(how)
+    console.print(how, soft_wrap=True)  # one line, for scripts
     console.print(
         f"wrote {dest}: model.json, rules.txt, "
         + ", ".join(p.name for p in files["render"]["dot"] + files["render"]["images"])
@@ -593,7 +599,7 @@ def export(
     """Write a trained model's decision graph(s) as JSON (loadable with treebench.inspect.load_graph)."""
     model, _rec, how = _inspect_model(target, outputs, refit)
     path = model.save(out)
-    console.print(how)
+    console.print(how, soft_wrap=True)  # one line, for scripts
     console.print(f"wrote {path} ({len(model.graphs)} graph(s))")
 
 

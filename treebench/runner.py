@@ -200,10 +200,16 @@ class Skip(Exception):
     """A job that cannot run for a recorded reason (wrong task type, unusable data)."""
 
 
-def preprocess_fold(cfg: DictConfig, fold, ds) -> tuple:
-    """The dataset's preprocessing fitted on the fold's train part: (X_train, y_train, X_test, y_test)."""
+def _fit_preprocess(cfg: DictConfig, fold, ds):
+    """The dataset's preprocessor fitted on the fold's train part."""
     pre = instantiate(cfg.dataset.preprocess)
     pre.fit(fold.train.X, fold.train.y, categorical=ds.categorical)
+    return pre
+
+
+def preprocess_fold(cfg: DictConfig, fold, ds) -> tuple:
+    """The dataset's preprocessing fitted on the fold's train part: (X_train, y_train, X_test, y_test)."""
+    pre = _fit_preprocess(cfg, fold, ds)
     return pre.transform(fold.train.X), fold.train.y, pre.transform(fold.test.X), fold.test.y
 
 
@@ -217,11 +223,47 @@ def eval_set_kwargs(est, X_te, y_te) -> dict:
     return {"eval_set": (X_te, y_te)} if callable(wants) and wants() else {}
 
 
-def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
-    """Fit and evaluate one fold; return the measured fields of the record.
+@dataclass
+class FittedFold:
+    """One fold's estimator as the runner fits it, with the arrays it was fitted and tested on.
 
-    ``on_fit(est, X_train, y_train)``, if given, runs after fitting and returns extra record fields
-    (used to save the model when ``save_model=true``).
+    Attributes
+    ----------
+    est : estimator
+        The fitted estimator.
+    preprocessor : Preprocessor
+        The dataset's preprocessing, fitted on the fold's train part.
+    X_train, y_train, X_test, y_test : array
+        The fold's parts after preprocessing.
+    method_seed : int
+        The ``random_state`` the runner fills in when the config leaves it unset.
+    eval_set_in_fit : bool
+        Whether ``fit`` was given the test part (see :func:`eval_set_kwargs`).
+    fit_seconds : float
+        Wall time of ``fit``.
+    """
+
+    est: Any
+    preprocessor: Any
+    X_train: Any
+    y_train: Any
+    X_test: Any
+    y_test: Any
+    method_seed: int
+    eval_set_in_fit: bool
+    fit_seconds: float
+
+
+def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
+    """Preprocess fold ``fold`` of ``ds`` and fit the job's estimator on it.
+
+    The one fitting path of the runner (:func:`run_fold`) and of refitting a stored run
+    (:func:`treebench.inspect.show.refit_record`), so a refit is the recorded fit.
+
+    Raises
+    ------
+    Skip
+        The method does not support the dataset's task, or the train part has one class.
     """
     cfg = job.cfg
     task = cfg.dataset.task
@@ -232,23 +274,38 @@ def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
     if task == "classification" and np.unique(fold.train.y).size < 2:
         raise Skip("training data has a single class")
 
-    X_tr, y_tr, X_te, y_te = preprocess_fold(cfg, fold, ds)
+    pre = _fit_preprocess(cfg, fold, ds)
+    X_tr, y_tr = pre.transform(fold.train.X), fold.train.y
+    X_te, y_te = pre.transform(fold.test.X), fold.test.y
 
     params = instantiate(job.params, _convert_="all") if job.params else {}
     est = cls(**params)
     method_seed = derive_seed(job.seed, job.dataset, fold.index, job.method)
     _set_context_params(est, threads, method_seed, ds.image_shape)
-    names = list(cfg.metrics[task])
-    unknown = [n for n in names if n not in METRICS]
-    if unknown:
-        raise ValueError(f"unknown metrics {unknown}; choices: {', '.join(METRICS)}")
-
     fit_kw = eval_set_kwargs(est, X_te, y_te)
 
     with threadpool_limits(limits=threads):
         t0 = time.perf_counter()
         est.fit(X_tr, y_tr, **fit_kw)
         fit_s = time.perf_counter() - t0
+    return FittedFold(est, pre, X_tr, y_tr, X_te, y_te, method_seed, bool(fit_kw), fit_s)
+
+
+def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
+    """Fit and evaluate one fold; return the measured fields of the record.
+
+    ``on_fit(est, X_train, y_train)``, if given, runs after fitting and returns extra record fields
+    (used to save the model when ``save_model=true``).
+    """
+    task = job.cfg.dataset.task
+    names = list(job.cfg.metrics[task])
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:  # before the fit, which may be long
+        raise ValueError(f"unknown metrics {unknown}; choices: {', '.join(METRICS)}")
+
+    ff = fit_fold(job, fold, ds, threads)
+    est, X_tr, y_tr, X_te, y_te = ff.est, ff.X_train, ff.y_train, ff.X_test, ff.y_test
+    with threadpool_limits(limits=threads):
         t0 = time.perf_counter()
         p_te = est.predict(X_te)
         predict_s = time.perf_counter() - t0
@@ -262,11 +319,11 @@ def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
         "n_val": int(len(fold.val)) if getattr(fold, "val", None) is not None else 0,
         "n_features": int(X_tr.shape[1]),
         "n_classes": int(np.unique(y_tr).size) if task == "classification" else None,
-        "fit_seconds": fit_s,
+        "fit_seconds": ff.fit_seconds,
         "predict_seconds": predict_s,
         "threads": threads,
-        "method_seed": method_seed,
-        "eval_set_in_fit": bool(fit_kw),
+        "method_seed": ff.method_seed,
+        "eval_set_in_fit": ff.eval_set_in_fit,
         "metrics": {**_metrics(names, y_tr, p_tr, "train"), **_metrics(names, y_te, p_te, "test")},
         "size": size,
         "info": dict(getattr(est, "fit_info_", {}) or {}),

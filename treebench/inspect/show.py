@@ -60,8 +60,22 @@ def save_fitted_model(store_root, key: str, est, X=None, y=None) -> dict:
 # ----------------------------------------------------------------------------- targets
 
 
-def find_record(target: str, outputs) -> tuple[dict | None, Path | None]:
-    """The record named by ``target``: a record file, a saved-model file or a run key (prefix)."""
+def find_record(target: str, store_root) -> tuple[dict | None, Path | None]:
+    """The record named by ``target``, and its saved-model file when ``target`` is one.
+
+    Parameters
+    ----------
+    target : str
+        A record file, a saved-model file (``<key>.model.json.gz``), a run key or a unique prefix
+        of one (at least 2 characters).
+    store_root : path
+        The store looked up for run keys (``<outputs>/store``).
+
+    Returns
+    -------
+    (dict or None, Path or None)
+        The record (None for a saved model without its record) and the saved-model path, if any.
+    """
     from treebench.results.store import Store
 
     p = Path(target)
@@ -70,7 +84,7 @@ def find_record(target: str, outputs) -> tuple[dict | None, Path | None]:
             rec_path = p.with_name(p.name[: -len(MODEL_SUFFIX)] + ".json")
             return (json.loads(rec_path.read_text()) if rec_path.exists() else None), p
         return json.loads(p.read_text()), None
-    store = Store(Path(outputs) / "store")
+    store = Store(store_root)
     key = target
     if len(key) < 24:  # a unique prefix is enough
         hits = sorted(store.root.glob(f"{key[:2]}/{key}*.json")) if len(key) >= 2 else []
@@ -86,49 +100,236 @@ def find_record(target: str, outputs) -> tuple[dict | None, Path | None]:
     return rec, None
 
 
-def refit_record(rec: dict, threads: int = 1):
-    """Refit the run of a record (same data, fold, preprocessing, parameters and seed).
+# ----------------------------------------------------------------------------- refit
 
-    Returns ``(estimator, X_train, y_train, X_test, y_test, feature_names, image_shape)``.
+
+class RefitError(ValueError):
+    """A record cannot be refitted as the run that wrote it (its run key would differ)."""
+
+
+# Overrides that never change a run's result: where data and outputs live, threads, model saving.
+# The refit takes them from the current environment (TREEBENCH_MIRROR, TREEBENCH_DATA_DIR, ...).
+_ENVIRONMENT_KEYS = ("threads", "save_model", "paths", "data")
+# Set from the record itself: a ``seeds=[...]`` job wrote one record per seed.
+_PER_RECORD_KEYS = ("seed", "seeds", "fold")
+
+
+def refit_overrides(overrides) -> list[str]:
+    """The overrides of a record that compose its job's config again.
+
+    Keeps the experiment, the sweep values and every method, dataset and split override; drops
+    Hydra's own (``hydra.*``, ``hydra/launcher=...``), the environment ones (threads, paths, data
+    location, ``save_model``) and ``seed``/``seeds``/``fold``, which the record fixes.
+
+    Parameters
+    ----------
+    overrides : list of str
+        The record's ``overrides`` (the Hydra job's composed task overrides).
+
+    Returns
+    -------
+    list of str
     """
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.utils import instantiate
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    kept = []
+    for o in OverridesParser.create().parse_overrides(list(overrides)):
+        top = o.key_or_group.split(".", 1)[0].split("/", 1)[0]
+        if top == "hydra" or top in _ENVIRONMENT_KEYS or top in _PER_RECORD_KEYS:
+            continue
+        kept.append(o.input_line)
+    return kept
+
+
+def _record_split(rec: dict):
+    return ast.literal_eval(rec["split"]) if isinstance(rec["split"], str) else rec["split"]
+
+
+def _experiment_files(name: str, profile: str) -> list[str]:
+    """``conf/experiment`` files that set ``experiment_name: name`` at ``profile``."""
+    import yaml
 
     from treebench.app import CONF_DIR
-    from treebench.data import DataContext, load_dataset
-    from treebench.methods.base import get_method
-    from treebench.runner import _set_context_params, derive_seed, eval_set_kwargs
 
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=[f"dataset={rec['dataset']}"])
-    GlobalHydra.instance().clear()
-    split = ast.literal_eval(rec["split"]) if isinstance(rec["split"], str) else rec["split"]
+    out = []
+    for p in sorted((Path(CONF_DIR) / "experiment").glob("*.yaml")):
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError:
+            continue
+        if data.get("experiment_name") == name and (data.get("profile") or "full") == profile:
+            out.append(p.stem)
+    return out
+
+
+def rerun_hint(rec: dict) -> str:
+    """How to rerun the job of ``rec`` so that its new record carries the job's overrides."""
+    exp = rec.get("experiment") or "adhoc"
+    files = _experiment_files(exp, rec.get("profile") or "full") if exp != "adhoc" else []
+    if files:
+        cmd = " or ".join(f"`treebench run experiment={f} save_model=true`" for f in files)
+    else:
+        cmd = (
+            f"`treebench run method={rec['method']} dataset={rec['dataset']} seed={rec['seed']} "
+            f"fold={rec['fold']} save_model=true` with the overrides that run had "
+            "(e.g. dataset.preprocess.*)"
+        )
+    key = rec["key"]
+    return (
+        f"delete its record ({key[:2]}/{key}.json in the store; a stored key counts as done), "
+        f"then rerun its job: {cmd}"
+    )
+
+
+def _key_differences(rec: dict, job, fold: int) -> list[str]:
+    """What of the recomposed ``job`` differs from the run that wrote ``rec``."""
+    import treebench
+    from treebench.runner import _plain, git_sha
+
+    prov = rec.get("provenance") or {}
+    pairs = [
+        ("method", rec.get("method"), job.method),
+        ("params", rec.get("params"), job.params),
+        ("dataset", rec.get("dataset"), job.dataset),
+        ("task", rec.get("task"), job.cfg.dataset.task),
+        ("split", _record_split(rec), job.split),
+        ("seed", rec.get("seed"), job.seed),
+        ("fold", rec.get("fold"), fold),
+        ("treebench version", prov.get("treebench_version"), treebench.__version__),
+    ]
+    diffs = [f"{name}: run {a!r}, now {b!r}" for name, a, b in pairs if a != b]
+    if not diffs:  # the rest of the key: the dataset's loader/preprocess config and the metrics
+        diffs.append(
+            f"the dataset config (loader, preprocess) or the metrics list; now preprocess = "
+            f"{_plain(job.cfg.dataset.preprocess)!r}, metrics = {_plain(job.cfg.metrics)!r}"
+        )
+    if prov.get("git_sha") and prov["git_sha"] != git_sha():
+        diffs.append(f"(run at git {prov['git_sha'][:12]}, now {str(git_sha())[:12]})")
+    return diffs
+
+
+def record_job(rec: dict):
+    """The runner's job of a record, composed again and verified by its run key.
+
+    A record with ``overrides`` is composed from them (experiment file, sweep values, dataset,
+    method and split overrides; see :func:`refit_overrides`) at the record's seed. A record
+    without them (written before records carried them, or outside a Hydra job) is composed from
+    ``dataset=<name>`` with the recorded method, params and split.
+
+    Parameters
+    ----------
+    rec : dict
+        A stored record.
+
+    Returns
+    -------
+    treebench.runner.Job
+        The job; ``job.key(rec["fold"]) == rec["key"]``.
+
+    Raises
+    ------
+    RefitError
+        The overrides do not compose, or the composed job's run key is not the record's: refitting
+        would fit something else than the run (other features, split, parameters or version).
+    """
+    from treebench.api import compose_config
+    from treebench.runner import Job
+
+    seed, fold = int(rec["seed"]), int(rec["fold"])
+    stored = rec.get("overrides")
+    if stored is not None:
+        overrides = [*refit_overrides(stored), f"seed={seed}"]
+        try:
+            job = Job.from_config(compose_config(overrides), seed)
+        except Exception as exc:  # Hydra's composition errors have no common base class
+            raise RefitError(
+                f"record {rec['key']}: its overrides {overrides} do not compose any more: {exc}"
+            ) from exc
+    else:
+        cfg = compose_config([f"dataset={rec['dataset']}", f"seed={seed}"])
+        job = Job(
+            cfg=cfg,
+            method=rec["method"],
+            params=rec.get("params") or {},
+            dataset=rec["dataset"],
+            split=_record_split(rec),
+            seed=seed,
+        )
+    key = job.key(fold)
+    if key == rec["key"]:
+        return job
+    diffs = "; ".join(_key_differences(rec, job, fold))
+    if stored is None:
+        raise RefitError(
+            f"record {rec['key']} predates stored overrides: refitting it from "
+            f"dataset={rec['dataset']} with its recorded method, params and split gives run key "
+            f"{key}, so the run had overrides the record does not keep or the configs changed "
+            f"since (differs: {diffs}). To refit it, {rerun_hint(rec)}."
+        )
+    raise RefitError(
+        f"record {rec['key']}: its overrides {overrides} compose a job with run key {key}, not "
+        f"the record's (differs: {diffs}); refusing to refit something else than the run."
+    )
+
+
+def refit_record(rec: dict, threads: int | None = None):
+    """Refit the run of a record: the same data, fold, preprocessing, parameters and seed.
+
+    The job is composed from the record (:func:`record_job`, which checks its run key) and fitted
+    by the runner's own :func:`treebench.runner.fit_fold`, so the runner-owned parameters are
+    filled as in the run (``random_state`` = the record's ``method_seed``, ``n_jobs``,
+    ``image_shape``).
+
+    Parameters
+    ----------
+    rec : dict
+        A stored ``ok`` record.
+    threads : int, optional
+        Threads (and ``n_jobs``) of the fit; default the record's ``threads``, else 1.
+
+    Returns
+    -------
+    tuple
+        ``(estimator, X_train, y_train, X_test, y_test, feature_names, image_shape)``.
+
+    Raises
+    ------
+    RefitError
+        The record's job cannot be composed again with its run key, or the refit's data shape is
+        not the record's.
+    """
+    from treebench.data import DataContext, load_dataset
+    from treebench.runner import fit_fold
+
+    job = record_job(rec)
+    cfg = job.cfg
     ctx = DataContext(data_dir=Path(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=False)
     ds = load_dataset(cfg.dataset, ctx)
-    seed, fold_i = int(rec["seed"]), int(rec["fold"])
-    (fold,) = list(instantiate(split).folds(ds, derive_seed(seed, rec["dataset"]), only=fold_i))
-    pre = instantiate(cfg.dataset.preprocess)
-    pre.fit(fold.train.X, fold.train.y, categorical=ds.categorical)
-    X_tr, X_te = pre.transform(fold.train.X), pre.transform(fold.test.X)
+    fold = job.split_fold(ds, int(rec["fold"]))
+    threads = int(threads or rec.get("threads") or 1)
+    ff = fit_fold(job, fold, ds, threads)
+    got = {
+        "n_features": int(ff.X_train.shape[1]),
+        "n_train": len(ff.y_train),
+        "n_test": len(ff.y_test),
+        "method_seed": ff.method_seed,
+    }
+    bad = {k: (rec[k], v) for k, v in got.items() if rec.get(k) is not None and rec[k] != v}
+    if bad:  # same run key, other data: the data files or the preprocessing code changed
+        raise RefitError(
+            f"record {rec['key']}: the refit differs from the run in "
+            + ", ".join(f"{k} (run {a}, refit {b})" for k, (a, b) in bad.items())
+        )
     names = None
     try:
-        names = [str(n).split("__", 1)[-1] for n in pre.transformer_.get_feature_names_out()]
+        names = [
+            str(n).split("__", 1)[-1] for n in ff.preprocessor.transformer_.get_feature_names_out()
+        ]
     except Exception:  # numpy inputs without names
         names = None
     if names is not None and all(n.startswith("x") and n[1:].isdigit() for n in names):
         names = None
-    cls = get_method(rec["method"], rec["task"])
-    params = instantiate(rec.get("params") or {}, _convert_="all")
-    est = cls(**params)
-    method_seed = rec.get("method_seed") or derive_seed(seed, rec["dataset"], fold_i, rec["method"])
-    _set_context_params(est, threads, int(method_seed), ds.image_shape)
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=threads):
-        est.fit(X_tr, fold.train.y, **eval_set_kwargs(est, X_te, fold.test.y))  # as the runner
-    return est, X_tr, fold.train.y, X_te, fold.test.y, names, ds.image_shape
+    return ff.est, ff.X_train, ff.y_train, ff.X_test, ff.y_test, names, ds.image_shape
 
 
 # ----------------------------------------------------------------------------- report files
