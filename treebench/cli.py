@@ -508,7 +508,7 @@ def _inspect_model(target: str, outputs: str | None, refit: bool):
     from treebench.inspect.show import RefitError, find_record, model_path, refit_record
 
     out = _outputs(outputs)
-    rec, saved = find_record(target, out / "store")
+    rec, saved = find_record(target, out / "store", _ledger(True))
     if saved is None and rec is not None and not refit:
         cand = model_path(out / "store", rec["key"])
         saved = cand if cand.exists() else None

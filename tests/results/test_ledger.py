@@ -136,3 +136,32 @@ def test_worsened_result_in_a_ledger_copy_turns_rows_into_fail(tmp_path, monkeyp
     led.add(broken)
     r = run_checks([t], collect(None, ledger=Ledger(tmp_path / "led"))).iloc[0]
     assert r["status"] == FAIL and r["note"] == "unexplained" and r["n"] == 6
+
+
+def test_a_ledger_record_refits_on_a_machine_without_the_store(tmp_path):
+    import shutil
+
+    from tests.conftest import run_cli
+
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out"), "TREEBENCH_LEDGER": str(tmp_path / "led")}
+    r = run_cli(["run", "method=cart", "dataset=iris", "method.params.max_depth=2"], tmp_path, env)
+    assert r.returncode == 0, r.stderr
+    (rec,) = Store(tmp_path / "out" / "store").records()
+    r = run_cli(["ledger", "add", "--experiment", "adhoc"], tmp_path, env)
+    assert r.returncode == 0 and "added 1 records" in " ".join(r.stdout.split()), r.stdout
+    shutil.rmtree(tmp_path / "out")
+    r = run_cli(["export", rec["key"][:8], "-o", str(tmp_path / "m.json")], tmp_path, env)
+    assert r.returncode == 0, r.stderr + r.stdout
+    said = " ".join(r.stdout.split())
+    assert (
+        "run key verified" in said
+        and f"test_accuracy={rec['metrics']['test_accuracy']:.4f}" in said
+    )
+    r = run_cli(["run", "method=cart", "dataset=iris", "method.params.max_depth=2"], tmp_path, env)
+    assert "skipped, done" in r.stdout  # a ledger key counts as done
+    r = run_cli(
+        ["run", "method=cart", "dataset=iris", "method.params.max_depth=2", "ledger=false"],
+        tmp_path,
+        env,
+    )
+    assert "skipped" not in r.stdout and len(list(Store(tmp_path / "out" / "store").records())) == 1

@@ -60,7 +60,7 @@ def save_fitted_model(store_root, key: str, est, X=None, y=None) -> dict:
 # ----------------------------------------------------------------------------- targets
 
 
-def find_record(target: str, store_root) -> tuple[dict | None, Path | None]:
+def find_record(target: str, store_root, ledger=None) -> tuple[dict | None, Path | None]:
     """The record named by ``target``, and its saved-model file when ``target`` is one.
 
     Parameters
@@ -70,6 +70,8 @@ def find_record(target: str, store_root) -> tuple[dict | None, Path | None]:
         of one (at least 2 characters).
     store_root : path
         The store looked up for run keys (``<outputs>/store``).
+    ledger : Ledger, optional
+        The committed ledger, looked up after the store.
 
     Returns
     -------
@@ -84,19 +86,20 @@ def find_record(target: str, store_root) -> tuple[dict | None, Path | None]:
             rec_path = p.with_name(p.name[: -len(MODEL_SUFFIX)] + ".json")
             return (json.loads(rec_path.read_text()) if rec_path.exists() else None), p
         return json.loads(p.read_text()), None
-    store = Store(store_root)
+    store = Store(store_root, ledger)
     key = target
+    where = f"{store.root}" + (f" or the ledger {ledger.root}" if ledger is not None else "")
     if len(key) < 24:  # a unique prefix is enough
         hits = sorted(store.root.glob(f"{key[:2]}/{key}*.json")) if len(key) >= 2 else []
-        hits = [h for h in hits if not h.name.startswith(".")]
-        if len(hits) != 1:
-            raise FileNotFoundError(
-                f"run key {target!r} matches {len(hits)} records in {store.root}"
-            )
-        key = hits[0].stem
+        keys = {h.stem for h in hits if not h.name.startswith(".")}
+        if ledger is not None and len(key) >= 2:
+            keys |= {r["key"] for r in ledger.records() if r["key"].startswith(key)}
+        if len(keys) != 1:
+            raise FileNotFoundError(f"run key {target!r} matches {len(keys)} records in {where}")
+        (key,) = keys
     rec = store.get(key)
     if rec is None:
-        raise FileNotFoundError(f"no record {key!r} in {store.root}")
+        raise FileNotFoundError(f"no record {key!r} in {where}")
     return rec, None
 
 
@@ -109,7 +112,7 @@ class RefitError(ValueError):
 
 # Overrides that never change a run's result: where data and outputs live, threads, model saving.
 # The refit takes them from the current environment (TREEBENCH_MIRROR, TREEBENCH_DATA_DIR, ...).
-_ENVIRONMENT_KEYS = ("threads", "save_model", "paths", "data")
+_ENVIRONMENT_KEYS = ("threads", "save_model", "paths", "data", "ledger")
 # Set from the record itself: a ``seeds=[...]`` job wrote one record per seed.
 _PER_RECORD_KEYS = ("seed", "seeds", "fold")
 
