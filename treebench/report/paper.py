@@ -396,7 +396,8 @@ def _item(r: pd.Series) -> str:
 def paper_overview(p: PaperSpec, res: pd.DataFrame, n_records: int) -> tuple[dict, list[str]]:
     """One overview row of a paper (items reproduced / total, verdict counts) and its deviations.
 
-    An item is reproduced when it has a pass and no FAIL, skipped or reduced-protocol row.
+    An item is reproduced when it has a pass and no FAIL, skipped or reduced-protocol row. The
+    deviations listed are those of the paper's FAIL and info rows.
     """
     counts = res["status"].value_counts().to_dict() if len(res) else {}
     items = res.assign(item=res.apply(_item, axis=1)) if len(res) else res.assign(item=[])
@@ -415,7 +416,8 @@ def paper_overview(p: PaperSpec, res: pd.DataFrame, n_records: int) -> tuple[dic
         SKIP: counts.get(SKIP, 0),
         "records": n_records,
     }
-    devs = [t.deviation for t in p.targets if t.deviation]
+    shown = set(res.loc[res["status"].isin([FAIL, INFO]), "id"]) if len(res) else set()
+    devs = [t.deviation for t in p.targets if t.deviation and t.id in shown]
     return row, list(dict.fromkeys(devs))
 
 
