@@ -160,6 +160,17 @@ def _metrics(names, y_true, y_pred, prefix) -> dict[str, float]:
     return {f"{prefix}_{n}": METRICS[n](y_true, y_pred) for n in names}
 
 
+def job_overrides() -> list[str] | None:
+    """The running Hydra job's composed overrides (``experiment=…``, sweep values, dataset overrides
+    such as ``dataset.preprocess.categorical=ordinal``): composing them again gives its config back."""
+    from hydra.core.hydra_config import HydraConfig
+
+    try:
+        return [str(o) for o in HydraConfig.get().overrides.task]
+    except ValueError:  # not inside a Hydra job (api, bench, tests)
+        return None
+
+
 def base_record(job: Job, fold: int, key: str) -> dict:
     """Identity and provenance fields shared by ok, skipped and failed records."""
     return {
@@ -173,6 +184,7 @@ def base_record(job: Job, fold: int, key: str) -> dict:
         "fold": fold,
         "params": job.params,
         "split": str(job.split),
+        "overrides": job_overrides(),
         "provenance": {
             "treebench_version": treebench.__version__,
             "git_sha": git_sha(),
