@@ -481,3 +481,28 @@ def test_test_score_compares_accuracy_and_r2_in_one_relation(tmp_path):
     assert r["status"] == FAIL and r["n"] == 2 and "fails on: reg" in r["note"]
     recs += [make_record("m", "reg", seed=s, r2=0.70) for s in (2, 3)]  # mean 0.60: holds
     assert run_checks([t], frame(recs)).iloc[0]["status"] == PASS
+
+
+def test_nemenyi_claim_holds_only_when_lhs_differs_from_every_group(tmp_path):
+    p = _toy_paper(
+        tmp_path,
+        "  - {id: n, kind: stat, experiment: exp, test: nemenyi, lhs: rf,"
+        " groups: [cart, gbdt, rf], expect: significant}\n",
+    )
+    recs = []
+    for i in range(12):  # rf best everywhere, cart and gbdt tie around each other
+        d = f"d{i}"
+        recs += [make_record("rf", d, acc=0.95, experiment="exp")]
+        recs += [make_record("cart", d, acc=0.80 + 0.01 * (i % 2), experiment="exp")]
+        recs += [make_record("gbdt", d, acc=0.81 - 0.01 * (i % 2), experiment="exp")]
+    r = run_checks(p.targets, frame(recs)).iloc[0]
+    assert r["status"] == PASS and r["n"] == 12 and r["ours"] < 0.05
+    assert "mean rank 1, N=12" in r["note"]
+    p2 = _toy_paper(
+        tmp_path,
+        "  - {id: n, kind: stat, experiment: exp, test: nemenyi, lhs: cart,"
+        " groups: [cart, gbdt, rf], expect: significant}\n",
+        name="q.yaml",
+    )
+    r = run_checks(p2.targets, frame(recs)).iloc[0]  # cart vs gbdt do not differ
+    assert r["status"] == FAIL and r["ours"] > 0.05

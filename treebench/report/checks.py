@@ -234,10 +234,16 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
 def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     from treebench.report import stats
 
-    if t.test == "friedman":
+    if t.test in ("friedman", "nemenyi"):
         cols = {g.label(): per_block_means(df, g, t.metric, t.per, t.experiment) for g in t.groups}
         missing = [g for g in t.groups if cols[g.label()].empty]
-        label = "friedman(" + ", ".join(cols) + ")"
+        label = f"{t.test}(" + ", ".join(cols) + ")"
+        if t.test == "nemenyi":
+            label = (
+                f"nemenyi({t.lhs.label()} vs each of "
+                + ", ".join(c for c in cols if c != t.lhs.label())
+                + ")"
+            )
         if missing:
             reasons = [avail.reason(g, t.experiment) for g in missing]
             informative = [r for r in reasons if not r.startswith("not run")]
@@ -247,7 +253,18 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
             return _row(
                 t, method=label, note=f"needs >= 2 complete {'/'.join(t.per)}, got {len(table)}"
             )
-        res = stats.friedman(table)
+        if t.test == "friedman":
+            res = stats.friedman(table)
+        else:  # the largest pairwise p of lhs against the others: all significant iff it is
+            higher = not t.metric.endswith(("error", "rmse", "mae"))
+            nem = stats.nemenyi(table, t.alpha, higher_is_better=higher)
+            others = [c for c in table.columns if c != t.lhs.label()]
+            pv = nem["p_values"].loc[t.lhs.label(), others].astype(float)
+            res = {
+                "statistic": float(nem["ranks"][t.lhs.label()]),
+                "p": float(pv.max()),
+                "n": nem["n"],
+            }
     else:
         left = per_block_means(df, t.lhs, t.metric, t.per, t.experiment)
         right = per_block_means(df, t.rhs, t.metric, t.per, t.experiment)
@@ -284,7 +301,12 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         op=f"expect {t.expect} at α={t.alpha}",
         profile=profile,
         status=status,
-        note=_join(why, f"{paper}ours: stat {res['statistic']:.4g}, N={res['n']}", t.claim),
+        note=_join(
+            why,
+            f"{paper}ours: {'mean rank' if t.test == 'nemenyi' else 'stat'} "
+            f"{res['statistic']:.4g}, N={res['n']}",
+            t.claim,
+        ),
     )
 
 

@@ -40,7 +40,7 @@ KINDS = ("value", "relation", "stat")
 OPS = ("~", ">=", "<=", ">", "<")
 UNITS = ("percent", "fraction", "count", "seconds")
 PROFILES = ("full", "reduced")
-STAT_TESTS = ("friedman", "wilcoxon")
+STAT_TESTS = ("friedman", "nemenyi", "wilcoxon")
 #: size fields a value target may carry next to its metric (paper "#S", "nodes", ...)
 SIZE_FIELDS = (
     "n_splits",
@@ -550,15 +550,21 @@ def _load_stat(path, where, e: dict, d: dict, paper: str) -> Target:
         raise _err(
             path, where, f"expect must be 'significant' or 'not_significant', got {expect!r}"
         )
-    if e["test"] == "friedman":
+    if e["test"] in ("friedman", "nemenyi"):
         groups = e.get("groups")
         if not isinstance(groups, list) or len(groups) < 3:
-            raise _err(path, where, "friedman needs 'groups': a list of >= 3 selectors")
+            raise _err(path, where, f"{e['test']} needs 'groups': a list of >= 3 selectors")
         groups = tuple(
             _selector(path, f"{where}.groups[{i}]", g, d, e["experiment"], metric)
             for i, g in enumerate(groups)
         )
         lhs = rhs = None
+        if e["test"] == "nemenyi":  # the claim: lhs differs from every other group
+            if e.get("lhs") is None:
+                raise _err(path, where, "nemenyi needs 'lhs': the group compared with the others")
+            lhs = _selector(path, where + ".lhs", e["lhs"], d, e["experiment"], metric)
+            if lhs.label() not in [g.label() for g in groups]:
+                raise _err(path, where, f"nemenyi lhs {lhs.label()} must be one of the groups")
     else:
         if not e.get("lhs") or not e.get("rhs"):
             raise _err(path, where, "wilcoxon needs 'lhs' and 'rhs' selectors")
