@@ -41,7 +41,8 @@ def test_all_paper_files_load_with_known_names():
         for t in p.targets:
             sels = [t.select, t.lhs, t.rhs, *t.groups]
             for s in filter(None, sels):
-                assert s.method in METHODS | REFERENCE_ONLY, (t.id, s.method)
+                # a method we do not have is a typo unless the target says why it is not run
+                assert s.method in METHODS | REFERENCE_ONLY or t.why, (t.id, s.method)
                 assert s.method not in REFERENCE_ONLY or not t.check, t.id
                 assert s.dataset is None or s.dataset in DATASETS, (t.id, s.dataset)
             assert t.source or p.paper == "ci", t.id
