@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-MNIST = "/work/shared/data/mnist"
-LETTER = "/work/shared/data/uci/letter-recognition/letter-recognition.data"
+MNIST = "../shared/data/mnist"
+LETTER = "../shared/data/uci/letter-recognition/letter-recognition.data"
 
 
 def read_idx(path):

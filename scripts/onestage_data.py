@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pandas as pd
 
-ROOT = os.environ.get("TREEBENCH_MIRROR", "/work/shared/data")
+ROOT = os.environ.get("TREEBENCH_MIRROR", "../shared/data")
 CLASSIFICATION = (
     "pima spectf german ionosphere messidor wine_red wine_white spambase crx fertility "
     "hepatitis megawatt1 credit_default magic04 yeast ecoli glass"

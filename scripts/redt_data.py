@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
-MIRROR = os.environ.get("TREEBENCH_MIRROR_DIR", "/work/shared/data")
+MIRROR = os.environ.get("TREEBENCH_MIRROR_DIR", "../shared/data")
 DATASETS = (
     "adult",
     "crx",

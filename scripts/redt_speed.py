@@ -14,7 +14,7 @@ Prints the median seconds per variant and the ratio to scikit-learn. The machine
 only the ratios measured in the same run mean anything. ``--jackknife`` also times the paper's
 5-fold jackknife of a 100-tree RF teacher with ``n_jobs=1`` and ``n_jobs=2`` (wall and CPU seconds).
 
-    TREEBENCH_MIRROR=/work/shared/data python scripts/redt_speed.py [--datasets letter adult connect4]
+    TREEBENCH_MIRROR=../shared/data python scripts/redt_speed.py [--datasets letter adult connect4]
         [--repeats 3] [--numpy] [--jackknife]
 """
 

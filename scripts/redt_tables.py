@@ -10,7 +10,7 @@ preprocessing; ``--loader raw`` = the session-1 reader); ``--pseudo soft soft_or
 purity stops on the same soft labels; ``--soft-cache DIR`` reuses soft labels saved by an earlier call
 (the teacher's own test accuracy is then skipped with ``--no-teacher``).
 
-    TREEBENCH_MIRROR=/work/shared/data python scripts/redt_tables.py --datasets crx german --seeds 0
+    TREEBENCH_MIRROR=../shared/data python scripts/redt_tables.py --datasets crx german --seeds 0
     python scripts/redt_tables.py --summary --out /tmp/redt/results.jsonl
 """
 

@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeClassifier
 
-D = "/work/shared/data"
+D = "../shared/data"
 PAPER_T1 = {  # dataset: (TnT acc, TnT sd, TnT #S, CART acc, CART #S)
     "mnist": (90.87, 0.31, 600, 88.59, 1100),
     "connect4": (78.85, 0.46, 864, 77.23, 931),

@@ -410,7 +410,7 @@ def _model_saver(cfg: DictConfig, store: Store, key: str):
     record (models without ``to_graph`` get a ``model_error`` field instead)."""
     if not cfg.get("save_model"):
         return None
-    from treebench.inspect.show import save_fitted_model
+    from treebench.inspect.saved import save_fitted_model
 
     return lambda est, X, y: save_fitted_model(store.root, key, est, X, y)
 

@@ -1,61 +1,17 @@
-"""Saved models of runs (``save_model=true``), refitting a stored run, and the ``show`` report files."""
+"""Finding and refitting a stored run, and the ``show`` report files (saved models: ``saved``)."""
 
 from __future__ import annotations
 
 import ast
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from treebench.inspect.explain import feature_importances, importances_text, rules_text
-from treebench.inspect.export import export_graph
 from treebench.inspect.graph import GraphEnsemble
 from treebench.inspect.render import plot_importances, render
-
-MODEL_SUFFIX = ".model.json.gz"
-
-
-def model_path(store_root, key: str) -> Path:
-    """Where the saved model of run ``key`` lives: next to its record, ``<key>.model.json.gz``
-    (not matched by the store's ``*/*.json`` record glob)."""
-    return Path(store_root) / key[:2] / f"{key}{MODEL_SUFFIX}"
-
-
-def _atomic_write(path: Path, data: bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".gz")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def save_fitted_model(store_root, key: str, est, X=None, y=None) -> dict:
-    """Export ``est`` (annotated with its training data) next to the record of ``key``.
-
-    Returns the fields to add to the record: ``model_path`` or, when the estimator cannot be
-    exported, ``model_error`` (the run itself is not failed).
-    """
-    import gzip
-
-    if not hasattr(est, "to_graph"):
-        return {"model_error": f"{type(est).__name__} has no to_graph()"}
-    try:
-        model = export_graph(est, X, y)
-    except Exception as exc:  # recorded, never fails the run
-        return {"model_error": f"{type(exc).__name__}: {exc}"}
-    p = _atomic_write(model_path(store_root, key), gzip.compress(model.to_json().encode()))
-    return {"model_path": str(p)}
-
+from treebench.inspect.saved import MODEL_SUFFIX, model_path, save_fitted_model  # noqa: F401
 
 # ----------------------------------------------------------------------------- targets
 
@@ -152,7 +108,7 @@ def _experiment_files(name: str, profile: str) -> list[str]:
     """``conf/experiment`` files that set ``experiment_name: name`` at ``profile``."""
     import yaml
 
-    from treebench.app import CONF_DIR
+    from treebench.config import CONF_DIR
 
     out = []
     for p in sorted((Path(CONF_DIR) / "experiment").glob("*.yaml")):
