@@ -22,6 +22,9 @@ max_depth]``, with ``best: min|max`` and optional ``best_by``, default the targe
 the rows of the configuration with the best mean ``best_by`` in each block, as a paper that reports
 the best of a grid does). Nothing here knows a method's or
 a dataset's name: everything is data.
+
+Any target may carry ``lowered: {from: <previous value>, reason: "..."}``: why a regression guard was
+made looser (``treebench.report.guards`` refuses a loosened guard without one); ``check`` shows it.
 """
 
 from __future__ import annotations
@@ -111,6 +114,7 @@ class Target:
     check: bool = True  # False: shown in reports, never fails ``check``
     table: str | None = None  # paper table/figure layout this number belongs to
     note: str = ""
+    lowered: dict = field(default_factory=dict)  # {"reason": ..., "from": ...}: why it was loosened
     # kind: relation
     lhs: Selector | None = None
     rhs: Selector | None = None
@@ -136,6 +140,13 @@ class Target:
     def scale(self) -> float:
         """Factor from record units to the paper's printed units (100 for percent)."""
         return 100.0 if self.units == "percent" else 1.0
+
+    def lowered_note(self) -> str:
+        """``lowered from 0.85: <reason>`` when the target carries ``lowered``, else ``""``."""
+        if not self.lowered:
+            return ""
+        old = self.lowered.get("from")
+        return f"lowered{'' if old is None else f' from {old:g}'}: {self.lowered['reason']}"
 
 
 @dataclass
@@ -189,6 +200,7 @@ _VALUE_KEYS = {
     "best",
     "check",
     "note",
+    "lowered",
     "size",
     "nearest",
     *SIZE_FIELDS,
@@ -208,6 +220,7 @@ _REL_KEYS = {
     "claim",
     "check",
     "note",
+    "lowered",
     "dataset",
     "where",
     "table",
@@ -228,6 +241,7 @@ _STAT_KEYS = {
     "p",
     "check",
     "note",
+    "lowered",
     "claim",
     "per",
 }
@@ -333,6 +347,24 @@ def _selector(
     )
 
 
+def _lowered(path, where, e: dict) -> dict:
+    """The entry's ``lowered`` annotation, validated: ``reason`` (text) and optional ``from`` (number)."""
+    low = e.get("lowered")
+    if low is None:
+        return {}
+    if not isinstance(low, dict) or set(low) - {"from", "reason"}:
+        raise _err(
+            path, where, f"lowered must be {{from: <previous value>, reason: ...}}, got {low!r}"
+        )
+    reason = low.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise _err(path, where, "lowered needs a non-empty 'reason' (why the guard may be looser)")
+    out = {"reason": reason.strip()}
+    if low.get("from") is not None:
+        out["from"] = _number(path, where, "lowered.from", low["from"], allow_none=False)
+    return out
+
+
 def _column(k: str) -> str:
     """A selector's column name: bare names are method params (``teacher`` → ``param.teacher``)."""
     return k if "." in k or k in ("profile", "split") else f"param.{k}"
@@ -420,6 +452,7 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
         check=bool(e.get("check", d.get("check", True))),
         table=e.get("table"),
         note=str(e.get("note", "")),
+        lowered=_lowered(path, where, e),
     )
     if value is None and not any(k in e for k in SIZE_FIELDS) and "size" not in e:
         raise _err(path, where, "missing 'value' (or a size field such as n_splits)")
@@ -494,6 +527,7 @@ def _load_relation(path, where, e: dict, d: dict, paper: str) -> Target:
         claim=str(e.get("claim", "")),
         check=bool(e.get("check", d.get("check", True))),
         note=str(e.get("note", "")),
+        lowered=_lowered(path, where, e),
         table=e.get("table"),
     )
 
@@ -542,6 +576,7 @@ def _load_stat(path, where, e: dict, d: dict, paper: str) -> Target:
         per=(per,) if isinstance(per, str) else tuple(per),
         check=bool(e.get("check", d.get("check", True))),
         note=str(e.get("note", "")),
+        lowered=_lowered(path, where, e),
     )
 
 
@@ -589,11 +624,14 @@ def _check_experiments(path, exps) -> dict:
     return exps
 
 
-def load_paper(path: str | Path) -> PaperSpec:
-    """Load and validate one paper file; raise :class:`TargetError` naming the bad entry."""
+def load_paper(path: str | Path, text: str | None = None) -> PaperSpec:
+    """Load and validate one paper file; raise :class:`TargetError` naming the bad entry.
+
+    ``text``, when given, is parsed instead of the file's content (e.g. an older version from git).
+    """
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text() if text is None else text)
     except yaml.YAMLError as exc:
         raise TargetError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
