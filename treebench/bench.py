@@ -941,6 +941,8 @@ def plot_scaling(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from treebench.report.figures import method_color
+
     secs = [("scaling_n", "n_samples (log)")]
     params = raw.loc[raw["section"] == "scaling_param", "param"].dropna().unique().tolist()
     secs += [("scaling_param", p) for p in params]
@@ -959,7 +961,13 @@ def plot_scaling(
                 if len(sl) and np.isfinite(sl["slope"].iloc[0])
                 else ""
             )
-            ax.plot(g["value"].astype(float), g[fit_col].astype(float), "o-", label=lab)
+            ax.plot(
+                g["value"].astype(float),
+                g[fit_col].astype(float),
+                "o-",
+                color=method_color(m),
+                label=lab,
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(p.split(" ")[0])

@@ -353,7 +353,10 @@ def run_checks(
     out = []
     for t in targets:
         fn = {"value": check_value, "relation": check_relation, "stat": check_stat}[t.kind]
-        out.append(fn(t, df, avail))
+        row = fn(t, df, avail)
+        if t.lowered:  # a loosened guard says why, first
+            row["note"] = _join(t.lowered_note(), row["note"])
+        out.append(row)
     res = pd.DataFrame(out, columns=COLUMNS)
     return res
 

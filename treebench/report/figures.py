@@ -15,10 +15,15 @@ A figure spec (``experiments.<name>.figures[]`` in a paper file)::
 When ``x`` is a param, points are grouped by series and x. When ``x`` is a measured column (e.g. the
 number of splits), points are grouped by series and every other param that varies, and both x and y
 are averaged over seeds and folds. Error bars are ±1 SD of y.
+
+Colours: every registered method has one fixed colour in all figures (:func:`method_colors`); series
+of one method (``series: [method, param.teacher]``) share it and differ in marker and line style.
 """
 
 from __future__ import annotations
 
+import functools
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +40,95 @@ def _mpl():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+#: line styles and markers of the series of one method within a figure
+_STYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+#: colours of names that are no registered method (none of them is in the palette)
+_UNKNOWN = ("#000000", "#3b3b3b", "#5e3c1b", "#1b3b5e")
+#: a series legend goes below the panels (one for the figure) above this many series
+_MAX_PANEL_LEGEND = 8
+
+
+@functools.cache
+def palette() -> tuple[str, ...]:
+    """Distinct colours: tab20's dark shades, then its light ones (both without grey), tab20b, tab20c."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    t20 = [to_hex(c) for c in colormaps["tab20"].colors]
+    t20 = [c for i, c in enumerate(t20) if i not in (14, 15)]  # the grey pair reads as "no method"
+    rest = [to_hex(c) for name in ("tab20b", "tab20c") for c in colormaps[name].colors]
+    return tuple(dict.fromkeys(t20[0::2] + t20[1::2] + rest))
+
+
+@functools.cache
+def _method_colors() -> tuple[tuple[str, str], ...]:
+    from treebench.methods import available_methods
+
+    pal = palette()
+    names = sorted(available_methods())
+    if len(names) > len(pal):
+        raise ValueError(f"{len(names)} registered methods but only {len(pal)} distinct colours")
+    return tuple((m, pal[i]) for i, m in enumerate(names))
+
+
+def method_colors() -> dict[str, str]:
+    """One colour per registered method: the sorted method names over :func:`palette`.
+
+    Returns
+    -------
+    dict
+        Method name → hex colour; no two methods share one, and every figure uses this map.
+    """
+    return dict(_method_colors())
+
+
+def method_color(name: str) -> str:
+    """The colour of method ``name``; a name that is no registered method gets a dark neutral one."""
+    colors = method_colors()
+    if name in colors:
+        return colors[name]
+    return _UNKNOWN[zlib.crc32(name.encode()) % len(_UNKNOWN)]
+
+
+def label_method(label: str) -> str:
+    """The method of a series or selector label (``redt[teacher=rf]`` → ``redt``)."""
+    return label.split("[", 1)[0]
+
+
+def series_styles(labels, by_method: bool = True) -> dict[str, dict]:
+    """Matplotlib style (``color``, ``marker``, ``ls``) per series label of one figure.
+
+    Parameters
+    ----------
+    labels : iterable of str
+        The figure's series labels.
+    by_method : bool
+        Labels start with the method (the figure's ``series`` starts with ``method``): colour by
+        method, and tell a method's series apart by marker and line style. Otherwise one colour
+        per label from the default cycle.
+
+    Returns
+    -------
+    dict
+        Label → keyword arguments for ``errorbar``/``plot``.
+    """
+    labels = sorted(set(labels))
+    out, seen = {}, {}
+    for i, s in enumerate(labels):
+        if not by_method:
+            out[s] = {"color": f"C{i % 10}", "marker": "o", "ls": "-"}
+            continue
+        m = label_method(s)
+        k = seen[m] = seen.get(m, -1) + 1
+        out[s] = {
+            "color": method_color(m),
+            "marker": _MARKERS[k % len(_MARKERS)],
+            "ls": _STYLES[k % len(_STYLES)],
+        }
+    return out
 
 
 def _numeric(s: pd.Series) -> pd.Series:
@@ -127,21 +221,21 @@ def make_figure(
     nrow = int(np.ceil(len(facets) / ncol))
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.3 * nrow), squeeze=False)
     scale = 100.0 if spec.get("percent", spec["y"].endswith(("accuracy", "error"))) else 1.0
-    colors = {}
+    by_method = list(spec.get("series") or ["method"])[0] == "method"
+    styles = series_styles(pts["series"], by_method)
+    panel_legend = len(styles) <= _MAX_PANEL_LEGEND
     for i, f in enumerate(facets):
         ax = axes[i // ncol][i % ncol]
         for s, grp in pts[pts["facet"] == f].groupby("series"):
-            c = colors.setdefault(s, f"C{len(colors) % 10}")
             ax.errorbar(
                 grp["x"],
                 scale * grp["y"],
                 yerr=scale * grp["sd"].fillna(0),
-                marker="o",
                 ms=3,
                 capsize=2,
                 lw=1.2,
-                color=c,
                 label=s,
+                **styles[s],
             )
         if not ref.empty:
             r = ref[ref["facet"].isin([f, ""])]
@@ -155,7 +249,8 @@ def make_figure(
         if spec.get("xscale"):
             ax.set_xscale(spec["xscale"])
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        if panel_legend:
+            ax.legend(fontsize=7)
     for j in range(len(facets), nrow * ncol):
         axes[j // ncol][j % ncol].axis("off")
     n = int(pts["n"].max())
@@ -164,7 +259,20 @@ def make_figure(
         + f"  (mean ± SD over ≤{n} runs)",
         fontsize=10,
     )
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))  # room for the suptitle
+    bottom = 0.0
+    if not panel_legend:  # one legend for all panels, below them
+        handles = {}
+        for ax in axes.flat:
+            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+                handles.setdefault(lab, h)
+        ncols = min(6, len(handles))
+        rows = -(-len(handles) // ncols)
+        fig.set_figheight(fig.get_figheight() + 0.22 * rows + 0.2)
+        bottom = (0.22 * rows + 0.2) / fig.get_figheight()
+        fig.legend(
+            list(handles.values()), list(handles), loc="lower center", ncols=ncols, fontsize=7
+        )
+    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.4 / fig.get_figheight()))  # room for the suptitle
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []

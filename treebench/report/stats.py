@@ -92,8 +92,14 @@ def cd_diagram(
     import matplotlib.pyplot as plt
     import scikit_posthocs as sp
 
+    from treebench.report.figures import label_method, method_color
+
     fig, ax = plt.subplots(figsize=(7, 1.0 + 0.4 * nem["k"]))
-    sp.critical_difference_diagram(nem["ranks"], nem["p_values"], ax=ax, alpha=nem["alpha"])
+    # each method in its colour of every figure
+    colors = {g: method_color(label_method(str(g))) for g in nem["ranks"].index}
+    sp.critical_difference_diagram(
+        nem["ranks"], nem["p_values"], ax=ax, alpha=nem["alpha"], color_palette=colors
+    )
     if title:
         import textwrap
 

@@ -25,6 +25,9 @@ max_depth]``, with ``best: min|max`` and optional ``best_by``, default the targe
 the rows of the configuration with the best mean ``best_by`` in each block, as a paper that reports
 the best of a grid does). Nothing here knows a method's or
 a dataset's name: everything is data.
+
+Any target may carry ``lowered: {from: <previous value>, reason: "..."}``: why a regression guard was
+made looser (``treebench.report.guards`` refuses a loosened guard without one); ``check`` shows it.
 """
 
 from __future__ import annotations
@@ -119,6 +122,7 @@ class Target:
     note: str = ""
     deviation: str = ""  # why ours may differ from the paper (shown beside a FAIL or info row)
     why: str = ""  # why it is not run (shown beside a skipped row)
+    lowered: dict = field(default_factory=dict)  # {"reason": ..., "from": ...}: why it was loosened
     # kind: relation
     lhs: Selector | None = None
     rhs: Selector | None = None
@@ -144,6 +148,13 @@ class Target:
     def scale(self) -> float:
         """Factor from record units to the paper's printed units (100 for percent)."""
         return 100.0 if self.units == "percent" else 1.0
+
+    def lowered_note(self) -> str:
+        """``lowered from 0.85: <reason>`` when the target carries ``lowered``, else ``""``."""
+        if not self.lowered:
+            return ""
+        old = self.lowered.get("from")
+        return f"lowered{'' if old is None else f' from {old:g}'}: {self.lowered['reason']}"
 
 
 @dataclass
@@ -201,6 +212,7 @@ _VALUE_KEYS = {
     "best",
     "check",
     "note",
+    "lowered",
     "size",
     "nearest",
     *SIZE_FIELDS,
@@ -221,6 +233,7 @@ _REL_KEYS = {
     "claim",
     "check",
     "note",
+    "lowered",
     "dataset",
     "where",
     "table",
@@ -242,6 +255,7 @@ _STAT_KEYS = {
     "p",
     "check",
     "note",
+    "lowered",
     "claim",
     "per",
     *_REASONS,
@@ -359,6 +373,24 @@ def _selector(
     )
 
 
+def _lowered(path, where, e: dict) -> dict:
+    """The entry's ``lowered`` annotation, validated: ``reason`` (text) and optional ``from`` (number)."""
+    low = e.get("lowered")
+    if low is None:
+        return {}
+    if not isinstance(low, dict) or set(low) - {"from", "reason"}:
+        raise _err(
+            path, where, f"lowered must be {{from: <previous value>, reason: ...}}, got {low!r}"
+        )
+    reason = low.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise _err(path, where, "lowered needs a non-empty 'reason' (why the guard may be looser)")
+    out = {"reason": reason.strip()}
+    if low.get("from") is not None:
+        out["from"] = _number(path, where, "lowered.from", low["from"], allow_none=False)
+    return out
+
+
 def _column(k: str) -> str:
     """A selector's column name: bare names are method params (``teacher`` → ``param.teacher``)."""
     return k if "." in k or k in ("profile", "split") else f"param.{k}"
@@ -445,6 +477,7 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
         check=bool(e.get("check", d.get("check", True))),
         table=e.get("table"),
         note=str(e.get("note", "")),
+        lowered=_lowered(path, where, e),
     )
     if value is None and not any(k in e for k in SIZE_FIELDS) and "size" not in e:
         raise _err(path, where, "missing 'value' (or a size field such as n_splits)")
@@ -454,6 +487,12 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
     for k, v in sizes.items():
         if k not in SIZE_FIELDS:
             raise _err(path, where, f"unknown size field {k!r}; allowed: {SIZE_FIELDS}")
+        own = {}  # a size given as {value, fixed, lowered} carries its own annotations
+        if isinstance(v, dict):
+            bad = set(v) - {"value", "fixed", "lowered"}
+            if bad or "value" not in v:
+                raise _err(path, where, f"{k} must be a number or {{value, fixed, lowered}}")
+            own, v = v, v["value"]
         v = _number(path, where, k, v, allow_none=False)
         out.append(
             replace(
@@ -472,6 +511,8 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
                 best_metric=base.metric,
                 check=bool(d.get("size_check", True)) and base.check,
                 note=base.note,
+                fixed=str(own.get("fixed", "")),
+                lowered=_lowered(path, f"{where}.{k}", own),
             )
         )
     return out
@@ -536,6 +577,7 @@ def _load_relation(path, where, e: dict, d: dict, paper: str) -> Target:
         claim=str(e.get("claim", "")),
         check=bool(e.get("check", d.get("check", True))),
         note=str(e.get("note", "")),
+        lowered=_lowered(path, where, e),
         table=e.get("table"),
         **_protocol(path, where, e, d),
     )
@@ -592,6 +634,7 @@ def _load_stat(path, where, e: dict, d: dict, paper: str) -> Target:
         check=bool(e.get("check", d.get("check", True))),
         note=str(e.get("note", "")),
         **_protocol(path, where, e, d),
+        lowered=_lowered(path, where, e),
     )
 
 
@@ -648,11 +691,14 @@ def _check_experiments(path, exps) -> dict:
     return exps
 
 
-def load_paper(path: str | Path) -> PaperSpec:
-    """Load and validate one paper file; raise :class:`TargetError` naming the bad entry."""
+def load_paper(path: str | Path, text: str | None = None) -> PaperSpec:
+    """Load and validate one paper file; raise :class:`TargetError` naming the bad entry.
+
+    ``text``, when given, is parsed instead of the file's content (e.g. an older version from git).
+    """
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text() if text is None else text)
     except yaml.YAMLError as exc:
         raise TargetError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
