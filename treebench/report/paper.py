@@ -457,7 +457,7 @@ def reproduction_markdown(
     sections = []
     for p in papers:
         paper_res = []
-        paper_records = 0
+        paper_keys: set = set()  # a fit shared by two of the paper's experiments counts once
         exps = list(dict.fromkeys([*p.experiments, *(t.experiment for t in p.targets)]))
         sections.append(f"## {p.title} (`{p.paper}`)\n")
         if p.notes:
@@ -478,7 +478,7 @@ def reproduction_markdown(
                 else pd.DataFrame()
             )
             cfg = Path(conf_dir) / "experiment" / f"{exp}.yaml" if conf_dir else None
-            paper_records += len(rows)
+            paper_keys.update(rows["key"] if len(rows) else ())
             counts = res["status"].value_counts().to_dict() if not res.empty else {}
             checked = counts.get(PASS, 0) + counts.get(FAIL, 0)
             overview.append(
@@ -548,12 +548,13 @@ def reproduction_markdown(
                     + "\n"
                 )
         allres = pd.concat(paper_res, ignore_index=True) if paper_res else pd.DataFrame()
-        row, devs = paper_overview(p, allres, paper_records)
+        row, devs = paper_overview(p, allres, len(paper_keys))
         per_paper.append((row, devs))
     lines.append("## Overview\n")
     lines.append(
         "Per paper: items (tables, figures, in-text claims) reproduced = every number of the item "
-        "passes under the paper's protocol; targets by verdict; records = runs behind them.\n"
+        "passes under the paper's protocol; targets by verdict; records = distinct runs behind "
+        "them.\n"
     )
     lines.append(to_markdown(pd.DataFrame([r for r, _ in per_paper])))
     for row, devs in per_paper:
