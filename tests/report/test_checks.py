@@ -506,3 +506,26 @@ def test_nemenyi_claim_holds_only_when_lhs_differs_from_every_group(tmp_path):
     )
     r = run_checks(p2.targets, frame(recs)).iloc[0]  # cart vs gbdt do not differ
     assert r["status"] == FAIL and r["ours"] > 0.05
+
+
+def test_best_config_can_be_picked_on_validation_and_says_so(tmp_path):
+    p = _toy_paper(
+        tmp_path,
+        "  - {id: t, experiment: exp, dataset: digits, method: rf, best_over: [n_estimators],"
+        " best: max, value: 90.0, tolerance: 50}\n"
+        "  - {id: v, experiment: exp, dataset: digits, method: rf, best_over: [n_estimators],"
+        " best: min, best_by: info.val_loss, value: 90.0, tolerance: 50}\n"
+        "  - {id: m, experiment: exp, dataset: digits, method: rf, best_over: [n_estimators],"
+        " best: min, best_by: info.missing, value: 90.0, tolerance: 50}\n",
+    )
+    recs = []
+    for n, acc, val in ((10, 0.95, 0.9), (50, 0.90, 0.1)):  # test and validation disagree
+        for s in range(2):
+            r = make_record("rf", "digits", seed=s, acc=acc, params={"n_estimators": n})
+            r["info"] = {"val_loss": val}
+            recs.append(r)
+    r = _by_id(run_checks(p.targets, frame(recs)))
+    assert r["t"]["ours"] == pytest.approx(0.95) and "selected on test" in r["t"]["note"]
+    assert r["v"]["ours"] == pytest.approx(0.90)
+    assert "selected on info.val_loss): n_estimators=50" in r["v"]["note"]
+    assert r["m"]["status"] == SKIP and "best_by column info.missing not recorded" in r["m"]["note"]

@@ -218,7 +218,10 @@ def aggregate(
             if hasattr(ok, "map")
             else ok[list(best_over)].applymap(norm)
         )
-        by = best_metric if best_metric and best_metric in ok.columns else metric
+        if best_metric and best_metric not in ok.columns:  # never fall back to another metric
+            out["note"] = f"best_by column {best_metric} not recorded"
+            return out
+        by = best_metric or metric
         grouped = ok[by].groupby([keys[c] for c in best_over])
         means = grouped.mean()
         pick = means.idxmax() if best == "max" else means.idxmin()
@@ -228,7 +231,8 @@ def aggregate(
             m &= (keys[c] == v).to_numpy()
         ok = ok[m]
         cfg = ", ".join(f"{c.split('.', 1)[-1]}={v}" for c, v in zip(best_over, pick, strict=True))
-        out["note"] = f"best of {len(means)} configs (selected on test, as the paper): {cfg}"
+        on = "test" if by.startswith("test_") else by
+        out["note"] = f"best of {len(means)} configs (selected on {on}): {cfg}"
     vals = ok[metric].astype(float)
     out.update(
         mean=float(vals.mean()),

@@ -210,6 +210,7 @@ _VALUE_KEYS = {
     "why",
     "best_over",
     "best",
+    "best_by",
     "check",
     "note",
     "lowered",
@@ -473,6 +474,7 @@ def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> l
         **_protocol(path, where, e, d),
         best_over=best_over,
         best=best,
+        best_metric=e.get("best_by"),  # pick the best config by this column (default: metric)
         nearest=dict(nearest),
         check=bool(e.get("check", d.get("check", True))),
         table=e.get("table"),
