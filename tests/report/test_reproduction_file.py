@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+import difflib
+
 from tests.conftest import REPO, run_cli
 
 
-def test_committed_reproduction_md_regenerates_byte_identical(tmp_path):
-    out = tmp_path / "REPRODUCTION.md"
-    env = {"TREEBENCH_LEDGER": str(REPO / "results"), "TREEBENCH_OUTPUTS": str(tmp_path / "o")}
+def _regenerate(tmp_path, name: str, hash_seed: str):
+    out = tmp_path / name / "REPRODUCTION.md"
+    out.parent.mkdir()
+    env = {
+        "TREEBENCH_LEDGER": str(REPO / "results"),
+        "TREEBENCH_OUTPUTS": str(tmp_path / "o"),
+        "PYTHONHASHSEED": hash_seed,  # set iteration order must not reach the files
+    }
     r = run_cli(["report", "--reproduction", "--out", str(out)], cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr + r.stdout
-    committed = (REPO / "REPRODUCTION.md").read_text()
-    regenerated = out.read_text()
-    if regenerated != committed:
-        import difflib
+    return out
 
+
+def test_committed_reproduction_md_regenerates_byte_identical(tmp_path):
+    a = _regenerate(tmp_path, "a", "1")
+    committed = (REPO / "REPRODUCTION.md").read_text()
+    if a.read_text() != committed:
         diff = "".join(
             list(
                 difflib.unified_diff(
-                    committed.splitlines(True), regenerated.splitlines(True), "committed", "now"
+                    committed.splitlines(True), a.read_text().splitlines(True), "committed", "now"
                 )
             )[:60]
         )
@@ -26,3 +35,10 @@ def test_committed_reproduction_md_regenerates_byte_identical(tmp_path):
             "REPRODUCTION.md differs from what the ledger and conf/ give; run "
             "`treebench report --reproduction` and commit it:\n" + diff
         )
+    b = _regenerate(tmp_path, "b", "2")
+    figs = sorted(p.relative_to(a.parent) for p in a.parent.glob("docs/reproduction/*/*.png"))
+    assert figs == sorted(
+        p.relative_to(b.parent) for p in b.parent.glob("docs/reproduction/*/*.png")
+    )
+    for f in figs:  # the figures are deterministic too
+        assert (a.parent / f).read_bytes() == (b.parent / f).read_bytes(), f

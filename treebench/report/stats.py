@@ -82,6 +82,17 @@ def wilcoxon(x, y) -> dict:
     }
 
 
+class _StableLabel(str):
+    """A group name whose hash does not change between processes: scikit-posthocs draws the
+    crossbars from sets of names, and a salted ``str`` hash would reorder them (and the PNG bytes)
+    on every run."""
+
+    def __hash__(self) -> int:
+        import zlib
+
+        return zlib.crc32(self.encode())
+
+
 def cd_diagram(
     nem: dict, path_stem: str | Path, title: str = "", formats: tuple = (".png", ".pdf")
 ) -> list[Path]:
@@ -96,10 +107,12 @@ def cd_diagram(
 
     fig, ax = plt.subplots(figsize=(7, 1.0 + 0.4 * nem["k"]))
     # each method in its colour of every figure
-    colors = {g: method_color(label_method(str(g))) for g in nem["ranks"].index}
-    sp.critical_difference_diagram(
-        nem["ranks"], nem["p_values"], ax=ax, alpha=nem["alpha"], color_palette=colors
-    )
+    ranks, pvals = nem["ranks"].copy(), nem["p_values"].copy()
+    ranks.index = pd.Index([_StableLabel(g) for g in ranks.index], dtype=object)
+    labels = pd.Index([_StableLabel(g) for g in pvals.columns], dtype=object)  # object: pandas
+    pvals.index = pvals.columns = labels  # would turn str subclasses back into plain str
+    colors = {g: method_color(label_method(str(g))) for g in ranks.index}
+    sp.critical_difference_diagram(ranks, pvals, ax=ax, alpha=nem["alpha"], color_palette=colors)
     if title:
         import textwrap
 
