@@ -23,7 +23,7 @@ demo: install
 	$(VENV)/bin/treebench run experiment=demo
 
 test: install
-	$(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=15 $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -205,21 +205,23 @@ def status(
     ledger: bool = _LEDGER_OPT,
 ) -> None:
     """Summarise ledger + store: records per experiment, method and status, each failure's reason,
-    and the local records not yet in the ledger (``treebench ledger add`` moves them)."""
+    the local records not yet in the ledger (``treebench ledger add`` moves them), and the SLURM
+    jobs of sweeps still queued or running."""
     from treebench.results import Store
     from treebench.results.ledger import combined_records
     from treebench.results.table import per_experiment
+    from treebench.slurm import fix_hint
 
     led = _ledger(ledger)
+    store_dir = _outputs(outputs) / "store"
     recs = [
         r
-        for rec in combined_records(Store(_outputs(outputs) / "store").records(), led)
+        for rec in combined_records(Store(store_dir).records(), led)
         for r in per_experiment(rec)  # a fit shared by experiments counts in each
         if experiment is None or r.get("experiment") == experiment
     ]
     if not recs:
         console.print("no records")
-        return
     counts: dict[tuple, dict[str, int]] = {}
     for r in recs:
         c = counts.setdefault((r.get("experiment"), r["method"], r["dataset"]), {})
@@ -233,15 +235,46 @@ def status(
         t.add_column(col, justify="right" if col in cols else "left")
     for (exp, m, d), c in sorted(counts.items(), key=lambda kv: tuple(map(str, kv[0]))):
         t.add_row(str(exp), m, d, *(str(c.get(s, 0)) for s in cols))
-    console.print(t)
+    if recs:
+        console.print(t)
+    hints: dict[str, None] = {}
     for r in recs:
         if r["status"] == "failed":
+            label, error = "failed", r.get("error")
+            if r.get("cluster"):  # a SLURM job ended without this run: "timeout: ...", ...
+                label, error = str(error).split(": ", 1) if ": " in str(error) else (label, error)
+                hints[fix_hint(r)] = None
             console.print(
-                f"[red]failed[/] {r['method']} | {r['dataset']} | seed {r['seed']} | "
-                f"fold {r['fold']}: {r.get('error')}  ({r['key']})"
+                f"[red]{label}[/] {r['method']} | {r['dataset']} | seed {r['seed']} | "
+                f"fold {r['fold']}: {error}  ({r['key']})"
             )
         elif r["status"] == "skipped":
             console.print(f"[yellow]skipped[/] {r['method']} | {r['dataset']}: {r.get('reason')}")
+    for hint in hints:
+        if hint:
+            console.print(f"  fix: {hint}", highlight=False)
+    _print_pending_slurm(store_dir)
+
+
+def _print_pending_slurm(store_dir: Path) -> None:
+    """Per sweep, the SLURM jobs whose pending markers are in the store, with their states."""
+    from treebench.slurm import marker_dir, pending_by_sweep
+
+    by_sweep = pending_by_sweep(store_dir)
+    if not by_sweep:
+        return
+    console.print(f"SLURM jobs not finished yet (pending markers in {marker_dir(store_dir)}):")
+    for sweep, jobs in sorted(by_sweep.items()):
+        parts = []
+        for m, st in sorted(jobs, key=lambda j: j[0]["job_id"]):
+            if st is None:
+                parts.append(f"{m['job_id']} (state unknown: squeue not available)")
+            else:
+                parts.append(f"{m['job_id']} {st.state}" + (f" ({st.reason})" if st.reason else ""))
+        n_runs = sum(len(m.get("runs", [])) for m, _ in jobs)
+        console.print(f"  sweep {sweep}: {', '.join(parts)}; {n_runs} runs", highlight=False)
+    if any(st is not None and not st.active for jobs in by_sweep.values() for _, st in jobs):
+        console.print("  (ended jobs are settled by the next run of their sweep)", highlight=False)
 
 
 @app.command()

@@ -1,4 +1,5 @@
-"""Live progress of a local sweep: jobs done / running / failed / skipped, read from the sweep dir."""
+"""Live progress of a sweep: jobs done / running / failed / skipped, read from the sweep dir (and,
+on a cluster, queued / running as the scheduler reports them)."""
 
 from __future__ import annotations
 
@@ -32,10 +33,17 @@ def sweep_state(sweep_dir: Path, store: Store) -> dict[str, int]:
 
 
 class SweepProgress:
-    """A background thread that renders a rich progress bar for a running sweep."""
+    """A background thread that renders a rich progress bar for a running sweep.
 
-    def __init__(self, sweep_dir: Path, store: Store, total: int, interval: float = 0.5):
+    ``queue``, if given, returns the scheduler's ``{"queued": n, "running": m}`` for the sweep's
+    jobs (None while it knows nothing yet); the bar then shows those instead of the started jobs.
+    """
+
+    def __init__(
+        self, sweep_dir: Path, store: Store, total: int, interval: float = 0.5, queue=None
+    ):
         self.sweep_dir, self.store, self.total, self.interval = sweep_dir, store, total, interval
+        self.queue = queue
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -63,10 +71,13 @@ class SweepProgress:
             while True:
                 stopping = self._stop.wait(self.interval)
                 s = sweep_state(self.sweep_dir, self.store)
-                running = s["started"] - s["finished"]
+                q = self.queue() if self.queue is not None else None
+                if q is not None:
+                    jobs = f"queued {q['queued']}  running {q['running']}"
+                else:
+                    jobs = f"running {s['started'] - s['finished']}"
                 detail = (
-                    f"running {running}  records ok {s['ok']}  failed {s['failed']}  "
-                    f"skipped {s['skipped']}"
+                    f"{jobs}  records ok {s['ok']}  failed {s['failed']}  skipped {s['skipped']}"
                 )
                 bar.update(task, completed=s["finished"], detail=detail)
                 if stopping:

@@ -37,6 +37,8 @@ class TreebenchSweeper(BasicSweeper):
     Each job's config is composed before launch (so a typo fails before anything is submitted),
     its run keys are looked up in the store, and only jobs with unfinished keys are launched. The
     keys of skipped jobs are written to ``<sweep dir>/_done/keys.json`` for the sweep summary.
+    A job whose runs a SLURM job of an earlier sweep still holds (queued or running, by its pending
+    marker, see :mod:`treebench.slurm`) is not launched again; the SLURM launcher waits for it.
     With a submitit launcher, jobs are launched in groups that share the resources hinted by their
     method and dataset configs (``resources:``); a ``hydra.launcher.<key>=`` override wins over hints.
     """
@@ -83,6 +85,7 @@ class TreebenchSweeper(BasicSweeper):
         return jobs
 
     def sweep(self, arguments: list[str]) -> Any:
+        from treebench import slurm
         from treebench.app import _abspath, open_store
         from treebench.progress import SweepProgress
         from treebench.report.console import print_plan
@@ -91,7 +94,11 @@ class TreebenchSweeper(BasicSweeper):
 
         jobs = self._jobs(arguments)
         store = open_store(self.config)
+        # runs still held by SLURM jobs of an earlier sweep (its driver may have died): not resubmitted
+        held = slurm.reconcile(store, record=not self.dry_run)
+        tracking = hasattr(self.launcher, "job_runs")
         todo, done_keys, plan, labels = [], [], [], []
+        adopted: dict[str, tuple] = {}  # SLURM job id -> (pending marker, state)
         composed: dict = {}
         for overrides in jobs:
             cfg = self._job_config(overrides, composed)
@@ -99,20 +106,31 @@ class TreebenchSweeper(BasicSweeper):
             n_done = sum(store.is_done(k) for k in keys)
             res = job_resources(cfg, n_runs=len(keys) - n_done) if self._hints_used() else {}
             plan.append((overrides, len(keys), n_done, res))
+            holders = {held[k][0]["job_id"]: held[k] for k in keys if k in held}
             if n_done == len(keys):
                 done_keys += keys
                 labels += [(k, cfg.get("experiment_name") or "adhoc") for k in keys]
+            elif holders:
+                adopted.update(holders)
             else:
                 todo.append((list(overrides), res))
+                if tracking:  # the SLURM launcher's pending markers list each job's runs
+                    self.launcher.job_runs[tuple(overrides)] = slurm.job_runs(cfg)
         sweep_dir = Path(_abspath(self.config.hydra.sweep.dir))
         if self.dry_run:
             print_plan(plan)
             return []
         for k, experiment in labels:  # a fit shared with another experiment counts in both
             store.add_experiment(k, experiment)
-        log.info(f"{len(jobs) - len(todo)} of {len(jobs)} jobs already done, {len(todo)} to launch")
+        n_held = sum(1 for _, n, d, *_ in plan if d < n) - len(todo)
+        n_finished = len(jobs) - len(todo) - n_held
+        log.info(f"{n_finished} of {len(jobs)} jobs already done, {len(todo)} to launch")
+        held_note = ""
+        if n_held:
+            states = ", ".join(f"{j} {adopted[j][1].state}" for j in sorted(adopted))
+            held_note = f", {n_held} still queued or running on SLURM ({states}; not resubmitted)"
         print(
-            f"sweep: {len(jobs)} jobs, {len(jobs) - len(todo)} done already, {len(todo)} to launch"
+            f"sweep: {len(jobs)} jobs, {n_finished} done already{held_note}, {len(todo)} to launch"
         )
         if done_keys:
             (sweep_dir / "_done").mkdir(parents=True, exist_ok=True)
@@ -123,9 +141,13 @@ class TreebenchSweeper(BasicSweeper):
         initial_job_idx = 0
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
-        bar = SweepProgress(sweep_dir, store, len(todo)) if todo else None
+        queue = getattr(self.launcher, "queue_counts", None)
+        bar = SweepProgress(sweep_dir, store, len(todo), queue=queue) if todo else None
         if bar is not None:
             bar.start()
+        # a launcher with submit/collect (SLURM) gets every group queued before waiting for any
+        two_phase = hasattr(self.launcher, "submit") and hasattr(self.launcher, "collect")
+        submitted = []
         try:
             for request, overrides in groups:
                 if request:
@@ -137,11 +159,26 @@ class TreebenchSweeper(BasicSweeper):
                 with self._launcher_resources(request):
                     while not self.is_done():
                         batch = self.get_job_batch()
+                        if two_phase:
+                            submitted.append(self.launcher.submit(batch, initial_job_idx))
+                            initial_job_idx += len(batch)
+                            continue
                         results = self.launcher.launch(batch, initial_job_idx=initial_job_idx)
                         for r in results:
                             _ = r.return_value
                         initial_job_idx += len(batch)
                         returns.append(results)
+            for handles in submitted:
+                results = self.launcher.collect(handles)
+                for r in results:
+                    _ = r.return_value
+                returns.append(results)
+            if adopted:
+                if hasattr(self.launcher, "wait_adopted"):
+                    print(f"waiting for {len(adopted)} SLURM job(s) of an earlier sweep")
+                    self.launcher.wait_adopted([m for m, _ in adopted.values()])
+                else:
+                    print(f"{len(adopted)} job(s) left to SLURM: {', '.join(sorted(adopted))}")
         finally:
             if bar is not None:
                 bar.stop()
