@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 from sklearn.base import clone
-from sklearn.datasets import load_diabetes, load_iris
+from sklearn.datasets import load_diabetes, load_digits, load_iris
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
@@ -217,6 +217,38 @@ def test_sklearn_contract_and_iris(cls):
         clone(est).set_params(max_depth=0).fit(X, y)
     with pytest.raises(ValueError, match="eval_set"):
         clone(est).set_params(selection="test").fit(X, y)
+
+
+@pytest.mark.parametrize("pool", ["linear", "conv"])
+def test_rowwise_inference_matches_batch_forward(pool):
+    """Predictions are per row (the float32 BLAS sums of the pool and head depend on the batch
+    size; they are accumulated in float64 at inference) and equal those of the batched forward
+    pass used before: the same classes, probabilities within float32 rounding."""
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:400], y[:400]
+    kw = {"features": "conv", "n_features": 6, "image_shape": (8, 8)} if pool == "conv" else {}
+    est = HingeForestClassifier(
+        n_estimators=10, max_depth=3, n_iterations=300, snapshot_every=100, random_state=0, **kw
+    ).fit(X, y)
+    with torch.no_grad():
+        batch = est.net_(torch.from_numpy(X.astype(np.float32))).numpy()
+    z = est.decision_function(X)
+    np.testing.assert_array_equal(z.argmax(1), batch.argmax(1))
+    np.testing.assert_allclose(z, batch, rtol=1e-5, atol=1e-5)
+    one_by_one = np.concatenate([est.decision_function(X[i : i + 1]) for i in range(40)])
+    np.testing.assert_array_equal(one_by_one, z[:40])
+
+
+def test_binary_decision_function_is_one_score():
+    """Two classes: one score per row, positive where predict gives classes_[1] (scikit-learn)."""
+    X, y = load_iris(return_X_y=True)
+    X, y = X[y > 0], np.where(y[y > 0] == 1, "a", "b")
+    est = HingeFernClassifier(
+        n_estimators=4, max_depth=2, n_iterations=200, snapshot_every=100, random_state=0
+    ).fit(X, y)
+    d = est.decision_function(X)
+    assert d.shape == (len(y),)
+    np.testing.assert_array_equal(est.classes_[(d > 0).astype(int)], est.predict(X))
 
 
 def test_test_selection_is_labelled():

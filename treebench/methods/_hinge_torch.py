@@ -469,6 +469,34 @@ class HingeNet(nn.Module):
             return self.forest(z, reduce=True)  # [B, K], summed over trees
         return self.head(self.forest(z).squeeze(-1))
 
+    @torch.no_grad()
+    def forward_rowwise(self, x):
+        """:meth:`forward` for inference, each output row a function of its input row only.
+
+        A float32 matrix product sums in an order that depends on the number of rows (BLAS picks
+        other kernels for 1 row than for 1000), so a row's output could change in the last bit
+        with the rows predicted alongside it. Here the pool and the linear head are accumulated in
+        float64 and rounded to float32 once (the precision the layers are trained in); the batch
+        norm and the forest are per row already. Call in eval mode.
+        """
+        if self.pool_kind == "conv":
+            x = x.view(x.shape[0], *self.image_chw)
+            p = nn.functional.conv2d(x.double(), self.pool.weight.double(), stride=self.pool.stride)
+        elif self.pool_kind == "linear":
+            p = nn.functional.linear(x.double(), self.pool.weight.double())
+        else:
+            p = x
+        p = p.to(x.dtype)
+        if self.pool_kind == "conv" and self.conv_bn == "position":
+            z = self.bn(p.flatten(1))
+        else:
+            z = self.bn(p).flatten(1)
+        if self.aggregation == "sum":
+            return self.forest(z, reduce=True)
+        t = self.forest(z).squeeze(-1)
+        head = nn.functional.linear(t.double(), self.head.weight.double(), self.head.bias.double())
+        return head.to(t.dtype)
+
 
 def _chw(image_shape, n_inputs):
     if image_shape is None:

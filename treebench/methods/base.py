@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.utils._param_validation import InvalidParameterError  # noqa: F401 - re-exported
+from sklearn.utils.validation import _check_sample_weight
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
@@ -152,6 +153,76 @@ def get_method(name: str, task: str) -> type:
             f"method {name!r} does not support {task} (it supports: {', '.join(entry.tasks)})"
         )
     return entry.classes[task]
+
+
+# ----------------------------------------------------------------------------- sample weights
+
+
+def validate_sample_weight(sample_weight, X):
+    """Validated ``sample_weight`` of the rows of ``X``: float64 (n,), finite and >= 0, some > 0.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,), number or None
+        The weights passed to ``fit`` (a number means that weight for every row).
+    X : array-like of shape (n_samples, n_features)
+        The validated training inputs.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,) or None
+        None when ``sample_weight`` is None, so that callers keep their unweighted path unchanged.
+
+    Raises
+    ------
+    ValueError
+        For a wrong shape, a negative or non-finite weight, or weights that are all zero.
+    """
+    if sample_weight is None:
+        return None
+    sw = _check_sample_weight(sample_weight, X, dtype=np.float64)  # shape, finite (and all-zero)
+    if np.any(sw < 0):
+        raise ValueError("sample_weight: negative weights are not allowed")
+    if not np.any(sw > 0):  # older scikit-learn does not check this itself
+        raise ValueError("sample_weight: all weights are zero; at least one must be positive")
+    return sw
+
+
+# ----------------------------------------------------------------------------- estimator checks
+
+
+def expected_failed_checks(estimator, inherited: bool = True) -> dict[str, str]:
+    """scikit-learn estimator checks that ``estimator`` is declared to fail, with a reason each.
+
+    Estimator classes declare them in a class attribute ``_expected_failed_checks``
+    (``{check name: one-line reason}``, merged along the MRO, subclasses last). Subclasses of
+    scikit-learn estimators also keep scikit-learn's own declarations for their base class, which
+    scikit-learn looks up by exact type and so would not find for a subclass.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+    inherited : bool, default=True
+        Include scikit-learn's declarations of scikit-learn base classes.
+
+    Returns
+    -------
+    dict
+        The ``expected_failed_checks`` argument of ``check_estimator``; as a callable, this
+        function is the argument of the same name of ``parametrize_with_checks``.
+    """
+    out: dict[str, str] = {}
+    sklearn_xfail = {}
+    if inherited:
+        try:
+            from sklearn.utils._test_common.instance_generator import PER_ESTIMATOR_XFAIL_CHECKS
+        except ImportError:  # pragma: no cover - private scikit-learn module moved
+            PER_ESTIMATOR_XFAIL_CHECKS = {}
+        sklearn_xfail = PER_ESTIMATOR_XFAIL_CHECKS
+    for cls in reversed(type(estimator).__mro__):
+        out.update(sklearn_xfail.get(cls, {}))
+        out.update(vars(cls).get("_expected_failed_checks", {}))
+    return out
 
 
 # ----------------------------------------------------------------------------- size helpers

@@ -27,6 +27,7 @@ from treebench.methods.base import (
     import_torch,
     register,
     torch_generator,
+    validate_sample_weight,
 )
 
 
@@ -54,6 +55,12 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
     """
 
     capabilities = Capabilities(requires_torch=True, sample_weight=True)
+    _expected_failed_checks = {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "minibatch Adam over rows: repeated rows change the batches, so weights equal "
+            "repeats in distribution only (tests/methods/test_sample_weight.py)"
+        ),
+    }
 
     def __init__(
         self,
@@ -120,10 +127,11 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
             self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
         Xa = torch.as_tensor(self._augment(X))
         T = torch.as_tensor(t, dtype=torch.long)
+        sample_weight = validate_sample_weight(sample_weight, X)
         sw = (
             torch.ones(len(t), dtype=torch.float32)
             if sample_weight is None
-            else torch.as_tensor(np.asarray(sample_weight, dtype=np.float32))
+            else torch.as_tensor(sample_weight.astype(np.float32))
         )
         D, k, dp1 = int(self.max_depth), len(self.classes_), Xa.shape[1]
         n_inner, n_leaf = 2**D - 1, 2**D
@@ -142,7 +150,8 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
                 mu, layers = self._mu(torch, Xa[b], Wn)
                 logits = mu @ L
                 ce = torch.nn.functional.cross_entropy(logits, T[b], reduction="none")
-                loss = (ce * sw[b]).sum() / sw[b].sum()
+                # weighted mean over the minibatch (a minibatch of zero-weight rows contributes 0)
+                loss = (ce * sw[b]).sum() / sw[b].sum().clamp_min(1e-12)
                 pen = 0.0
                 for lvl, (m, pl) in enumerate(layers):
                     a = (m * pl).sum(0) / m.sum(0).clamp_min(1e-12)
@@ -164,7 +173,8 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
             np.float32
         )
 
-    def decision_function(self, X):
+    def _logits(self, X):
+        """Mixture of the leaves' class logits (n_samples, n_classes)."""
         check_is_fitted(self, "leaf_logits_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
         Xa = self._augment(X)
@@ -175,14 +185,24 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
             mu = np.stack([mu * pl, mu * (1 - pl)], axis=2).reshape(len(Xa), -1)
         return mu @ self.leaf_logits_
 
+    def decision_function(self, X):
+        """Class scores (the logits) of shape (n_samples, n_classes); for two classes, as
+        scikit-learn's binary convention, the score of ``classes_[1]`` minus that of
+        ``classes_[0]`` (n_samples,), positive where :meth:`predict` gives ``classes_[1]``."""
+        z = self._logits(X)
+        if z.shape[1] == 2:
+            return z[:, 1].astype(np.float64) - z[:, 0].astype(np.float64)
+        return z
+
     def predict_proba(self, X):
-        z = self.decision_function(X)
+        z = self._logits(X)
         z = z - z.max(1, keepdims=True)
         e = np.exp(z)
         return e / e.sum(1, keepdims=True)
 
     def predict(self, X):
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        z = self._logits(X)  # first: raises NotFittedError before classes_ is read
+        return self.classes_[np.argmax(z, axis=1)]
 
     def size_report(self, X):
         D = int(self.max_depth)

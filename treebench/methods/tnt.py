@@ -60,6 +60,7 @@ from treebench.methods.base import (
     combine_sizes,
     member_size,
     register,
+    validate_sample_weight,
 )
 
 # ----------------------------------------------------------------------------- flat graph utilities
@@ -201,14 +202,16 @@ class _GraphClassifierMixin(SizeMixin):
         return leaf
 
     def predict(self, X):
-        return self.classes_[self.value_[self.apply(X)]]
+        leaf = self.apply(X)  # first: raises NotFittedError before any fitted attribute is read
+        return self.classes_[self.value_[leaf]]
 
     def predict_proba(self, X):
         """One-hot of the predicted class: the graph's leaves carry labels only (as in the paper).
 
         Hard probabilities keep ``BaggingClassifier`` on majority voting, as for the reference code.
         """
-        idx = self.value_[self.apply(X)]
+        leaf = self.apply(X)
+        idx = self.value_[leaf]
         proba = np.zeros((len(idx), len(self.classes_)))
         proba[np.arange(len(idx)), idx] = 1.0
         return proba
@@ -251,23 +254,26 @@ class _GraphClassifierMixin(SizeMixin):
 
 
 def _prepare(est, X, y, sample_weight):
-    """Validate inputs; encode labels; weights scaled to sum to n (counts stay counts); drop w = 0."""
+    """Validate inputs, encode labels, scale the weights and drop the rows of weight 0.
+
+    Integer weights are counts and are used as given: node weights are then exact sums, equal to
+    those of the rows repeated, so ties between equally good splits resolve as on repeated rows
+    (rescaled, they lost that exactness). Other weights (AdaBoost's) are rescaled to sum to the
+    number of rows, as before, so that TnT-AdaBoost fits are unchanged. A fit depends on the scale
+    of the weights only through floating-point rounding, and with it tie-breaking.
+    """
     X, y = validate_data(est, X, y, dtype=np.float32, order="C")
     check_classification_targets(y)
     classes, yi = np.unique(y, return_inverse=True)
-    n = len(yi)
-    if sample_weight is None:
-        w = np.ones(n)
+    w = validate_sample_weight(sample_weight, X)
+    if w is None:
+        w = np.ones(len(yi))
     else:
-        w = np.asarray(sample_weight, dtype=np.float64).ravel()
-        if w.shape[0] != n:
-            raise ValueError(f"sample_weight has {w.shape[0]} entries, expected {n}")
-        if (w < 0).any() or not np.isfinite(w).all() or w.sum() <= 0:
-            raise ValueError("sample_weight must be finite, >= 0 and not all zero")
-        w = w * (n / w.sum())
-    keep = w > 0
-    if not keep.all():
-        X, yi, w = X[keep], yi[keep], w[keep]
+        if not np.array_equal(w, np.round(w)):
+            w = w * (len(yi) / w.sum())
+        keep = w > 0
+        if not keep.all():
+            X, yi, w = X[keep], yi[keep], w[keep]
     return np.ascontiguousarray(X), yi.astype(np.int64), w, classes
 
 
@@ -1068,7 +1074,7 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
                 f"n_estimators must be an int >= 1, got {self.n_estimators!r}"
             )
         X, y = validate_data(self, X, y, dtype=np.float32)
-        self.ensemble_ = self._make().fit(X, y, sample_weight=sample_weight)
+        self.ensemble_ = self._make(len(X)).fit(X, y, sample_weight=sample_weight)
         self.classes_ = self.ensemble_.classes_
         self.estimators_ = self.ensemble_.estimators_
         self.fit_info_ = {
@@ -1112,6 +1118,13 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
 class TnTBagging(_TnTEnsemble):
     """Bagging (scikit-learn ``BaggingClassifier``, bootstrap samples, all features) of TnT graphs."""
 
+    _expected_failed_checks = {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the bootstrap draws n rows (by weight), so repeated rows change both the draws and "
+            "their number (as for scikit-learn's BaggingClassifier)"
+        ),
+    }
+
     def __init__(
         self,
         n_estimators=10,
@@ -1134,11 +1147,15 @@ class TnTBagging(_TnTEnsemble):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _make(self):
+    def _make(self, n_samples):
+        # max_samples=None means n bootstrap rows whatever the weights. Newer scikit-learn draws rows
+        # by weight and reads a float max_samples as a fraction of the weight sum (1.0 would give
+        # AdaBoost's weights, sum 1, a one-row bootstrap); an int is a row count in every version
+        # and, unweighted, draws the same rows as 1.0 did.
         return BaggingClassifier(
             estimator=self._base(),
             n_estimators=self.n_estimators,
-            max_samples=1.0 if self.max_samples is None else self.max_samples,
+            max_samples=n_samples if self.max_samples is None else self.max_samples,
             random_state=self.random_state,
             n_jobs=self.n_jobs,  # members in joblib worker processes (numba kernels hold the GIL)
         )
@@ -1147,6 +1164,13 @@ class TnTBagging(_TnTEnsemble):
 @register("tnt_adaboost", CLASSIFICATION, "TnT-AdaBoost: AdaBoostClassifier (SAMME) of TnT graphs")
 class TnTAdaBoost(_TnTEnsemble):
     """AdaBoost (scikit-learn ``AdaBoostClassifier``, SAMME) of TnT graphs."""
+
+    _expected_failed_checks = {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "AdaBoost's normalised weights are not counts; weighted and repeated fits agree up to "
+            "rounding, which can break ties between splits differently (as for AdaBoostClassifier)"
+        ),
+    }
 
     def __init__(
         self,
@@ -1170,7 +1194,7 @@ class TnTAdaBoost(_TnTEnsemble):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _make(self):
+    def _make(self, n_samples):
         return AdaBoostClassifier(
             estimator=self._base(),
             n_estimators=self.n_estimators,
@@ -1204,6 +1228,11 @@ class NDGClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
     ``C - (R(l_i + l_j) - R(l_i) - R(l_j))``. Each iteration applies the single best operation while its
     gain is positive, at most ``max_iter`` times. Nodes whose two branches end up on the same leaf are
     bypassed at the end.
+
+    Attributes
+    ----------
+    n_iter_ : int
+        Split and merge operations applied (at most ``max_iter``).
     """
 
     def __init__(self, C=3e-4, max_iter=100000, min_samples_leaf=1, random_state=None, n_jobs=None):
@@ -1306,6 +1335,7 @@ class NDGClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
             X, np.array(feat), np.array(thr), np.array(left), np.array(right), np.array(label)
         )
         self._set_graph(f, t, lft, rgt, v, root)
+        self.n_iter_ = n_split + n_merge
         self.fit_info_ = {
             "n_split_ops": n_split,
             "n_merge_ops": n_merge,
