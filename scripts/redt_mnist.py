@@ -82,7 +82,9 @@ def main():
         if cache and os.path.exists(cache):
             z = np.load(cache)
             S, test_acc = z["S"], float(z["test_acc"])
-        elif args.soft_source == "jackknife":  # Alg. 1 on the DNN too: 1 x 5 out-of-fold soft labels
+        elif (
+            args.soft_source == "jackknife"
+        ):  # Alg. 1 on the DNN too: 1 x 5 out-of-fold soft labels
             est.set_params(dnn_soft_labels="jackknife", n_repeats=1, n_folds=5)
             S = est.soft_labels(Xtr, ytr, 10, np.random.RandomState(args.seed))
             test_acc = float("nan")  # five teachers, none scored on the test set

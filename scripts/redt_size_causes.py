@@ -30,14 +30,24 @@ import numpy as np
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--datasets", nargs="+", default=["cmc", "landcover"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--method", default="redt_rf_r1", help="conf/method file of the teacher config")
-    ap.add_argument("--auto", action="store_true", help="also fit alpha=auto (CV-selected, as the table runs)")
-    ap.add_argument("--overrides", nargs="*", default=[],
-                    help="extra config overrides, e.g. dataset.preprocess.categorical=ordinal (crx, german)")
-    ap.add_argument("--rules", action="store_true", help="baseline sizes under the k readings (see above)")
+    ap.add_argument(
+        "--auto", action="store_true", help="also fit alpha=auto (CV-selected, as the table runs)"
+    )
+    ap.add_argument(
+        "--overrides",
+        nargs="*",
+        default=[],
+        help="extra config overrides, e.g. dataset.preprocess.categorical=ordinal (crx, german)",
+    )
+    ap.add_argument(
+        "--rules", action="store_true", help="baseline sizes under the k readings (see above)"
+    )
     args = ap.parse_args()
     if args.rules:
         return rules(args)
@@ -60,16 +70,25 @@ def main():
             ytr, yte = enc.transform(fa.y_train), enc.transform(fa.y_test)
             K = len(enc.classes_)
             head = f"{ds},{seed}"
-            for rule, kw in (("split6", dict(min_samples_split=6)), ("leaf5", dict(min_samples_leaf=5))):
+            for rule, kw in (
+                ("split6", dict(min_samples_split=6)),
+                ("leaf5", dict(min_samples_leaf=5)),
+            ):
                 t0 = time.process_time()
                 dt = DecisionTreeClassifier(random_state=seed, **kw).fit(Xtr, ytr)
-                print(f"{head},dt,{rule},hard,1.0,{dt.tree_.node_count},{dt.get_n_leaves()},"
-                      f"{dt.score(Xte, yte):.4f},{time.process_time() - t0:.2f}", flush=True)
+                print(
+                    f"{head},dt,{rule},hard,1.0,{dt.tree_.node_count},{dt.get_n_leaves()},"
+                    f"{dt.score(Xte, yte):.4f},{time.process_time() - t0:.2f}",
+                    flush=True,
+                )
             est = make_estimator(args.method, params={"n_jobs": 1}, random_state=seed)
             t0 = time.process_time()
             S = est.soft_labels(Xtr, ytr, K, check_random_state(seed))
-            print(f"{head},teacher_oof,-,-,-,-,-,{(S.argmax(1) == ytr).mean():.4f},"
-                  f"{time.process_time() - t0:.2f}", flush=True)
+            print(
+                f"{head},teacher_oof,-,-,-,-,-,{(S.argmax(1) == ytr).mean():.4f},"
+                f"{time.process_time() - t0:.2f}",
+                flush=True,
+            )
             for rule, k, msl in (("split6", 5, 1), ("leaf5", 9, 5)):
                 for pseudo in ("soft_or_hard", "soft"):
                     est.set_params(k=k, min_samples_leaf=msl, pseudo_labels=pseudo)
@@ -77,14 +96,20 @@ def main():
                         t0 = time.process_time()
                         tree = est._grow(Xtr, ytr, S, a, K)
                         acc = (tree.predict_value(Xte).argmax(1) == yte).mean()
-                        print(f"{head},redt,{rule},{pseudo},{a},{tree.node_count},{tree.n_leaves},"
-                              f"{acc:.4f},{time.process_time() - t0:.2f}", flush=True)
+                        print(
+                            f"{head},redt,{rule},{pseudo},{a},{tree.node_count},{tree.n_leaves},"
+                            f"{acc:.4f},{time.process_time() - t0:.2f}",
+                            flush=True,
+                        )
             if args.auto:
                 est = make_estimator(args.method, params={"n_jobs": 1}, random_state=seed)
                 t0 = time.process_time()
                 est.fit(Xtr, fa.y_train)
-                print(f"{head},redt_auto,split6,soft_or_hard,{est.alpha_},{est.n_nodes_},{est.n_rules_},"
-                      f"{est.score(Xte, fa.y_test):.4f},{time.process_time() - t0:.2f}", flush=True)
+                print(
+                    f"{head},redt_auto,split6,soft_or_hard,{est.alpha_},{est.n_nodes_},{est.n_rules_},"
+                    f"{est.score(Xte, fa.y_test):.4f},{time.process_time() - t0:.2f}",
+                    flush=True,
+                )
 
 
 def rules(args):
@@ -112,7 +137,9 @@ def rules(args):
             y, yt = enc.transform(fa.y_train), enc.transform(fa.y_test)
             for r, kw in kws.items():
                 m = DecisionTreeClassifier(random_state=seed, **kw).fit(X, y)
-                print(f"{ds},{seed},dt,{r},{m.tree_.node_count},{m.get_n_leaves()},{m.score(Xt, yt):.4f}")
+                print(
+                    f"{ds},{seed},dt,{r},{m.tree_.node_count},{m.get_n_leaves()},{m.score(Xt, yt):.4f}"
+                )
             for r in ("leaf5", "split6"):
                 rf = RandomForestClassifier(100, random_state=seed, n_jobs=1, **kws[r]).fit(X, y)
                 nodes = sum(e.tree_.node_count for e in rf.estimators_)
@@ -122,8 +149,11 @@ def rules(args):
             S = est.soft_labels(X, y, len(enc.classes_), check_random_state(seed))
             for r in ("split6", "leaf5"):
                 m = DecisionTreeClassifier(random_state=seed, **kws[r]).fit(X, S.argmax(1))
-                print(f"{ds},{seed},cart_on_pseudo,{r},{m.tree_.node_count},{m.get_n_leaves()},"
-                      f"{m.score(Xt, yt):.4f}", flush=True)
+                print(
+                    f"{ds},{seed},cart_on_pseudo,{r},{m.tree_.node_count},{m.get_n_leaves()},"
+                    f"{m.score(Xt, yt):.4f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

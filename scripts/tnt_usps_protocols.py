@@ -50,20 +50,26 @@ def load_protocol(name, seed):
 
         path = os.path.join(_mirror(), "libsvm/multiclass/usps.t.bz2")
         Xl, yl = load_svmlight_file(bz2.open(path), n_features=256)
-        assert np.array_equal(yl.astype(int) - 1, y)  # same digits and order, LIBSVM label = ESL + 1
+        assert np.array_equal(
+            yl.astype(int) - 1, y
+        )  # same digits and order, LIBSVM label = ESL + 1
         X = Xl.toarray()
     tr, te = split_indices(y, int(np.ceil(0.33 * len(y))), _rng(seed, 7))
     return X[tr], y[tr], X[te], y[te]
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--protocols", nargs="+", default=["given", "holdout33"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--tnt-splits", type=int, default=31)
     ap.add_argument("--cart-leaves", type=int, default=110)
     ap.add_argument("--no-tnt", action="store_true")
-    ap.add_argument("--curve", action="store_true", help="accuracy vs #S (CART leaves, TnT C) per protocol")
+    ap.add_argument(
+        "--curve", action="store_true", help="accuracy vs #S (CART leaves, TnT C) per protocol"
+    )
     args = ap.parse_args()
 
     from sklearn.tree import DecisionTreeClassifier
@@ -84,16 +90,23 @@ def main():
                 m = DecisionTreeClassifier(max_leaf_nodes=leaves, random_state=seed).fit(Xtr, ytr)
                 cpu = time.process_time() - t0
                 tag = f"cart_{leaves or 'full'}"
-                print(f"{row},{tag},{m.tree_.node_count // 2},{m.score(Xtr, ytr):.4f},"
-                      f"{m.score(Xte, yte):.4f},{cpu:.1f}", flush=True)
+                print(
+                    f"{row},{tag},{m.tree_.node_count // 2},{m.score(Xtr, ytr):.4f},"
+                    f"{m.score(Xte, yte):.4f},{cpu:.1f}",
+                    flush=True,
+                )
             if not args.no_tnt:
                 t0 = time.process_time()
-                est = make_estimator("tnt", params={"target_splits": args.tnt_splits, "n_jobs": 1},
-                                     random_state=seed)
+                est = make_estimator(
+                    "tnt", params={"target_splits": args.tnt_splits, "n_jobs": 1}, random_state=seed
+                )
                 est.fit(Xtr, ytr)
                 cpu = time.process_time() - t0
-                print(f"{row},tnt_{args.tnt_splits},{est.n_splits_},{est.score(Xtr, ytr):.4f},"
-                      f"{est.score(Xte, yte):.4f},{cpu:.1f}", flush=True)
+                print(
+                    f"{row},tnt_{args.tnt_splits},{est.n_splits_},{est.score(Xtr, ytr):.4f},"
+                    f"{est.score(Xte, yte):.4f},{cpu:.1f}",
+                    flush=True,
+                )
 
 
 def curve(args):
@@ -112,14 +125,20 @@ def curve(args):
             for leaves in (16, 32, 64, 110, 200, 300, 400, None):
                 t0 = time.process_time()
                 m = DecisionTreeClassifier(max_leaf_nodes=leaves, random_state=seed).fit(Xtr, ytr)
-                print(f"{row},cart_{leaves or 'full'},{m.tree_.node_count // 2},{m.score(Xtr, ytr):.4f},"
-                      f"{m.score(Xte, yte):.4f},{time.process_time() - t0:.1f}", flush=True)
+                print(
+                    f"{row},cart_{leaves or 'full'},{m.tree_.node_count // 2},{m.score(Xtr, ytr):.4f},"
+                    f"{m.score(Xte, yte):.4f},{time.process_time() - t0:.1f}",
+                    flush=True,
+                )
             for C in (3e-3, 1e-3, 3e-4, 1e-4):
                 t0 = time.process_time()
                 est = make_estimator("tnt", params={"ccp_alpha": C, "n_jobs": 1}, random_state=seed)
                 est.fit(Xtr, ytr)
-                print(f"{row},tnt_C{C:g},{est.n_splits_},{est.score(Xtr, ytr):.4f},"
-                      f"{est.score(Xte, yte):.4f},{time.process_time() - t0:.1f}", flush=True)
+                print(
+                    f"{row},tnt_C{C:g},{est.n_splits_},{est.score(Xtr, ytr):.4f},"
+                    f"{est.score(Xte, yte):.4f},{time.process_time() - t0:.1f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":
