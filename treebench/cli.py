@@ -190,10 +190,17 @@ def collect(
     from treebench.results import collect as do_collect
 
     out = _outputs(outputs)
+    problems: list = []
     df = do_collect(
-        out / "store", out / "results", experiment=experiment, status=status, ledger=_ledger(ledger)
+        out / "store",
+        out / "results",
+        experiment=experiment,
+        status=status,
+        ledger=_ledger(ledger),
+        problems=problems,
     )
     console.print(f"{len(df)} rows collected into {out / 'results'}")
+    _print_problems(problems)
     if not df.empty:
         print_summary(summary_table(df), experiment or "all experiments")
 
@@ -241,9 +248,10 @@ def status(
 
     led = _ledger(ledger)
     store_dir = _outputs(outputs) / "store"
+    store = Store(store_dir)
     recs = [
         r
-        for rec in combined_records(Store(store_dir).records(), led)
+        for rec in combined_records(store.records(), led)
         for r in per_experiment(rec)  # a fit shared by experiments counts in each
         if experiment is None or r.get("experiment") == experiment
     ]
@@ -280,7 +288,17 @@ def status(
     for hint in hints:
         if hint:
             console.print(f"  fix: {hint}", highlight=False)
+    _print_problems(store.problems)
     _print_pending_slurm(store_dir)
+
+
+def _print_problems(problems: list) -> None:
+    """Report the store records that could not be read (left out of the counts and tables)."""
+    if not problems:
+        return
+    err.print(f"[red]{len(problems)} unreadable record(s) in the store, left out:[/]")
+    for path, reason in problems:
+        err.print(f"  {path}: {reason}", highlight=False, soft_wrap=True)
 
 
 def _print_pending_slurm(store_dir: Path) -> None:
