@@ -32,6 +32,11 @@ ConfigStore.instance().store(
 )
 
 
+def _shown(overrides: list[str]) -> str:
+    """A job's overrides as typed (``treebench run`` forces ``method.params.*`` with ``++``)."""
+    return " ".join(o[2:] if o.startswith("++method.params.") else o for o in overrides)
+
+
 def _fail(messages) -> None:
     """Print planning errors (no job launched) on stderr and exit with status 2."""
     for msg in messages:
@@ -140,7 +145,7 @@ class TreebenchSweeper(BasicSweeper):
                     self.launcher.job_runs[tuple(overrides)] = slurm.job_runs(cfg)
         if bad:
             _fail(
-                f"{msg}\n  in {len(js)} of {len(jobs)} jobs, e.g. {' '.join(js[0]) or '(defaults)'}"
+                f"{msg}\n  in {len(js)} of {len(jobs)} jobs, e.g. {_shown(js[0]) or '(defaults)'}"
                 for msg, js in bad.items()
             )
         sweep_dir = Path(_abspath(self.config.hydra.sweep.dir))
