@@ -59,8 +59,9 @@ def test_cfg_job_passthrough(tmp_path):
 
 
 def test_failed_single_run_exits_nonzero(tmp_path):
+    # a value its constraints allow but fit rejects (iris has 4 features); -2 fails while planning
     res = run_cli(
-        ["run", "method=cart", "dataset=iris", "method.params.max_depth=-2"],
+        ["run", "method=cart", "dataset=iris", "method.params.monotonic_cst=[1]"],
         tmp_path,
         {"TREEBENCH_OUTPUTS": str(tmp_path / "out")},
     )

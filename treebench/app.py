@@ -60,9 +60,13 @@ def _job_log(msg: str) -> None:
 def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     """Run one Hydra job; return the records written (empty when every fold was already done)."""
     from treebench.data import DataContext
+    from treebench.files import check_outputs
+    from treebench.params import check_params
     from treebench.report.console import print_records
     from treebench.runner import job_keys, run_job
 
+    check_params(cfg)  # before any data loads or record is written
+    check_outputs(_abspath(cfg.paths.store), "store")
     store = open_store(cfg)
     ctx = DataContext(
         data_dir=_abspath(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=bool(cfg.data.fetch)
@@ -83,8 +87,23 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     return records
 
 
+def sweep_failures(sweep_dir: Path, store) -> int:
+    """How many of a sweep's runs (the keys its jobs wrote to ``keys.json``) have a failed record."""
+    keys: dict[str, None] = {}
+    for p in sorted(sweep_dir.glob("*/keys.json")):
+        try:
+            keys.update(dict.fromkeys(json.loads(p.read_text())))
+        except (OSError, ValueError):
+            continue
+    return sum(1 for k in keys if (store.get(k) or {}).get("status") == "failed")
+
+
 class SweepSummary(Callback):
-    """At the end of a multirun: a table of every job's records, printed and written to the sweep dir."""
+    """At the end of a multirun: a table of every job's records, printed and written to the sweep dir.
+
+    A sweep with failed runs then exits with status 1 (the other jobs have finished), so that CI
+    and cluster scripts see it.
+    """
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from treebench.report.console import summarize_sweep
@@ -92,13 +111,28 @@ class SweepSummary(Callback):
         if config.hydra.sweeper.get("dry_run"):
             return
         store = open_store(config)
-        summarize_sweep(_abspath(config.hydra.sweep.dir), store.root, store.ledger)
+        sweep_dir = _abspath(config.hydra.sweep.dir)
+        summarize_sweep(sweep_dir, store.root, store.ledger)
+        n_failed = sweep_failures(sweep_dir, store)
+        if n_failed:
+            print(
+                f"{n_failed} run(s) of this sweep failed; `treebench status` shows why",
+                file=sys.stderr,
+            )
+            sys.exit(1)
 
 
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point (``treebench run`` hands its arguments here)."""
-    records = run_task(cfg)
+    from treebench.files import OutputsError
+    from treebench.params import ParamError
+
+    try:
+        records = run_task(cfg)
+    except (ParamError, OutputsError) as exc:  # bad input: one message, no record written
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     if (
         any(r["status"] == "failed" for r in records)
         and str(HydraConfig.get().mode) != "RunMode.MULTIRUN"

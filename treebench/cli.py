@@ -25,6 +25,10 @@ err = Console(stderr=True)
 
 GROUPS = ("method", "dataset", "experiment", "split")
 _CHOICE_RE = re.compile(r"^(method|dataset|experiment|split)=(.+)$")
+# ``method.params.<name>=v``: forced (``++``), so a name missing from the method's YAML is added and
+# checked against the estimator's parameters while the job is planned (with a did-you-mean)
+_PARAM_RE = re.compile(r"^method\.params\.[A-Za-z_]\w*=")
+_NO_WRITE_FLAGS = ("--cfg", "-c", "--help", "-h", "--info", "-i", "--resolve", "--dry-run")
 
 
 def group_choices(group: str) -> dict[str, str]:
@@ -71,6 +75,26 @@ def check_choices(args: list[str]) -> None:
             raise typer.Exit(2)
 
 
+def check_writable(args: list[str]) -> None:
+    """Fail early, in one paragraph, when the outputs directory (or the store) cannot be written."""
+    from treebench.files import OutputsError, check_outputs
+
+    def last(prefix: str) -> str | None:
+        vals = [a.split("=", 1)[1] for a in args if a.lstrip("+").startswith(prefix + "=")]
+        return vals[-1] if vals else None
+
+    outputs = last("paths.outputs") or os.environ.get("TREEBENCH_OUTPUTS") or "outputs"
+    store = last("paths.store")
+    try:
+        if "${" not in outputs:  # an interpolation is checked once composed
+            check_outputs(outputs)
+        if store and "${" not in store:
+            check_outputs(store, "store")
+    except OutputsError as exc:
+        err.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+
+
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
     help=(
@@ -85,6 +109,9 @@ def check_choices(args: list[str]) -> None:
 def run(ctx: typer.Context) -> None:
     args = list(ctx.args)
     check_choices(args)
+    args = [f"++{a}" if _PARAM_RE.match(a) else a for a in args]
+    if not any(a in _NO_WRITE_FLAGS for a in args):
+        check_writable(args)
     if "--dry-run" in args:
         args = [a for a in args if a != "--dry-run"] + ["hydra.sweeper.dry_run=true"]
         if "-m" not in args and "--multirun" not in args:
@@ -163,10 +190,17 @@ def collect(
     from treebench.results import collect as do_collect
 
     out = _outputs(outputs)
+    problems: list = []
     df = do_collect(
-        out / "store", out / "results", experiment=experiment, status=status, ledger=_ledger(ledger)
+        out / "store",
+        out / "results",
+        experiment=experiment,
+        status=status,
+        ledger=_ledger(ledger),
+        problems=problems,
     )
     console.print(f"{len(df)} rows collected into {out / 'results'}")
+    _print_problems(problems)
     if not df.empty:
         print_summary(summary_table(df), experiment or "all experiments")
 
@@ -214,9 +248,10 @@ def status(
 
     led = _ledger(ledger)
     store_dir = _outputs(outputs) / "store"
+    store = Store(store_dir)
     recs = [
         r
-        for rec in combined_records(Store(store_dir).records(), led)
+        for rec in combined_records(store.records(), led)
         for r in per_experiment(rec)  # a fit shared by experiments counts in each
         if experiment is None or r.get("experiment") == experiment
     ]
@@ -253,7 +288,17 @@ def status(
     for hint in hints:
         if hint:
             console.print(f"  fix: {hint}", highlight=False)
+    _print_problems(store.problems)
     _print_pending_slurm(store_dir)
+
+
+def _print_problems(problems: list) -> None:
+    """Report the store records that could not be read (left out of the counts and tables)."""
+    if not problems:
+        return
+    err.print(f"[red]{len(problems)} unreadable record(s) in the store, left out:[/]")
+    for path, reason in problems:
+        err.print(f"  {path}: {reason}", highlight=False, soft_wrap=True)
 
 
 def _print_pending_slurm(store_dir: Path) -> None:

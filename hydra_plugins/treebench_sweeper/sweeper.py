@@ -2,6 +2,7 @@
 
 import json
 import logging
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,19 @@ class TreebenchSweeperConf:
 ConfigStore.instance().store(
     group="hydra/sweeper", name="treebench", node=TreebenchSweeperConf, provider="treebench"
 )
+
+
+def _shown(overrides: list[str]) -> str:
+    """A job's overrides as typed (``treebench run`` forces ``method.params.*`` with ``++``)."""
+    return " ".join(o[2:] if o.startswith("++method.params.") else o for o in overrides)
+
+
+def _fail(messages) -> None:
+    """Print planning errors (no job launched) on stderr and exit with status 2."""
+    for msg in messages:
+        print(f"error: {msg}", file=sys.stderr)
+    print("no job launched", file=sys.stderr)
+    sys.exit(2)
 
 
 class TreebenchSweeper(BasicSweeper):
@@ -87,12 +101,19 @@ class TreebenchSweeper(BasicSweeper):
     def sweep(self, arguments: list[str]) -> Any:
         from treebench import slurm
         from treebench.app import _abspath, open_store
+        from treebench.files import OutputsError, check_outputs
+        from treebench.params import ParamError, check_params
         from treebench.progress import SweepProgress
         from treebench.report.console import print_plan
         from treebench.resources import explicit_launcher_keys, group_by_resources, job_resources
         from treebench.runner import job_keys
 
         jobs = self._jobs(arguments)
+        if not self.dry_run:
+            try:
+                check_outputs(_abspath(self.config.paths.store), "store")
+            except OutputsError as exc:
+                _fail([str(exc)])
         store = open_store(self.config)
         # runs still held by SLURM jobs of an earlier sweep (its driver may have died): not resubmitted
         held = slurm.reconcile(store, record=not self.dry_run)
@@ -100,8 +121,14 @@ class TreebenchSweeper(BasicSweeper):
         todo, done_keys, plan, labels = [], [], [], []
         adopted: dict[str, tuple] = {}  # SLURM job id -> (pending marker, state)
         composed: dict = {}
+        bad: dict[str, list[list[str]]] = {}  # parameter error -> the jobs it concerns
         for overrides in jobs:
             cfg = self._job_config(overrides, composed)
+            try:  # every job's parameters are checked before any launches or reads data
+                check_params(cfg)
+            except ParamError as exc:
+                bad.setdefault(str(exc), []).append(overrides)
+                continue
             keys = job_keys(cfg)
             n_done = sum(store.is_done(k) for k in keys)
             res = job_resources(cfg, n_runs=len(keys) - n_done) if self._hints_used() else {}
@@ -116,6 +143,11 @@ class TreebenchSweeper(BasicSweeper):
                 todo.append((list(overrides), res))
                 if tracking:  # the SLURM launcher's pending markers list each job's runs
                     self.launcher.job_runs[tuple(overrides)] = slurm.job_runs(cfg)
+        if bad:
+            _fail(
+                f"{msg}\n  in {len(js)} of {len(jobs)} jobs, e.g. {_shown(js[0]) or '(defaults)'}"
+                for msg, js in bad.items()
+            )
         sweep_dir = Path(_abspath(self.config.hydra.sweep.dir))
         if self.dry_run:
             print_plan(plan)

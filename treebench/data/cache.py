@@ -35,6 +35,7 @@ from typing import Any
 from filelock import FileLock
 
 from treebench.data.base import DataError, DatasetUnavailableError
+from treebench.files import apply_umask
 
 CHUNK = 1 << 20
 USER_AGENT = "treebench-data/0.1 (+https://github.com/)"
@@ -182,6 +183,7 @@ def _download(
                 raise OSError(f"transfer of {url} ended after {n} of {total} bytes")
         if verify:
             _verify(tmp_path, rf, url)
+        apply_umask(tmp_path)  # mkstemp makes 0600
         return tmp_path
     except BaseException:
         tmp_path.unlink(missing_ok=True)
@@ -342,6 +344,7 @@ def _download_member(
             archive.unlink(missing_ok=True)  # a damaged archive is fetched again on retry
             raise
         _verify(tmp_path, rf, f"{url} member {rf.member}")
+        apply_umask(tmp_path)  # mkstemp makes 0600
         return tmp_path
     except BaseException:
         tmp_path.unlink(missing_ok=True)

@@ -6,6 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from treebench.files import apply_umask
 from treebench.inspect.export import export_graph
 
 MODEL_SUFFIX = ".model.json.gz"
@@ -25,6 +26,7 @@ def _atomic_write(path: Path, data: bytes) -> Path:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        apply_umask(tmp)  # mkstemp makes 0600
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from treebench.files import apply_umask
 from treebench.results.store import DONE_STATUSES
 
 SUFFIX = ".jsonl.gz"
@@ -174,6 +175,7 @@ class Ledger:
                 f.write(buf.getvalue())
                 f.flush()
                 os.fsync(f.fileno())
+            apply_umask(tmp)  # mkstemp makes 0600
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

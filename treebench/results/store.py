@@ -13,6 +13,8 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from treebench.files import apply_umask
+
 DONE_STATUSES = ("ok", "skipped")
 
 
@@ -41,6 +43,8 @@ class Store:
     def __init__(self, root: str | os.PathLike, ledger=None):
         self.root = Path(root)
         self.ledger = ledger
+        # (path, reason) of each unreadable record met by the last :meth:`records` pass
+        self.problems: list[tuple[Path, str]] = []
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -69,6 +73,7 @@ class Store:
                 json.dump(record, f, indent=1, sort_keys=True, default=str)
                 f.flush()
                 os.fsync(f.fileno())
+            apply_umask(tmp)  # mkstemp makes 0600: teammates sharing the store could not read it
             os.replace(tmp, p)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -119,12 +124,25 @@ class Store:
             lk.release()
 
     def records(self) -> Iterator[dict]:
-        """Every stored record (ok, skipped and failed)."""
+        """Every stored record (ok, skipped and failed).
+
+        A record that cannot be read or parsed is left out and listed in :attr:`problems`
+        (path and reason) for the caller to report.
+        """
+        self.problems = []
         if not self.root.exists():
             return
         # [!.]: not the .tmp-* file of a write in flight (pathlib's glob matches dotfiles)
         for p in sorted(self.root.glob("*/[!.]*.json")):
             try:
-                yield json.loads(p.read_text())
-            except (json.JSONDecodeError, OSError):
+                rec = json.loads(p.read_text())
+            except json.JSONDecodeError as exc:
+                self.problems.append((p, f"not valid JSON ({exc})"))
                 continue
+            except OSError as exc:
+                self.problems.append((p, f"unreadable ({exc.strerror or exc})"))
+                continue
+            if not isinstance(rec, dict) or "key" not in rec:
+                self.problems.append((p, "not a record (no 'key' field)"))
+                continue
+            yield rec

@@ -63,14 +63,19 @@ def collect(
     experiment: str | None = None,
     status: str | None = None,
     ledger: Ledger | None = None,
+    problems: list | None = None,
 ) -> pd.DataFrame:
     """Merge records into one table, optionally written as Parquet and CSV to ``out_dir``.
 
     Reads the local store at ``store_dir`` (None: none) and the committed ``ledger``, one record per
-    run key (see :func:`~treebench.results.ledger.combined_records`).
+    run key (see :func:`~treebench.results.ledger.combined_records`). The ``(path, reason)`` of each
+    unreadable store record is appended to ``problems`` when given.
     """
-    local = Store(store_dir).records() if store_dir is not None else ()
+    store = Store(store_dir) if store_dir is not None else None
+    local = store.records() if store is not None else ()
     df = to_frame(combined_records(local, ledger))
+    if problems is not None and store is not None:
+        problems.extend(store.problems)
     if not df.empty:
         if experiment is not None:
             df = df[df["experiment"] == experiment]

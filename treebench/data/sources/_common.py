@@ -26,6 +26,7 @@ import pandas as pd
 
 from treebench.data.base import DataError, Dataset, Part
 from treebench.data.cache import RemoteFile, ensure_file, sha256_file
+from treebench.files import apply_umask
 
 #: bump when a parser changes its output, so cached parses are rebuilt
 PARSER_VERSION = 1
@@ -530,6 +531,7 @@ def cached(
             fd, tmp = tempfile.mkstemp(prefix=".part-", dir=store.parent)
             with os.fdopen(fd, "wb") as fh:
                 pickle.dump(ds, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            apply_umask(tmp)  # mkstemp makes 0600
             os.replace(tmp, store)
         except OSError:
             if tmp is not None:

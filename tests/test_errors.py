@@ -1,0 +1,206 @@
+"""Bad input fails before any work: parameter checks, misspelt names, unwritable outputs; failed
+sweeps exit non-zero; unreadable store records are reported; written files respect the umask."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from tests.conftest import run_cli
+from treebench.config import compose
+from treebench.files import OutputsError, apply_umask, check_outputs
+from treebench.params import ParamError, check_params
+from treebench.results import Store
+
+
+def _env(tmp_path):
+    return {"TREEBENCH_OUTPUTS": str(tmp_path / "out"), "TREEBENCH_LEDGER": "off"}
+
+
+def _records(tmp_path) -> list:
+    return list((tmp_path / "out").glob("store/*/*.json"))
+
+
+def _launched(tmp_path) -> list:
+    """Job directories of every sweep (a launched job writes its own directory)."""
+    return [p for p in (tmp_path / "out").glob("multirun/*/*") if p.is_dir()]
+
+
+# ----------------------------------------------------------------------------- (1) values
+
+
+def test_invalid_value_in_sweep_fails_while_planning(tmp_path):
+    args = ["run", "-m", "method=cart", "dataset=iris,wine", "method.params.max_depth=-3"]
+    res = run_cli(args, tmp_path, _env(tmp_path))
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert "method 'cart'" in res.stderr and "'max_depth' parameter" in res.stderr
+    assert "must be an int in the range [1, inf) or None. Got -3" in res.stderr
+    assert "in 2 of 2 jobs" in res.stderr and "no job launched" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not _records(tmp_path) and not _launched(tmp_path)
+
+
+def test_wrong_type_in_single_run_fails_before_data(tmp_path):
+    res = run_cli(
+        ["run", "method=cart", "dataset=iris", "method.params.max_depth=abc"],
+        tmp_path,
+        _env(tmp_path),
+    )
+    assert res.returncode == 2
+    assert "method 'cart'" in res.stderr and "Got 'abc' instead" in res.stderr
+    assert "Traceback" not in res.stderr and not _records(tmp_path)
+
+
+def test_check_params_uses_declared_constraints_only():
+    with pytest.raises(ParamError, match="'n_estimators' parameter of GBDT"):
+        check_params(compose(["method=gbdt", "dataset=iris", "method.params.n_estimators=0"]))
+    # tnt declares no constraints: a value only its fit can judge is not checked here
+    check_params(compose(["method=tnt", "dataset=iris", "++method.params.N1=-3"]))
+    # a method without an estimator for the task is left to the runner (recorded as a skip)
+    check_params(compose(["method=sdt", "dataset=diabetes"]))
+
+
+# ----------------------------------------------------------------------------- (2) names
+
+
+def test_misspelt_param_suggests_and_hides_hydra_advice(tmp_path):
+    res = run_cli(
+        ["run", "method=cart", "dataset=iris", "method.params.max_dept=3"],
+        tmp_path,
+        _env(tmp_path),
+    )
+    assert res.returncode == 2
+    out = res.stdout + res.stderr
+    assert "method 'cart' (CARTClassifier) has no parameter 'max_dept'" in out
+    assert "Did you mean 'max_depth'?" in out
+    assert "+method.params" not in out and "To append to your config" not in out
+    assert not _records(tmp_path)
+
+
+def test_sweep_over_methods_names_the_one_lacking_the_key(tmp_path):
+    args = ["run", "-m", "method=cart,adaboost", "dataset=iris", "method.params.max_depth=3"]
+    res = run_cli(args, tmp_path, _env(tmp_path))
+    assert res.returncode == 2
+    assert "method 'adaboost' (AdaBoost) has no parameter 'max_depth'" in res.stderr
+    assert "method 'cart'" not in res.stderr
+    assert "in 1 of 2 jobs, e.g. method=adaboost" in res.stderr
+    assert not _records(tmp_path) and not _launched(tmp_path)
+
+
+def test_any_estimator_parameter_can_be_set_without_plus(tmp_path):
+    res = run_cli(
+        ["run", "method=cart", "dataset=iris", "method.params.max_features=2"],
+        tmp_path,
+        _env(tmp_path),
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    (rec,) = (json.loads(p.read_text()) for p in _records(tmp_path))
+    assert rec["status"] == "ok" and rec["params"]["max_features"] == 2
+
+
+# ----------------------------------------------------------------------------- (3) exit status
+
+
+def test_sweep_with_runtime_failures_exits_nonzero_after_all_jobs(tmp_path):
+    # passes the declared constraints (array-like), fails in fit (iris has 4 features)
+    args = ["run", "-m", "method=cart", "dataset=iris,wine", "method.params.monotonic_cst=[1]"]
+    res = run_cli(args, tmp_path, _env(tmp_path))
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert "2 run(s) of this sweep failed" in res.stderr
+    assert len(list((tmp_path / "out").glob("multirun/*/results.csv"))) == 1  # summarised
+    recs = [json.loads(p.read_text()) for p in _records(tmp_path)]
+    assert sorted(r["status"] for r in recs) == ["failed", "failed"]
+
+
+# ----------------------------------------------------------------------------- (4) outputs
+
+
+def test_unwritable_outputs_is_one_paragraph(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    env = {"TREEBENCH_OUTPUTS": str(blocker / "out"), "TREEBENCH_LEDGER": "off"}
+    for args in (["run", "method=cart", "dataset=iris"], ["run", "-m", "dataset=iris,wine"]):
+        res = run_cli(args, tmp_path, env)
+        assert res.returncode == 2
+        text = " ".join(res.stderr.split())  # rich wraps lines
+        assert f"{blocker / 'out'}" in text and "TREEBENCH_OUTPUTS" in text
+        assert "is not a directory" in text and "Traceback" not in res.stderr
+    assert blocker.is_file()
+
+
+def test_store_checked_by_the_sweeper(tmp_path):
+    """A store path composed from the config (not the command line) is checked while planning."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = run_cli(
+        ["run", "-m", "dataset=iris,wine", f"paths.store={blocker}/${{method.name}}"],
+        tmp_path,
+        _env(tmp_path),
+    )
+    assert res.returncode == 2
+    assert "Cannot write the store" in res.stderr and "TREEBENCH_OUTPUTS" in res.stderr
+    assert "no job launched" in res.stderr and not _launched(tmp_path)
+
+
+def test_check_outputs_permission(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)  # as a non-root user would see it
+    with pytest.raises(OutputsError, match="not writable by this user.*TREEBENCH_OUTPUTS"):
+        check_outputs(tmp_path / "a" / "b")
+    monkeypatch.undo()
+    check_outputs(tmp_path / "a" / "b")
+    assert not (tmp_path / "a").exists()  # checking creates nothing
+
+
+# ----------------------------------------------------------------------------- (5) store
+
+
+def test_unreadable_records_are_reported(tmp_path):
+    store = Store(tmp_path / "store")
+    store.write({"key": "aa11", "status": "ok"})
+    bad = store.path("bb22")
+    bad.parent.mkdir(parents=True)
+    bad.write_text('{"key": "bb22", "sta')
+    (bad.parent / ".tmp-xyz.json").write_text("{")  # a write in flight: neither read nor reported
+    (bad.parent / "cc33.json").write_text("[1, 2]")
+    assert [r["key"] for r in store.records()] == ["aa11"]
+    reasons = {p.name: r for p, r in store.problems}
+    assert set(reasons) == {"bb22.json", "cc33.json"}
+    assert reasons["bb22.json"].startswith("not valid JSON")
+    assert "no 'key'" in reasons["cc33.json"]
+
+
+def test_status_and_collect_print_unreadable_records(tmp_path):
+    bad = tmp_path / "out" / "store" / "ab" / "abcd.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("{trunc")
+    for cmd in ("status", "collect"):
+        res = run_cli([cmd, "--no-ledger"], tmp_path, _env(tmp_path))
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert "1 unreadable record(s)" in res.stderr
+        assert f"{bad}: not valid JSON" in res.stderr
+
+
+# ----------------------------------------------------------------------------- (6) modes
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_written_files_respect_umask(tmp_path, umask, mode):
+    from treebench.inspect.saved import _atomic_write
+    from treebench.results import Ledger
+
+    old = os.umask(umask)
+    try:
+        rec_path = Store(tmp_path / "store").write({"key": "aa11", "status": "ok"})
+        led_path = Ledger(tmp_path / "ledger")._write("exp", [{"key": "aa11", "status": "ok"}])
+        model_path = _atomic_write(tmp_path / "m" / "x.gz", b"data")
+        tmp = tmp_path / "plain"
+        tmp.write_text("")
+        os.chmod(tmp, 0o600)
+        apply_umask(tmp)
+    finally:
+        os.umask(old)
+    for p in (rec_path, led_path, model_path, tmp):
+        assert stat.S_IMODE(p.stat().st_mode) == mode, p

@@ -1,0 +1,71 @@
+"""File permissions and writable directories: records and caches readable by the user's group."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def current_umask() -> int:
+    """The process umask (read from ``/proc`` when possible: setting it to read it is not thread-safe)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(path: str | os.PathLike) -> None:
+    """Give a file made by :func:`tempfile.mkstemp` (mode 0600) the mode a plain ``open`` would.
+
+    That is ``0o666 & ~umask``: with the usual umask 022 everyone can read the file, with 002 the
+    group can also write it (a group-shared store on a cluster filesystem).
+    """
+    os.chmod(path, 0o666 & ~current_umask())
+
+
+def unwritable_reason(path: str | os.PathLike) -> str | None:
+    """Why a directory cannot be created or written to, or None when it can.
+
+    Nothing is created: the nearest existing ancestor of ``path`` must be a writable directory.
+    """
+    p = Path(path).expanduser().absolute()
+    probe = p
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable by this user"
+    return None
+
+
+class OutputsError(OSError):
+    """The outputs (or store) directory cannot be written; the message says what to set."""
+
+
+def check_outputs(path: str | os.PathLike, what: str = "outputs directory") -> None:
+    """Raise :class:`OutputsError` with a one-paragraph explanation if ``path`` is not writable.
+
+    Parameters
+    ----------
+    path : path-like
+        The directory treebench writes records, logs and sweep summaries to.
+    what : str
+        How to name it in the message (``outputs directory``, ``store``).
+    """
+    reason = unwritable_reason(path)
+    if reason is None:
+        return
+    raise OutputsError(
+        f"Cannot write the {what} {Path(path).expanduser()} ({reason}). treebench keeps its "
+        "records, run logs and sweep summaries there. Set TREEBENCH_OUTPUTS to a directory you can "
+        "write (e.g. `export TREEBENCH_OUTPUTS=$HOME/treebench-outputs`), or pass "
+        "paths.outputs=<dir> (paths.store=<dir> for the store alone) on the command line."
+    )
