@@ -60,9 +60,11 @@ def _job_log(msg: str) -> None:
 def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     """Run one Hydra job; return the records written (empty when every fold was already done)."""
     from treebench.data import DataContext
+    from treebench.lifeline import watch_parent
     from treebench.report.console import print_records
     from treebench.runner import job_keys, run_job
 
+    watch_parent()  # in a joblib worker: die with the sweep's driver
     store = open_store(cfg)
     ctx = DataContext(
         data_dir=_abspath(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=bool(cfg.data.fetch)
@@ -107,4 +109,7 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    from treebench.lifeline import mark_driver
+
+    mark_driver()
     main()

@@ -91,6 +91,9 @@ def run(ctx: typer.Context) -> None:
             args.insert(0, "-m")
     os.environ.setdefault("TREEBENCH_OUTPUTS", str(Path("outputs").resolve()))
     from treebench import app as task
+    from treebench.lifeline import mark_driver
+
+    mark_driver()  # sweep workers die with this process
 
     sys.argv = ["treebench run", *args]
     task.main()
