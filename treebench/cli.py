@@ -654,7 +654,9 @@ def bench(
     ),
     quick: bool = typer.Option(False, "--quick", help="tiny sizes and one repeat (CI, tests)"),
     out: str = typer.Option(
-        ".", help="directory for BENCHMARKS.md (CSVs and plots go to OUT/docs/bench)"
+        None,
+        help="directory for BENCHMARKS.md, CSVs and plots in OUT/docs/bench (default: "
+        "$TREEBENCH_OUTPUTS/bench; the committed files in . only with --update)",
     ),
     sections: str = typer.Option(
         "main,inference,threads,scaling",
@@ -664,7 +666,8 @@ def bench(
     update: bool = typer.Option(
         False,
         "--update",
-        help="keep the other sections' results from OUT/docs/bench and re-run only --sections",
+        help="write the committed BENCHMARKS.md and docs/bench (unless --out), keeping the "
+        "other sections' results and re-running only --sections",
     ),
 ) -> None:
     """Benchmark fit/predict speed, memory and scaling of every method against CART (BENCHMARKS.md)."""
