@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -149,3 +151,23 @@ def test_update_reruns_one_section_and_keeps_the_others(quick_run):
     assert (after["section"] == "inference").sum() == (before["section"] == "inference").sum()
     md = (quick_run / "BENCHMARKS.md").read_text()
     assert "* main:" in md and "* inference:" in md
+
+
+def test_quick_writes_under_outputs_not_the_checkout(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TREEBENCH_OUTPUTS", str(tmp_path / "o"))
+    args = ["bench", "--quick", "--methods", "cart", "--datasets", "digits", "--sections", "main"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "o" / "bench" / "BENCHMARKS.md").is_file()
+    assert (tmp_path / "o" / "bench" / "docs" / "bench" / "bench_raw.csv").is_file()
+    assert not (tmp_path / "BENCHMARKS.md").exists() and not (tmp_path / "docs").exists()
+
+
+def test_only_update_or_out_write_committed_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("TREEBENCH_OUTPUTS", str(tmp_path / "o"))
+    assert bench.output_dir() == tmp_path / "o" / "bench"
+    assert bench.output_dir(update=True) == Path(".")
+    assert bench.output_dir(tmp_path / "x", update=True) == tmp_path / "x"
+    monkeypatch.delenv("TREEBENCH_OUTPUTS")
+    assert bench.output_dir() == Path("outputs") / "bench"

@@ -120,3 +120,65 @@ def test_invalid_hyperparameter_names_the_parameter(tmp_path):
     )
     assert rec["status"] == "failed" and "InvalidParameterError" in rec["error"]
     assert "n_estimators" in rec["error"]
+
+
+def _marked(marker: str) -> list[int]:
+    """Live processes whose environment holds ``marker`` (this test's own processes only)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                if marker.encode() in f.read():
+                    pids.append(int(d))
+        except OSError:  # gone, or another user's process
+            pass
+    return pids
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigkill_driver_leaves_no_worker(tmp_path):
+    out = tmp_path / "out"
+    marker = f"TREEBENCH_TEST_MARK=orphans-{os.getpid()}-{tmp_path.name}"
+    args = [
+        "run",
+        "-m",
+        "method=cart",
+        "dataset=iris",
+        "seed=0,1,2,3",
+        "dataset.loader._target_=tests.slurm_jobs.sleepy_load",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+    ]
+    cmd, env = _cli(args, tmp_path, out)
+    env.update(TREEBENCH_TEST_SLEEP_S="30", TREEBENCH_LEDGER="off")
+    env[marker.split("=")[0]] = marker.split("=")[1]
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.time() + 120
+        # both workers are sleeping inside a job once two job dirs exist
+        while time.time() < deadline and len(list(out.rglob(".hydra"))) < 2:
+            time.sleep(0.2)
+        assert len(list(out.rglob(".hydra"))) >= 2, "the jobs did not start"
+        time.sleep(1)
+        assert len(_marked(marker)) >= 3, "driver and two workers"
+        proc.kill()  # the driver alone: its workers must follow
+        proc.wait()
+        deadline = time.time() + 5
+        while time.time() < deadline and _marked(marker):
+            time.sleep(0.2)
+        left = _marked(marker)
+    finally:
+        for pid in _marked(marker):  # only this test's processes
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes of the killed sweep survived: {left}"
+    assert _records(out) == []
+    env["TREEBENCH_TEST_SLEEP_S"] = "0"
+    res = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    recs = _records(out)
+    assert len(recs) == 4 and len({r["key"] for r in recs}) == 4
+    assert all(r["status"] == "ok" for r in recs)

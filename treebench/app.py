@@ -61,10 +61,12 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     """Run one Hydra job; return the records written (empty when every fold was already done)."""
     from treebench.data import DataContext
     from treebench.files import check_outputs
+    from treebench.lifeline import watch_parent
     from treebench.params import check_params
     from treebench.report.console import print_records
     from treebench.runner import job_keys, run_job
 
+    watch_parent()  # in a joblib worker: die with the sweep's driver
     check_params(cfg)  # before any data loads or record is written
     check_outputs(_abspath(cfg.paths.store), "store")
     store = open_store(cfg)
@@ -141,4 +143,7 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    from treebench.lifeline import mark_driver
+
+    mark_driver()
     main()

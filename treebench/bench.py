@@ -1268,12 +1268,35 @@ def write_outputs(bench: Bench, out: Path, meta: dict) -> dict[str, Path]:
 SECTIONS = ("main", "inference", "threads", "scaling")
 
 
+def output_dir(out: str | Path | None = None, update: bool = False) -> Path:
+    """Where a bench run writes ``BENCHMARKS.md`` and ``docs/bench/``.
+
+    Parameters
+    ----------
+    out : str or Path, optional
+        An explicit directory; always wins.
+    update : bool
+        Without ``out``: write the committed files in the current directory (the checkout).
+
+    Returns
+    -------
+    Path
+        ``out``; else ``.`` with ``update``; else ``$TREEBENCH_OUTPUTS/bench`` (``outputs/bench``
+        when the variable is unset), so a smoke run never overwrites the committed results.
+    """
+    if out is not None:
+        return Path(out)
+    if update:
+        return Path(".")
+    return Path(os.environ.get("TREEBENCH_OUTPUTS") or "outputs") / "bench"
+
+
 def run(
     methods: list[str] | None = None,
     datasets: list[str] | None = None,
     repeats: int | None = None,
     quick: bool = False,
-    out: str | Path = ".",
+    out: str | Path | None = None,
     sections: list[str] | None = None,
     timeout: float | None = None,
     log=print,
@@ -1281,7 +1304,8 @@ def run(
     config: str | None = None,
     update: bool = False,
 ) -> dict[str, Path]:
-    """Run the benchmark and write its outputs; returns the written files."""
+    """Run the benchmark and write its outputs (see :func:`output_dir`); returns the written files."""
+    out = output_dir(out, update)
     cfg = load_config(quick, config)
     if timeout is not None:
         cfg["timeout"] = timeout

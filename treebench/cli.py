@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import typer
 import yaml
-from rich.console import Console
 from rich.table import Table
 
 from treebench.config import CONF_DIR
+from treebench.term import make_console
 
 app = typer.Typer(
     help="Train and compare non-greedy and differentiable decision trees; reproduce paper tables.",
@@ -20,8 +21,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err = Console(stderr=True)
+console = make_console()
+err = make_console(stderr=True)
 
 GROUPS = ("method", "dataset", "experiment", "split")
 _CHOICE_RE = re.compile(r"^(method|dataset|experiment|split)=(.+)$")
@@ -103,7 +104,8 @@ def check_writable(args: list[str]) -> None:
         "  treebench run -m method=cart,rf dataset=iris,digits seed=0,1,2 hydra/launcher=joblib\n\n"
         "  treebench run experiment=demo      treebench run method=cart --cfg job\n\n"
         "Hyperparameters: method.params.<name>=value. Finished jobs are skipped (before launch in\n"
-        "sweeps). --dry-run lists a sweep's jobs and which are done, launching nothing."
+        "sweeps). --dry-run lists a sweep's jobs and which are done, launching nothing.\n"
+        "-v / --verbose lists every launched job (hydra.verbose=[hydra_plugins])."
     ),
 )
 def run(ctx: typer.Context) -> None:
@@ -116,11 +118,40 @@ def run(ctx: typer.Context) -> None:
         args = [a for a in args if a != "--dry-run"] + ["hydra.sweeper.dry_run=true"]
         if "-m" not in args and "--multirun" not in args:
             args.insert(0, "-m")
+    if "-v" in args or "--verbose" in args:
+        args = [a for a in args if a not in ("-v", "--verbose")] + ["hydra.verbose=[hydra_plugins]"]
     os.environ.setdefault("TREEBENCH_OUTPUTS", str(Path("outputs").resolve()))
     from treebench import app as task
+    from treebench.lifeline import mark_driver
 
+    mark_driver()  # sweep workers die with this process
+    started = time.time()
     sys.argv = ["treebench run", *args]
-    task.main()
+    try:
+        task.main()
+    except KeyboardInterrupt:
+        n = _records_since(_store_dir(args), started)
+        err.print(f"interrupted; {n} records kept, rerun to resume", highlight=False)
+        raise typer.Exit(130) from None
+
+
+def _store_dir(args: list[str]) -> Path:
+    """The store a ``run`` writes to, from its ``paths.*`` overrides or ``$TREEBENCH_OUTPUTS``."""
+    opts = dict(a.lstrip("+").split("=", 1) for a in args if "=" in a)
+    if "paths.store" in opts:
+        return Path(opts["paths.store"])
+    return Path(opts.get("paths.outputs") or os.environ["TREEBENCH_OUTPUTS"]) / "store"
+
+
+def _records_since(store: Path, t0: float) -> int:
+    """Records written to ``store`` since ``t0`` (not the ``.tmp-*`` file of a write in flight)."""
+    n = 0
+    for p in store.glob("*/[!.]*.json"):
+        try:
+            n += p.stat().st_mtime >= t0
+        except OSError:
+            pass
+    return n
 
 
 @app.command("list")
@@ -696,7 +727,9 @@ def bench(
     ),
     quick: bool = typer.Option(False, "--quick", help="tiny sizes and one repeat (CI, tests)"),
     out: str = typer.Option(
-        ".", help="directory for BENCHMARKS.md (CSVs and plots go to OUT/docs/bench)"
+        None,
+        help="directory for BENCHMARKS.md, CSVs and plots in OUT/docs/bench (default: "
+        "$TREEBENCH_OUTPUTS/bench; the committed files in . only with --update)",
     ),
     sections: str = typer.Option(
         "main,inference,threads,scaling",
@@ -706,7 +739,8 @@ def bench(
     update: bool = typer.Option(
         False,
         "--update",
-        help="keep the other sections' results from OUT/docs/bench and re-run only --sections",
+        help="write the committed BENCHMARKS.md and docs/bench (unless --out), keeping the "
+        "other sections' results and re-running only --sections",
     ),
 ) -> None:
     """Benchmark fit/predict speed, memory and scaling of every method against CART (BENCHMARKS.md)."""

@@ -7,10 +7,10 @@ import json
 import threading
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from treebench.results.store import Store
+from treebench.term import make_console
 
 
 def sweep_state(sweep_dir: Path, store: Store) -> dict[str, int]:
@@ -57,7 +57,7 @@ class SweepProgress:
             self._thread.join(timeout=5)
 
     def _loop(self) -> None:
-        console = Console(stderr=True)
+        console = make_console(stderr=True)
         with Progress(
             TextColumn("[bold]sweep"),
             BarColumn(),

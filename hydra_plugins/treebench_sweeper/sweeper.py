@@ -16,6 +16,32 @@ from omegaconf import OmegaConf, open_dict
 
 log = logging.getLogger(__name__)
 
+# launchers that list every job (and their joblib settings) at INFO; shown only at -v
+_LISTING_LOGGERS = (
+    "hydra_plugins.hydra_joblib_launcher._core",
+    "hydra_plugins.treebench_sweeper.slurm_launcher",
+)
+_LISTING_PREFIXES = ("\t#", "Joblib.Parallel(", "Launching jobs, sweep output dir")
+
+
+class _JobListingFilter(logging.Filter):
+    """Drop a launcher's per-job listing unless its logger is verbose (``treebench run -v``).
+
+    The sweeper prints one summary line (jobs, done, to launch, sweep dir) instead.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
+            return True
+        return not str(record.msg).startswith(_LISTING_PREFIXES)
+
+
+def _quiet_job_listing() -> None:
+    for name in _LISTING_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _JobListingFilter) for f in logger.filters):
+            logger.addFilter(_JobListingFilter())
+
 
 @dataclass
 class TreebenchSweeperConf:
@@ -156,13 +182,16 @@ class TreebenchSweeper(BasicSweeper):
             store.add_experiment(k, experiment)
         n_held = sum(1 for _, n, d, *_ in plan if d < n) - len(todo)
         n_finished = len(jobs) - len(todo) - n_held
-        log.info(f"{n_finished} of {len(jobs)} jobs already done, {len(todo)} to launch")
+        log.debug(f"{n_finished} of {len(jobs)} jobs already done, {len(todo)} to launch")
         held_note = ""
         if n_held:
             states = ", ".join(f"{j} {adopted[j][1].state}" for j in sorted(adopted))
             held_note = f", {n_held} still queued or running on SLURM ({states}; not resubmitted)"
+        _quiet_job_listing()
         print(
             f"sweep: {len(jobs)} jobs, {n_finished} done already{held_note}, {len(todo)} to launch"
+            f" ({type(self.launcher).__name__}, output {sweep_dir})",
+            flush=True,
         )
         if done_keys:
             (sweep_dir / "_done").mkdir(parents=True, exist_ok=True)

@@ -7,14 +7,14 @@ import math
 import os
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from treebench.report.tables import summary_table
 from treebench.results.store import Store
 from treebench.results.table import to_frame
+from treebench.term import make_console
 
-console = Console()
+console = make_console()
 
 
 def _fmt(v) -> str:
@@ -90,8 +90,7 @@ def print_summary(df, title: str) -> None:
             v = row[c]
             cells.append(_num(v))
         t.add_row(*cells)
-    # piped output (sweep logs, CI) is not cut to 80 columns
-    (console if console.is_terminal else Console(width=max(console.width, 160))).print(t)
+    console.print(t)  # piped output (sweep logs, CI) is full width, see treebench.term
 
 
 def print_plan(plan) -> None:
@@ -152,7 +151,6 @@ def print_checks(res, title: str) -> None:
         console.print(f"[yellow]{title}: no targets[/]")
         return
     disp = display_frame(res)
-    out = console if console.is_terminal else Console(width=max(console.width, 200))
     t = Table(title=title, title_justify="left", show_lines=False)
     for c in (
         "target",
@@ -183,4 +181,4 @@ def print_checks(res, title: str) -> None:
             f"[{style}]{r['status']}[/]",
             str(r["note"]),
         )
-    out.print(t)
+    console.print(t)
