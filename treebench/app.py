@@ -15,7 +15,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from treebench.config import CONF_DIR
-from treebench.schema import register_schema
+from treebench.schema import TreebenchConf, register_schema
 
 register_schema()
 
@@ -31,11 +31,18 @@ def _abspath(p: str) -> Path:
 
 
 def open_store(cfg: DictConfig):
-    """The job store of ``cfg``; with ``ledger=true`` a key in the committed ledger counts as done."""
+    """The job store of ``cfg``, over the committed ledger when its keys count as done.
+
+    ``ledger=null`` (the default): for an experiment's jobs, whose paper runs are committed; an
+    ad-hoc run (the default ``experiment_name``) fits here. ``true`` / ``false`` force it.
+    """
     from treebench.config import open_ledger
     from treebench.results.store import Store
 
-    return Store(_abspath(cfg.paths.store), open_ledger() if cfg.get("ledger", True) else None)
+    use = cfg.get("ledger")
+    if use is None:
+        use = cfg.get("experiment_name") != TreebenchConf.experiment_name
+    return Store(_abspath(cfg.paths.store), open_ledger() if use else None)
 
 
 def _launcher_parallelism() -> int:

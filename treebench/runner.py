@@ -364,7 +364,10 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
             store.add_experiment(
                 k, experiment
             )  # a fit shared with another experiment counts in both
-            log(f"[{job.method} | {job.dataset} | seed {job.seed} | fold {f}] skipped, done ({k})")
+            where = "" if store.path(k).exists() else ", in the committed ledger"
+            log(
+                f"[{job.method} | {job.dataset} | seed {job.seed} | fold {f}] skipped, done ({k}{where})"
+            )
     if not pending:
         return []
 

@@ -49,7 +49,7 @@ class TreebenchConf:
     experiment_name: str = "adhoc"
     profile: Profile = Profile.full
     save_model: bool = False
-    ledger: bool = True
+    ledger: bool | None = None
     metrics: MetricsConf = field(default_factory=MetricsConf)
     paths: PathsConf = field(default_factory=PathsConf)
     data: DataConf = field(default_factory=DataConf)

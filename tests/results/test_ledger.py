@@ -157,11 +157,9 @@ def test_a_ledger_record_refits_on_a_machine_without_the_store(tmp_path):
         "run key verified" in said
         and f"test_accuracy={rec['metrics']['test_accuracy']:.4f}" in said
     )
-    r = run_cli(["run", "method=cart", "dataset=iris", "method.params.max_depth=2"], tmp_path, env)
-    assert "skipped, done" in r.stdout  # a ledger key counts as done
-    r = run_cli(
-        ["run", "method=cart", "dataset=iris", "method.params.max_depth=2", "ledger=false"],
-        tmp_path,
-        env,
-    )
+    args = ["run", "method=cart", "dataset=iris", "method.params.max_depth=2"]
+    r = run_cli([*args, "ledger=true"], tmp_path, env)
+    assert "skipped, done" in r.stdout and "in the committed ledger" in r.stdout
+    assert not (tmp_path / "out" / "store").exists()
+    r = run_cli(args, tmp_path, env)  # an ad-hoc run fits here by default (ledger=null)
     assert "skipped" not in r.stdout and len(list(Store(tmp_path / "out" / "store").records())) == 1
