@@ -17,6 +17,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch):
+    """pytest-xdist workers export COLUMNS=80; CLI output is checked as a user off a terminal sees it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _no_committed_ledger(monkeypatch):
     """Tests see only the records they make: the committed ledger is off unless a test sets
     ``TREEBENCH_LEDGER`` itself (tests/results/test_ledger.py does)."""

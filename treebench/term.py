@@ -7,19 +7,34 @@ print no colour codes.
 
 from __future__ import annotations
 
+import os
+
 from rich.console import Console, ConsoleDimensions
 
 PLAIN_WIDTH = 1000  # columns off a terminal: tables take their natural width
 
 
 class _Console(Console):
-    """A rich console whose width, off a terminal, is :data:`PLAIN_WIDTH` (unless given)."""
+    """A rich console whose width, off a terminal, is :data:`PLAIN_WIDTH` (unless given).
+
+    ``COLUMNS`` is read at each print, not once when the console is made (rich's default), so a
+    module-level console follows the environment it prints in.
+    """
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        if kw.get("width") is None:
+            self._width = None  # rich froze COLUMNS here; look it up in ``size`` instead
 
     @property
     def size(self) -> ConsoleDimensions:
         size = Console.size.fget(self)
-        if self._width is None and not self.is_terminal:
-            return ConsoleDimensions(PLAIN_WIDTH, size.height)
+        if self._width is None:
+            cols = os.environ.get("COLUMNS", "")
+            if cols.isdigit():
+                return ConsoleDimensions(int(cols), size.height)
+            if not self.is_terminal:
+                return ConsoleDimensions(PLAIN_WIDTH, size.height)
         return size
 
     @size.setter
