@@ -188,14 +188,14 @@ def test_status_and_collect_print_unreadable_records(tmp_path):
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
 def test_written_files_respect_umask(tmp_path, umask, mode):
-    from treebench.inspect.saved import _atomic_write
+    from treebench.files import atomic_write_bytes
     from treebench.results import Ledger
 
     old = os.umask(umask)
     try:
         rec_path = Store(tmp_path / "store").write({"key": "aa11", "status": "ok"})
         led_path = Ledger(tmp_path / "ledger")._write("exp", [{"key": "aa11", "status": "ok"}])
-        model_path = _atomic_write(tmp_path / "m" / "x.gz", b"data")
+        model_path = atomic_write_bytes(tmp_path / "m" / "x.gz", b"data")
         tmp = tmp_path / "plain"
         tmp.write_text("")
         os.chmod(tmp, 0o600)

@@ -28,6 +28,30 @@ def apply_umask(path: str | os.PathLike) -> None:
     os.chmod(path, 0o666 & ~current_umask())
 
 
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically: a temp file beside it, fsync, umask mode, ``os.replace``.
+
+    A reader sees the old file or the new one, never a part; the temp file is dot-named
+    (``.tmp-*``), so globs of the directory's records skip it.
+    """
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        apply_umask(tmp)  # mkstemp makes 0600
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
 def unwritable_reason(path: str | os.PathLike) -> str | None:
     """Why a directory cannot be created or written to, or None when it can.
 

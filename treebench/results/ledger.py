@@ -18,13 +18,12 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from treebench.files import apply_umask
+from treebench.files import atomic_write_bytes
 from treebench.results.store import DONE_STATUSES
 
 SUFFIX = ".jsonl.gz"
@@ -168,19 +167,7 @@ class Ledger:
         buf = io.BytesIO()
         with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
             gz.write(body.encode("utf-8"))
-        path = self.root / f"{experiment}{SUFFIX}"
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=SUFFIX)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(buf.getvalue())
-                f.flush()
-                os.fsync(f.fileno())
-            apply_umask(tmp)  # mkstemp makes 0600
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return atomic_write_bytes(self.root / f"{experiment}{SUFFIX}", buf.getvalue())
 
 
 def combined_records(store_records: Iterable[dict], ledger: Ledger | None) -> Iterator[dict]:
