@@ -37,7 +37,7 @@ small. Tests check these gradients against torch autograd on the paper's Eq. (2)
 
 Settings the paper does not give, or where it is not followed (my choices, all constructor parameters):
 
-* ``gamma_gradient='flip'`` instead of the tangent at ``gamma_bar`` (session 3, regression diagnosis on
+* ``gamma_gradient='flip'`` instead of the tangent at ``gamma_bar`` (a regression diagnosis on
   fri586/housing/airfoil). For MSE the two differ by ``(f_children - v_i)^2``: the tangent at
   ``gamma_bar_i = 1`` is ``2 (f - y)(f - v_i)``, positive whenever the held-out response of the
   subtree would be improved by *shrinking* it towards ``v_i`` -- the normal case for any fitted model
@@ -47,8 +47,8 @@ Settings the paper does not give, or where it is not followed (my choices, all c
   both gave the same accuracies on pima/ionosphere/spectf/hepatitis/megawatt1 (2 seeds).
 * ``gamma_init=None``: classification starts at 0.5 like the authors' code (gamma = [0.5, 0.5]; the
   tie of the first prox_C1 keeps the split, so training starts from the full tree and any node
-  flips as soon as its accumulated validation gradient changes sign). Session 3 started at 1.0 for
-  both tasks; then a node needs 0.5 / eps of accumulated evidence before it can be pruned, and at
+  flips as soon as its accumulated validation gradient changes sign). Starting at 1.0 for
+  both tasks, a node needs 0.5 / eps of accumulated evidence before it can be pruned, and at
   depth 9 the fits early-stop (epochs 15-30) before gamma prunes anything (0 % of internal nodes
   pruned by gamma at depth 9 on 7 of 10 sets; with 0.5: 6-76 % on pima, ionosphere, spectf,
   hepatitis). Regression keeps 1.0: with 0.5 the untrained tree, worse than the mean on
@@ -63,7 +63,7 @@ Settings the paper does not give, or where it is not followed (my choices, all c
   validation) and the frozen subtree never budded again (R2 ~0); with eps 0.1 gamma never moved in a
   classification fit (0 % pruned by gamma at depth 9) and the Joint ablation then tested better than
   One-Stage (it trains on 33 % more rows).
-  Regression eps is a trade-off, not a bug (session 5, fri under-fit diagnosis). Pruning a node
+  Regression eps is a trade-off, not a bug (an under-fit diagnosis on the fri sets). Pruning a node
   freezes its subtree (no row reaches it, so its routers get no gradient), and the flip gradient
   compares the node's *current* subtree with its own value on validation rows. In the first epochs
   the routers are untrained, so a subtree is often worse than its node's mean and is pruned before
