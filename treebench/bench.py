@@ -39,6 +39,7 @@ import multiprocessing as mp
 import os
 import platform
 import pstats
+import re
 import socket
 import time
 import traceback
@@ -466,6 +467,8 @@ def _trim_profile(text: str) -> str:
     start = next((i for i, ln in enumerate(lines) if ln.strip().startswith("ncalls")), 0)
     keep = [ln.replace(str(Path(CONF_DIR).resolve().parent) + "/", "") for ln in lines[start:]]
     keep = [ln.replace(os.path.dirname(os.__file__) + "/", "") for ln in keep]
+    # a virtualenv's path names the machine that ran it: keep only what follows site-packages/
+    keep = [re.sub(r"\S*/site-packages/", "site-packages/", ln) for ln in keep]
     head = next((ln for ln in lines if "function calls" in ln), "").strip()
     return "\n".join([head, *[ln.rstrip() for ln in keep if ln.strip()]])
 
