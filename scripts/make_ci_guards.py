@@ -2,8 +2,8 @@
 
 Usage::
 
-    TREEBENCH_OUTPUTS=/tmp/ci-guards treebench run experiment=ci
-    python scripts/make_ci_guards.py /tmp/ci-guards [--write]
+    TREEBENCH_OUTPUTS=outputs/ci-guards treebench run experiment=ci
+    python scripts/make_ci_guards.py outputs/ci-guards [--write]
 
 Each (method, dataset) gets a guard "mean test metric >= measured mean (rounded down) - tolerance"
 and "#splits within size_rtol of the measured mean". Only the generated block between the

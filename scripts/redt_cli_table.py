@@ -7,7 +7,7 @@ means, as ``treebench check``; and per (dataset, seed) pair). ReDT rows are grou
 rule, jackknife repetitions and alpha selection; DT and the teacher are averaged over the same
 (dataset, seed) runs as the ReDT group.
 
-    python scripts/redt_cli_table.py /tmp/out-redt/results/results.parquet [--experiment redt_table2_3_5]
+    python scripts/redt_cli_table.py outputs/results/results.parquet [--experiment redt_table2_3_5]
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ purity stops on the same soft labels; ``--soft-cache DIR`` reuses soft labels sa
 (the teacher's own test accuracy is then skipped with ``--no-teacher``).
 
     TREEBENCH_MIRROR=../shared/data python scripts/redt_tables.py --datasets crx german --seeds 0
-    python scripts/redt_tables.py --summary --out /tmp/redt/results.jsonl
+    python scripts/redt_tables.py --summary --out outputs/redt/results.jsonl
 """
 
 from __future__ import annotations
@@ -224,7 +224,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=5, help="jackknife repetitions R (paper: 5)")
     ap.add_argument("--n-estimators", type=int, default=None, help="teacher size (paper: 100)")
     ap.add_argument("--n-jobs", type=int, default=1)
-    ap.add_argument("--out", default="/tmp/redt/results.jsonl")
+    ap.add_argument("--out", default="outputs/redt/results.jsonl")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--loader", choices=["treebench", "raw"], default="treebench")
     ap.add_argument(

@@ -7,13 +7,13 @@
 #   scripts/slurm_local.sh stop     cancel this cluster's jobs, stop the daemons this script started
 #
 # Both start and stop are idempotent. Daemons run without systemd, with their pid files, logs and
-# state under $TREEBENCH_SLURM_DIR (default /var/tmp/treebench-slurm); `stop` kills only the pids
+# state under $TREEBENCH_SLURM_DIR (default /var/lib/treebench-slurm); `stop` kills only the pids
 # recorded there. The config goes to /etc/slurm/slurm.conf (where every SLURM client looks) and is
 # never written over when it is not ours. Accounting is off (no slurmdbd): `sacct` fails, job states
 # come from `squeue`, which keeps finished jobs for MinJobAge seconds.
 set -euo pipefail
 
-DIR="${TREEBENCH_SLURM_DIR:-/var/tmp/treebench-slurm}"
+DIR="${TREEBENCH_SLURM_DIR:-/var/lib/treebench-slurm}"
 CONF_DIR=/etc/slurm
 CONF="$CONF_DIR/slurm.conf"
 MARK="# written by treebench scripts/slurm_local.sh"

@@ -28,7 +28,7 @@ import numpy as np
 
 
 def _mirror():
-    return os.environ.get("TREEBENCH_MIRROR", "/work/shared/data")
+    return os.environ.get("TREEBENCH_MIRROR", "../shared/data")
 
 
 def load_protocol(name, seed):

@@ -346,7 +346,7 @@ def test_pruned_subtree_and_one_sided_last_split_get_no_router_gradient():
 
 @pytest.mark.parametrize("holdout", [True, False])
 def test_joint_tree_uses_one_stage_parts_and_early_stops_on_held_out_rows(holdout):
-    """Joint Tree (session 5): with ``early_stopping_holdout`` it trains on One-Stage's training part
+    """Joint Tree: with ``early_stopping_holdout`` it trains on One-Stage's training part
     only (same stratified split for the same seed) and its monitored loss is the relaxed model's loss
     on the held-out rows; without it every row trains and the monitored rows are the training rows."""
     from sklearn.model_selection import train_test_split
