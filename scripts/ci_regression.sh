@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CI regression guard: run the `ci` experiment (every registered method on the bundled datasets),
-# collect, check against conf/papers/ci.yaml, and write the report. Exits non-zero on any regression
+# collect, check against treebench/conf/papers/ci.yaml, and write the report. Exits non-zero on any regression
 # (a FAIL row), on a run failure, or when the time budget is exceeded. --fail-on-errors also fails
 # when any job of the sweep recorded status "failed".
 #

@@ -1,4 +1,4 @@
-"""Regenerate the measured CI guards in conf/papers/ci.yaml from a collected `ci` experiment.
+"""Regenerate the measured CI guards in treebench/conf/papers/ci.yaml from a collected `ci` experiment.
 
 Usage::
 
@@ -24,7 +24,7 @@ from treebench.report.guards import ratchet_violations
 from treebench.results import collect
 
 ROOT = Path(__file__).resolve().parent.parent
-CI_YAML = ROOT / "conf" / "papers" / "ci.yaml"
+CI_YAML = ROOT / "treebench" / "conf" / "papers" / "ci.yaml"
 BEGIN, END = "  # BEGIN measured guards", "  # END measured guards"
 
 
@@ -51,7 +51,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("outputs", type=Path, help="TREEBENCH_OUTPUTS of a finished `ci` run")
-    ap.add_argument("--write", action="store_true", help="rewrite conf/papers/ci.yaml in place")
+    ap.add_argument(
+        "--write", action="store_true", help="rewrite treebench/conf/papers/ci.yaml in place"
+    )
     args = ap.parse_args()
     block = "\n".join([BEGIN, *guards(args.outputs), END])
     if not args.write:

@@ -135,7 +135,9 @@ def load_treebench(name: str, seed: int = 0):
     from treebench.schema import register_schema
 
     register_schema()
-    conf = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
+    conf = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "treebench", "conf"
+    )
     with initialize_config_dir(config_dir=conf, version_base=None):
         cfg = compose("config", overrides=[f"dataset={name}", f"seed={seed}"])
     ctx = DataContext(

@@ -35,7 +35,9 @@ def main():
     )
     ap.add_argument("--datasets", nargs="+", default=["cmc", "landcover"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--method", default="redt_rf_r1", help="conf/method file of the teacher config")
+    ap.add_argument(
+        "--method", default="redt_rf_r1", help="treebench/conf/method file of the teacher config"
+    )
     ap.add_argument(
         "--auto", action="store_true", help="also fit alpha=auto (CV-selected, as the table runs)"
     )

@@ -38,7 +38,7 @@ def outputs(tmp_path, monkeypatch):
 
 
 def compose_config(overrides=(), hydra_cfg=False):
-    """Compose ``conf/config.yaml`` with overrides through Hydra's compose API."""
+    """Compose ``treebench/conf/config.yaml`` with overrides through Hydra's compose API."""
     return api.compose_config(overrides, return_hydra_config=hydra_cfg)
 
 

@@ -216,5 +216,5 @@ def test_job_past_its_time_limit_records_timeout_and_status_suggests_the_fix(tmp
     status = run_cli(["status", "--no-ledger"], tmp_path, _env(tmp_path))
     text = " ".join(status.stdout.split())
     assert "timeout cart | iris" in text
-    assert "hydra.launcher.timeout_min=2" in text and "conf/method/cart.yaml" in text
+    assert "hydra.launcher.timeout_min=2" in text and "treebench/conf/method/cart.yaml" in text
     assert Path(tmp_path / "out" / "store" / "_slurm").exists() and not _markers(tmp_path)

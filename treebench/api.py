@@ -41,7 +41,7 @@ class FoldArrays:
 
 
 def compose_config(overrides: Sequence[str] = (), return_hydra_config: bool = False):
-    """Compose ``conf/config.yaml`` with command-line style overrides (``dataset=letter``, ...)."""
+    """Compose ``treebench/conf/config.yaml`` with command-line style overrides (``dataset=letter``, ...)."""
     from treebench.config import compose
 
     return compose(overrides, return_hydra_config)
@@ -60,7 +60,7 @@ def load_fold(
     Parameters
     ----------
     dataset : str
-        A name of ``conf/dataset`` (``treebench list`` shows them).
+        A name of ``treebench/conf/dataset`` (``treebench list`` shows them).
     seed, fold : int
         The run's seed and fold; the split depends on (seed, dataset) only, as in the runner.
     overrides : sequence of str
@@ -95,7 +95,7 @@ def make_estimator(
 ):
     """An estimator of a registered method with its YAML's parameters, updated by ``params``.
 
-    ``method`` is a ``conf/method`` file name (a variant such as ``tnt_finetune`` works too).
+    ``method`` is a ``treebench/conf/method`` file name (a variant such as ``tnt_finetune`` works too).
     ``random_state``, ``n_jobs`` and ``image_shape`` fill what the YAML leaves unset, as the runner does.
     """
     cfg = compose_config([f"method={method}"])

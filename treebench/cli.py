@@ -12,7 +12,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from treebench.config import CONF_DIR
+from treebench.config import CONF_DIR, PROJECT_DIR
 from treebench.term import make_console
 
 app = typer.Typer(
@@ -388,7 +388,7 @@ def report(
         stamp = f"ledger `results/` {led.content_hash()} ({len(led)} records)"
         if with_store:
             stamp += " + the local store (not committed)"
-        dest = Path(out) if out else Path(CONF_DIR).resolve().parent / "REPRODUCTION.md"
+        dest = Path(out) if out else PROJECT_DIR / "REPRODUCTION.md"
         text = reproduction_markdown(
             df,
             papers,
@@ -720,7 +720,7 @@ def bench(
         "classifier; CART, the reference, is always added)",
     ),
     datasets: str = typer.Option(
-        None, help="comma-separated datasets (default: conf/bench/bench.yaml)"
+        None, help="comma-separated datasets (default: treebench/conf/bench/bench.yaml)"
     ),
     repeats: int = typer.Option(
         None, help="timed repeats after the warm-up (default: the config's)"

@@ -5,25 +5,28 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_ROOT = Path(__file__).resolve().parent.parent
+_PACKAGE = Path(__file__).resolve().parent
 
-#: the Hydra config root (``TREEBENCH_CONF_DIR`` replaces it)
-CONF_DIR = os.environ.get("TREEBENCH_CONF_DIR") or str(_ROOT / "conf")
+#: the checkout holding the package (the committed ledger and REPRODUCTION.md live there)
+PROJECT_DIR = _PACKAGE.parent
+
+#: the Hydra config root, shipped inside the package (``TREEBENCH_CONF_DIR`` replaces it)
+CONF_DIR = os.environ.get("TREEBENCH_CONF_DIR") or str(_PACKAGE / "conf")
 
 _LEDGER_OFF = ("", "0", "off", "none", "false")
 
 
 def ledger_dir() -> Path | None:
-    """The committed ledger (``results/`` beside ``conf/``); ``TREEBENCH_LEDGER`` moves it, and
+    """The committed ledger (``results/`` of the checkout); ``TREEBENCH_LEDGER`` moves it, and
     ``TREEBENCH_LEDGER=off`` reads none (the local store alone, as a regression check needs)."""
     env = os.environ.get("TREEBENCH_LEDGER")
     if env is not None:
         return None if env.strip().lower() in _LEDGER_OFF else Path(env).expanduser()
-    return _ROOT / "results"
+    return PROJECT_DIR / "results"
 
 
 def compose(overrides=(), return_hydra_config: bool = False):
-    """Compose ``conf/config.yaml`` with command-line style overrides (``dataset=letter``, ...)."""
+    """Compose ``treebench/conf/config.yaml`` with command-line style overrides (``dataset=letter``, ...)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra

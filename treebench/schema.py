@@ -1,4 +1,4 @@
-"""Structured-config schema of ``conf/config.yaml``: typos and wrong types fail at compose time."""
+"""Structured-config schema of ``treebench/conf/config.yaml``: typos and wrong types fail at compose time."""
 
 from __future__ import annotations
 

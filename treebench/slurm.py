@@ -366,7 +366,7 @@ def fix_hint(rec: dict) -> str:
         )
         return (
             f"rerun with a longer limit, e.g. {more}, or raise resources.timeout_min "
-            f"(per run) in conf/method/{rec.get('method')}.yaml"
+            f"(per run) in treebench/conf/method/{rec.get('method')}.yaml"
         )
     if c.get("state") == "OUT_OF_MEMORY":
         return "rerun with more memory, e.g. hydra.launcher.mem_gb=<more>"

@@ -202,7 +202,9 @@ def test_dataset_end_to_end_through_http_mirror(tmp_path, http_server, mirror):
     from treebench.data import load_dataset
 
     srv, base = http_server
-    cfg = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf/dataset/letter_libsvm.yaml")
+    cfg = OmegaConf.load(
+        Path(__file__).resolve().parents[2] / "treebench/conf/dataset/letter_libsvm.yaml"
+    )
     for spec in cfg.loader.files.values():
         f = mirror / spec.path
         if not f.is_file():
@@ -232,7 +234,7 @@ def test_har_config_members_from_upstream_zip(tmp_path, http_server):
                 f"UCI HAR Dataset/{part}/y_{part}.txt", "".join(f"{1 + i % 6}\n" for i in range(n))
             )
     srv.files["/har.zip"] = buf.getvalue()
-    cfg = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf/dataset/har.yaml")
+    cfg = OmegaConf.load(Path(__file__).resolve().parents[2] / "treebench/conf/dataset/har.yaml")
     for node in (*cfg.loader.files.values(), *cfg.loader.labels.values()):
         assert node.url.endswith("UCI%20HAR%20Dataset.zip") and node.sha256 is None
         node.url = base + "/har.zip"

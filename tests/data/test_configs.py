@@ -7,7 +7,7 @@ import yaml
 
 from tests.data.tb_data_helpers import REPO, manifest
 
-CONF = REPO / "conf" / "dataset"
+CONF = REPO / "treebench" / "conf" / "dataset"
 REQUIRED = (
     "mnist fashion_mnist usps letter letter_libsvm connect4 pendigits optdigits satimage dna "
     "protein sensit adult crx eeg bank german cmc landcover isolet abalone abalone_reg har "

@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from tests.data.tb_data_helpers import MIRROR, REPO, manifest
 from treebench.data import DataContext, DatasetUnavailableError, load_dataset
 
-CONF = REPO / "conf" / "dataset"
+CONF = REPO / "treebench" / "conf" / "dataset"
 MANIFEST = manifest()
 SLOW = {"mnist", "fashion_mnist", "connect4"}
 

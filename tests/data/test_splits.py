@@ -176,7 +176,7 @@ def test_regression_holdout_is_not_stratified():
 
 
 @pytest.mark.parametrize(
-    "path", sorted((REPO / "conf" / "split").glob("*.yaml")), ids=lambda p: p.stem
+    "path", sorted((REPO / "treebench" / "conf" / "split").glob("*.yaml")), ids=lambda p: p.stem
 )
 def test_split_configs_instantiate(path):
     split = instantiate(OmegaConf.load(path))

@@ -192,7 +192,7 @@ hydra:
 @needs_crx
 def test_experiment_rows_and_params_refit(tmp_path):
     conf = tmp_path / "conf"
-    shutil.copytree(REPO / "conf", conf)
+    shutil.copytree(REPO / "treebench" / "conf", conf)
     (conf / "experiment" / "refit_probe.yaml").write_text(_EXPERIMENT)
     out = tmp_path / "outputs"
     env = {

@@ -445,7 +445,7 @@ def test_clone_params_and_yaml_defaults():
         c = clone(est)
         assert c.get_params() == est.get_params()
         c.set_params(**est.get_params())
-        conf = yaml.safe_load((ROOT / "conf" / "method" / f"{name}.yaml").read_text())
+        conf = yaml.safe_load((ROOT / "treebench" / "conf" / "method" / f"{name}.yaml").read_text())
         assert conf["name"] == name
         defaults = cls().get_params()
         defaults.pop("random_state")

@@ -22,7 +22,7 @@ from treebench.methods.hinge import (  # noqa: E402
     HingeForestRegressor,
 )
 
-CONF = Path(__file__).resolve().parents[2] / "conf" / "method"
+CONF = Path(__file__).resolve().parents[2] / "treebench" / "conf" / "method"
 
 
 def _reference(forest: HingeForest, z: np.ndarray):

@@ -179,7 +179,9 @@ def test_ci_runs_and_guards_every_registered_method():
 
 
 def test_fast_variant_extends_its_base():
-    raw = yaml.safe_load((REPO / "conf" / "method" / "hinge_fern_fast.yaml").read_text())
+    raw = yaml.safe_load(
+        (REPO / "treebench" / "conf" / "method" / "hinge_fern_fast.yaml").read_text()
+    )
     assert raw["defaults"] == ["hinge_fern", "_self_"]
     base = compose_config(["method=hinge_fern"]).method
     fast = compose_config(["method=hinge_fern_fast"]).method

@@ -163,7 +163,7 @@ def test_latex_escapes():
 
 
 def load_papers_yaml_targets(paper):
-    """The raw target entries of conf/papers/<paper>.yaml."""
+    """The raw target entries of treebench/conf/papers/<paper>.yaml."""
     import yaml
 
     from treebench.config import CONF_DIR

@@ -1,4 +1,4 @@
-"""REPRODUCTION.md is a pure function of the committed ledger and conf/: regenerating it changes nothing."""
+"""REPRODUCTION.md is a pure function of the committed ledger and treebench/conf/: regenerating it changes nothing."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_committed_reproduction_md_regenerates_byte_identical(tmp_path):
             )[:60]
         )
         raise AssertionError(
-            "REPRODUCTION.md differs from what the ledger and conf/ give; run "
+            "REPRODUCTION.md differs from what the ledger and treebench/conf/ give; run "
             "`treebench report --reproduction` and commit it:\n" + diff
         )
     b = _regenerate(tmp_path, "b", "2")

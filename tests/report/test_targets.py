@@ -15,7 +15,7 @@ from treebench.report.targets import (
     load_paper,
 )
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "treebench" / "conf"
 # names fixed in HELPERS.md (datasets) and the brief (methods); adf/sndf are published-only baselines
 DATASETS = set(
     """iris digits wine breast_cancer diabetes mnist fashion_mnist usps letter letter_libsvm connect4

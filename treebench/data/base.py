@@ -35,7 +35,7 @@ class Dataset:
     Parameters
     ----------
     name : str
-        Short name (the ``conf/dataset`` file name).
+        Short name (the ``treebench/conf/dataset`` file name).
     task : {"classification", "regression"}
     parts : dict of str to Part
         ``"all"`` when the source has no given split, otherwise ``"train"``, ``"test"`` and

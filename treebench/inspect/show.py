@@ -105,7 +105,7 @@ def _record_split(rec: dict):
 
 
 def _experiment_files(name: str, profile: str) -> list[str]:
-    """``conf/experiment`` files that set ``experiment_name: name`` at ``profile``."""
+    """``treebench/conf/experiment`` files that set ``experiment_name: name`` at ``profile``."""
     import yaml
 
     from treebench.config import CONF_DIR

@@ -35,7 +35,7 @@ labels cannot be reused for this: their teachers saw the validation labels, whic
 accuracy of small alpha (CMC, seed 0: 61.7 % CV at alpha = 0 with shared soft labels, 50.6 % held
 out, 58.5 % test). ``alpha_selection="holdout"`` is the session-2 rule (one ``val_size`` split, shared
 soft labels). The paper's protocol (best alpha per run by test accuracy) is a sweep of fixed ``alpha``
-values with the same seed, which reuses identical soft labels: see ``conf/experiment/redt_alpha.yaml``.
+values with the same seed, which reuses identical soft labels: see ``treebench/conf/experiment/redt_alpha.yaml``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The CI guards ratchet: a regression guard may only be made looser with a stated reason.
 
-A guard file (``conf/papers/ci.yaml``) holds floors measured from our own runs. Comparing a new version
+A guard file (``treebench/conf/papers/ci.yaml``) holds floors measured from our own runs. Comparing a new version
 of it with an older one, a target is *loosened* when the new version lets a result pass that the old
 one failed: a lower ``>=`` floor, a wider tolerance (full or reduced profile) or a moved ``~`` band,
 ``check: false``, a lower ``require`` or a larger ``margin`` of a relation, a different selection or

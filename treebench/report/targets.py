@@ -1,4 +1,4 @@
-"""Paper targets as data: ``conf/papers/<paper>.yaml`` loaded and validated.
+"""Paper targets as data: ``treebench/conf/papers/<paper>.yaml`` loaded and validated.
 
 A paper file holds
 
