@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
@@ -34,16 +35,53 @@ def test_dataset_configs_compose(name):
         assert "_target_" in cfg.dataset[key], f"dataset {name}: {key} needs a _target_"
 
 
+def _plan_choices(plan, group: str) -> set[str]:
+    """The ``group`` options a sweep plan (``params`` and ``rows``, a list or named lists) names."""
+    plan = OmegaConf.to_container(plan) if OmegaConf.is_config(plan) else plan
+    values = [str((plan.get("params") or {}).get(group, ""))]
+    rows = plan.get("rows") or []
+    for row in [r for rs in rows.values() for r in rs] if isinstance(rows, dict) else rows:
+        values += [o.split("=", 1)[1] for o in str(row).split() if o.startswith(f"{group}=")]
+    return {v.strip() for vs in values for v in vs.split(",") if v.strip()}
+
+
 @pytest.mark.parametrize("name", _names("experiment"))
 def test_experiment_configs_compose(name):
     cfg = compose_config([f"experiment={name}"], hydra_cfg=True)
     assert cfg.experiment_name
-    params = cfg.hydra.sweeper.params or {}
-    for group in ("method", "dataset"):
-        for v in str(params.get(group, "")).split(","):
-            v = v.strip()
-            if v:
+    sweeper = cfg.hydra.sweeper
+    for plan in (sweeper, sweeper.get("reduced") or {}):
+        for group in ("method", "dataset"):
+            for v in _plan_choices(plan, group):
                 assert v in _names(group), f"experiment {name}: unknown {group} {v!r}"
+
+
+def test_one_experiment_file_per_experiment():
+    """A paper table or figure is one file; its shards are rows, its laptop/CI plan the reduced profile."""
+    names = [compose_config([f"experiment={n}"]).experiment_name for n in _names("experiment")]
+    assert len(names) == len(set(names)) and not any(n.endswith("_reduced") for n in names)
+
+
+def _method_yaml(name: str) -> dict:
+    return yaml.safe_load((Path(CONF_DIR) / "method" / f"{name}.yaml").read_text())
+
+
+@pytest.mark.parametrize("name", [n for n in _names("method") if "defaults" in _method_yaml(n)])
+def test_method_variants_extend_their_base_and_state_only_what_differs(name):
+    raw = _method_yaml(name)
+    base_name = raw["defaults"][0]
+    assert raw["defaults"] == [base_name, "_self_"] and "defaults" not in _method_yaml(base_name)
+    base = compose_config([f"method={base_name}"]).method.params
+    variant = compose_config([f"method={name}"]).method.params
+    for key, value in (raw.get("params") or {}).items():
+        assert key not in base or base[key] != value, f"{name}.yaml restates {key}={value!r}"
+    assert set(base) <= set(variant)
+
+
+@pytest.mark.parametrize("name", _names("method"))
+def test_no_method_config_knows_dataset_names(name):
+    text = (Path(CONF_DIR) / "method" / f"{name}.yaml").read_text()
+    assert "by_dataset" not in text and "${dataset" not in text and "oc.select" not in text
 
 
 @pytest.mark.parametrize("name", _names("split"))

@@ -1,4 +1,4 @@
-"""The treebench sweeper's explicit rows: one job per row, crossed with the sweep's params."""
+"""The treebench sweeper's explicit rows (crossed with the sweep's params) and the reduced profile."""
 
 from __future__ import annotations
 
@@ -11,24 +11,41 @@ def _plan(tmp_path, *args):
 
 
 def test_rows_cross_params(tmp_path):
-    res = _plan(tmp_path, "experiment=tnt_table2_reduced")
+    res = _plan(tmp_path, "experiment=tnt_table2", "profile=reduced")
     assert res.returncode == 0, res.stderr[-2000:]
     assert "0 done, 8 to run" in res.stdout  # 4 rows x 2 seeds
     assert all(m in res.stdout for m in ("tnt_bagging", "bagged_cart", "tnt_adaboost"))
 
 
+def test_profile_reduced_runs_the_experiments_reduced_plan(tmp_path):
+    full = _plan(tmp_path, "experiment=tnt_table1")
+    assert full.returncode == 0, full.stderr[-2000:]
+    assert "0 done, 80 to run" in full.stdout and "dataset=digits " not in full.stdout
+    reduced = _plan(tmp_path, "experiment=tnt_table1", "profile=reduced")
+    assert reduced.returncode == 0, reduced.stderr[-2000:]
+    assert "0 done, 4 to run" in reduced.stdout and "dataset=digits" in reduced.stdout
+
+
 def test_row_and_sweep_setting_one_key_is_an_error(tmp_path):
-    res = _plan(tmp_path, "experiment=tnt_table2_reduced", "method=cart")
+    res = _plan(tmp_path, "experiment=tnt_table2", "profile=reduced", "method=cart")
     assert res.returncode == 1
     assert "both set ['method']; set each key in one place" in res.stderr + res.stdout
 
 
-def test_a_row_with_several_values_is_an_error(tmp_path):
-    res = _plan(
-        tmp_path, "-m", "experiment=tnt_table2_reduced", 'hydra.sweeper.rows=["method=cart,rf"]'
-    )
-    assert res.returncode == 1
-    assert "has several values; a row is one job" in res.stderr + res.stdout
+def test_a_row_with_several_values_is_one_job_per_value(tmp_path):
+    rows = 'hydra.sweeper.rows=["method=cart,rf dataset=iris","method=gbdt dataset=iris,wine"]'
+    res = _plan(tmp_path, "-m", rows, "seed=0,1")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 done, 8 to run" in res.stdout  # (2 + 2 rows) x 2 seeds
+    assert "method=gbdt dataset=wine seed=1" in res.stdout
+
+
+def test_named_lists_of_rows_are_crossed(tmp_path):
+    rows = "hydra.sweeper.rows={data:['dataset=iris','dataset=wine split=holdout'],model:['method=cart']}"
+    res = _plan(tmp_path, "-m", rows, "seed=0")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 done, 2 to run" in res.stdout
+    assert "dataset=wine split=holdout method=cart seed=0" in res.stdout
 
 
 def test_done_sweep_job_counts_in_a_second_experiment(tmp_path):

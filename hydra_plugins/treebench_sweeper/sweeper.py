@@ -1,12 +1,13 @@
 """A sweeper that skips finished jobs before launching, crosses explicit rows with params, and plans."""
 
+import itertools
 import json
 import logging
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional  # noqa: UP035 - plugin modules load without __future__
+from typing import Any, Dict, Optional  # noqa: UP035 - plugin modules load without __future__
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
@@ -49,8 +50,11 @@ class TreebenchSweeperConf:
     max_batch_size: Optional[int] = None  # noqa: UP045
     params: Optional[Dict[str, str]] = None  # noqa: UP006, UP045
     dry_run: bool = False  # list the jobs and whether each is done; launch nothing
-    # explicit jobs, each a string of single-valued overrides, crossed with ``params``
-    rows: Optional[List[str]] = None  # noqa: UP006, UP045
+    # explicit jobs, each a string of overrides (``a,b`` values expand to one job each), crossed with
+    # ``params``; or named lists of rows ({datasets: [...], methods: [...]}) crossed with each other
+    rows: Optional[Any] = None  # noqa: UP045
+    # the plan of ``profile=reduced``: {params: ..., rows: ...} replacing the two above
+    reduced: Optional[Dict[str, Any]] = None  # noqa: UP006, UP045
 
 
 ConfigStore.instance().store(
@@ -71,6 +75,11 @@ def _fail(messages) -> None:
     sys.exit(2)
 
 
+def _plain(node):
+    """A config node as plain lists and dicts (the sweeper gets its settings as OmegaConf nodes)."""
+    return OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
+
+
 class TreebenchSweeper(BasicSweeper):
     """Cartesian-product sweeper (like Hydra's basic one) that never launches a finished job.
 
@@ -88,15 +97,58 @@ class TreebenchSweeper(BasicSweeper):
         max_batch_size: int | None = None,
         params: dict | None = None,
         dry_run: bool = False,
-        rows: list | None = None,
+        rows: list | dict | None = None,
+        reduced: dict | None = None,
     ) -> None:
         super().__init__(max_batch_size=max_batch_size, params=params)
         self.dry_run = dry_run
-        self.rows = list(rows or [])
+        self.rows = _plain(rows) or []
+        self.reduced = _plain(reduced)
+
+    def _use_profile(self) -> None:
+        """With ``profile=reduced`` and a ``reduced`` plan, its params and rows replace the full ones."""
+        profile = self.config.get("profile") if self.config is not None else None
+        if self.reduced is None or getattr(profile, "value", profile) != "reduced":
+            return
+        self.params = dict(self.reduced.get("params") or {})
+        self.rows = self.reduced.get("rows") or []
+        self.reduced = None
+
+    def _row_jobs(self, parser) -> list[tuple[str, list[str]]]:
+        """(row text, overrides) of every job the rows give: a list of rows, each expanded; named
+        lists of rows are crossed (one row of each list per job)."""
+        if isinstance(self.rows, dict):
+            lists = [self._rows_of(list(rows), parser) for rows in self.rows.values()]
+            return [
+                (" ".join(r for r, _ in combo), [o for _, job in combo for o in job])
+                for combo in itertools.product(*lists)
+            ]
+        return self._rows_of(list(self.rows), parser)
+
+    def _rows_of(self, rows: list, parser) -> list[tuple[str, list[str]]]:
+        out = []
+        for row in rows:
+            row_overrides = row.split() if isinstance(row, str) else [str(o) for o in row]
+            parsed = parser.parse_overrides(row_overrides)
+            out += [(str(row), job) for job in self._expand_row(row_overrides, parsed)]
+        return out
+
+    @staticmethod
+    def _expand_row(row_overrides: list[str], parsed) -> list[list[str]]:
+        """A row's jobs: one per combination of its swept values (``method=cart,rf``), in order."""
+        choices = []
+        for line, o in zip(row_overrides, parsed, strict=True):
+            if o.is_sweep_override():
+                key = o.get_key_element()
+                choices.append([f"{key}={v}" for v in o.sweep_string_iterator()])
+            else:
+                choices.append([line])
+        return [list(c) for c in itertools.product(*choices)]
 
     def _jobs(self, arguments: list[str]) -> list[list[str]]:
         """Every job's overrides: the cartesian product of ``params`` (and the command line),
         crossed with ``rows`` when the experiment lists explicit rows."""
+        self._use_profile()
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         params_conf = self._parse_config() + list(arguments)
         batches = self.split_arguments(parser.parse_overrides(params_conf), None)
@@ -104,16 +156,8 @@ class TreebenchSweeper(BasicSweeper):
         if not self.rows:
             return grid
         jobs = []
-        for row in self.rows:
-            row_overrides = row.split() if isinstance(row, str) else [str(o) for o in row]
-            parsed = parser.parse_overrides(row_overrides)
-            for o in parsed:
-                if o.is_sweep_override():
-                    raise ConfigCompositionException(
-                        f"sweeper row {row!r}: {o.input_line!r} has several values; "
-                        "a row is one job, put sweeps in hydra.sweeper.params"
-                    )
-            row_keys = {o.get_key_element() for o in parsed}
+        for row, job in self._row_jobs(parser):
+            row_keys = {o.split("=", 1)[0] for o in job}
             for combo in grid:
                 clash = row_keys & {c.split("=", 1)[0] for c in combo}
                 if clash:
@@ -121,7 +165,7 @@ class TreebenchSweeper(BasicSweeper):
                         f"sweeper row {row!r} and the sweep both set {sorted(clash)}; "
                         "set each key in one place"
                     )
-                jobs.append(row_overrides + combo)
+                jobs.append(job + combo)
         return jobs
 
     def sweep(self, arguments: list[str]) -> Any:

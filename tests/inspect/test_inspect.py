@@ -307,9 +307,9 @@ def test_refit_passes_the_test_part_to_a_method_that_asks_for_it(tmp_path):
     # RHF's labelled paper protocol (selection=test) needs fit(..., eval_set=test part), as the runner
     out = tmp_path / "out"
     env = {"TREEBENCH_OUTPUTS": str(out)}
-    args = ["run", "method=hinge_forest_fast", "dataset=iris", "threads=1"]
+    args = ["run", "method=hinge_forest", "dataset=iris", "threads=1"]
     small = ["n_estimators=3", "max_depth=2", "n_iterations=60", "snapshot_every=20"]
-    args += [f"method.params.{p}" for p in small] + ["+method.params.selection=test"]
+    args += [f"method.params.{p}" for p in small] + ["method.params.selection=test"]
     r = run_cli(args, cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     (p,) = list((out / "store").glob("*/[!.]*.json"))

@@ -149,7 +149,8 @@ def test_refit_overrides_keep_the_job_and_drop_hydra_and_environment():
         "seeds=[0,1,2]",
         "+method.params.selection=test",
         "split.test_size=0.25",
-        "experiment=redt_alpha_reduced",
+        "experiment=redt_alpha",
+        "profile=reduced",
         "hydra/launcher=joblib",
         "hydra.launcher.n_jobs=2",
         "threads=1",
@@ -164,7 +165,8 @@ def test_refit_overrides_keep_the_job_and_drop_hydra_and_environment():
         "dataset.preprocess.categorical=ordinal",
         "+method.params.selection=test",
         "split.test_size=0.25",
-        "experiment=redt_alpha_reduced",
+        "experiment=redt_alpha",
+        "profile=reduced",
     ]
 
 

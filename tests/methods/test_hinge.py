@@ -293,7 +293,8 @@ def test_runner_passes_test_part_only_for_test_selection(tmp_path, monkeypatch):
     recs = {}
     for sel in ("test", "last"):
         cfg = compose_config(
-            ["method=hinge_forest_t3", "dataset=iris", f"method.params.selection={sel}", *small]
+            ["experiment=rhf_table3", "method=hinge_forest", "dataset=iris"]
+            + [f"method.params.selection={sel}", *small]
         )
         store = Store(tmp_path / "store")
         (rec,) = run_job(cfg, store, DataContext(tmp_path / "data", None, False), log=lambda s: 0)
