@@ -10,7 +10,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 from tests.conftest import compose_config
-from treebench.config import CONF_DIR
+from treebench.config import CONF_DIR, plan_values, sweep_plan
 from treebench.methods import available_methods
 
 
@@ -35,24 +35,14 @@ def test_dataset_configs_compose(name):
         assert "_target_" in cfg.dataset[key], f"dataset {name}: {key} needs a _target_"
 
 
-def _plan_choices(plan, group: str) -> set[str]:
-    """The ``group`` options a sweep plan (``params`` and ``rows``, a list or named lists) names."""
-    plan = OmegaConf.to_container(plan) if OmegaConf.is_config(plan) else plan
-    values = [str((plan.get("params") or {}).get(group, ""))]
-    rows = plan.get("rows") or []
-    for row in [r for rs in rows.values() for r in rs] if isinstance(rows, dict) else rows:
-        values += [o.split("=", 1)[1] for o in str(row).split() if o.startswith(f"{group}=")]
-    return {v.strip() for vs in values for v in vs.split(",") if v.strip()}
-
-
 @pytest.mark.parametrize("name", _names("experiment"))
 def test_experiment_configs_compose(name):
     cfg = compose_config([f"experiment={name}"], hydra_cfg=True)
     assert cfg.experiment_name
-    sweeper = cfg.hydra.sweeper
-    for plan in (sweeper, sweeper.get("reduced") or {}):
+    for profile in ("full", "reduced"):
+        plan = sweep_plan(cfg.hydra.sweeper, profile)
         for group in ("method", "dataset"):
-            for v in _plan_choices(plan, group):
+            for v in plan_values(plan, group):
                 assert v in _names(group), f"experiment {name}: unknown {group} {v!r}"
 
 

@@ -47,3 +47,27 @@ def open_ledger():
 
     d = ledger_dir()
     return Ledger(d) if d is not None else None
+
+
+def sweep_plan(sweeper, profile=None) -> dict:
+    """The ``params`` and ``rows`` an experiment's sweeper runs: its ``reduced`` plan with
+    ``profile=reduced`` (where it has one), else its own."""
+    from omegaconf import OmegaConf
+
+    plan = OmegaConf.to_container(sweeper) if OmegaConf.is_config(sweeper) else dict(sweeper or {})
+    if getattr(profile, "value", profile) == "reduced" and plan.get("reduced"):
+        plan = plan["reduced"]
+    return {"params": dict(plan.get("params") or {}), "rows": plan.get("rows") or []}
+
+
+def plan_values(plan: dict, key: str) -> list[str]:
+    """Every value a sweep plan gives ``key`` (``dataset``, ``method``), in order, each once."""
+    values = [str(plan["params"].get(key) or "")]
+    rows = plan["rows"]
+    for row in [r for rs in rows.values() for r in rs] if isinstance(rows, dict) else rows:
+        values += [o.split("=", 1)[1] for o in str(row).split() if o.startswith(f"{key}=")]
+    out: list[str] = []
+    for v in (v.strip() for vs in values for v in vs.split(",")):
+        if v and v not in out:
+            out.append(v)
+    return out

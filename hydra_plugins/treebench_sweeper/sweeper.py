@@ -107,12 +107,15 @@ class TreebenchSweeper(BasicSweeper):
 
     def _use_profile(self) -> None:
         """With ``profile=reduced`` and a ``reduced`` plan, its params and rows replace the full ones."""
+        from treebench.config import sweep_plan
+
         profile = self.config.get("profile") if self.config is not None else None
-        if self.reduced is None or getattr(profile, "value", profile) != "reduced":
+        if self.reduced is None:
             return
-        self.params = dict(self.reduced.get("params") or {})
-        self.rows = self.reduced.get("rows") or []
-        self.reduced = None
+        plan = sweep_plan(
+            {"params": self.params, "rows": self.rows, "reduced": self.reduced}, profile
+        )
+        self.params, self.rows, self.reduced = plan["params"], plan["rows"], None
 
     def _row_jobs(self, parser) -> list[tuple[str, list[str]]]:
         """(row text, overrides) of every job the rows give: a list of rows, each expanded; named

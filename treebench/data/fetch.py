@@ -53,17 +53,17 @@ class RichProgress(Progress):
 
 
 def sweep_datasets(cfg) -> list[str]:
-    """Dataset names of a composed config: the sweeper's ``dataset`` list, else ``dataset.name``."""
+    """Dataset names of a composed config: the ``dataset`` values of its sweep plan (``params`` and
+    ``rows``; with ``profile=reduced``, the ``reduced`` plan where there is one), else ``dataset.name``."""
+    from treebench.config import plan_values, sweep_plan
+
     try:
-        sweep = cfg.hydra.sweeper.get("params") or {}
+        sweeper = cfg.hydra.sweeper
     except Exception:  # no hydra node
-        sweep = {}
-    value = sweep.get("dataset") if sweep else None
-    if value is None:
-        return [str(cfg.dataset.name)]
-    if isinstance(value, str):
-        return [s.strip() for s in value.split(",") if s.strip()]
-    return [str(v) for v in value]
+        sweeper = {}
+    return plan_values(sweep_plan(sweeper, cfg.get("profile")), "dataset") or [
+        str(cfg.dataset.name)
+    ]
 
 
 def fetch_datasets(
