@@ -26,10 +26,28 @@ def test_profile_reduced_runs_the_experiments_reduced_plan(tmp_path):
     assert "0 done, 4 to run" in reduced.stdout and "dataset=digits" in reduced.stdout
 
 
-def test_row_and_sweep_setting_one_key_is_an_error(tmp_path):
-    res = _plan(tmp_path, "experiment=tnt_table2", "profile=reduced", "method=cart")
+def test_row_and_sweep_params_setting_one_key_is_an_error(tmp_path):
+    res = _plan(
+        tmp_path,
+        "-m",
+        "experiment=tnt_table2",
+        "profile=reduced",
+        "+hydra.sweeper.reduced.params.method=cart",
+    )
     assert res.returncode == 1
     assert "both set ['method']; set each key in one place" in res.stderr + res.stdout
+
+
+def test_a_command_line_value_of_a_row_key_selects_rows(tmp_path):
+    res = _plan(tmp_path, "experiment=rhf_table2", "profile=reduced", "dataset=madelon,iris")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert (
+        "0 done, 33 to run" in res.stdout
+    )  # madelon 3 + 1 + 1 + RF, iris 2 + RF + 2x2x2 x 3 seeds
+    assert "dataset=abalone" not in res.stdout
+    res = _plan(tmp_path, "experiment=tnt_table2", "profile=reduced", "method=cart")
+    assert res.returncode == 1
+    assert "no row of the sweep has method=cart" in res.stderr + res.stdout
 
 
 def test_a_row_with_several_values_is_one_job_per_value(tmp_path):

@@ -150,19 +150,36 @@ class TreebenchSweeper(BasicSweeper):
 
     def _jobs(self, arguments: list[str]) -> list[list[str]]:
         """Every job's overrides: the cartesian product of ``params`` (and the command line),
-        crossed with ``rows`` when the experiment lists explicit rows."""
+        crossed with ``rows`` when the experiment lists explicit rows. A command-line override of a
+        key the rows set selects the rows with that value (``dataset=madelon``: madelon's rows)."""
         self._use_profile()
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        params_conf = self._parse_config() + list(arguments)
+        row_jobs = self._row_jobs(parser) if self.rows else []
+        row_keys = {o.split("=", 1)[0] for _, job in row_jobs for o in job}
+        select: dict[str, set[str]] = {}
+        rest = []
+        for a in parser.parse_overrides(list(arguments)):
+            key = a.get_key_element()
+            if key not in row_keys:
+                rest.append(a.input_line)
+            elif a.is_sweep_override():
+                select[key] = {f"{key}={v}" for v in a.sweep_string_iterator()}
+            else:
+                select[key] = {a.input_line}
+        params_conf = self._parse_config() + rest
         batches = self.split_arguments(parser.parse_overrides(params_conf), None)
         grid = [list(j) for j in batches[0]] if batches else [[]]
         if not self.rows:
             return grid
+        chosen = [(r, j) for r, j in row_jobs if all(set(j) & want for want in select.values())]
+        if not chosen:
+            wanted = " ".join(sorted(v for vs in select.values() for v in vs))
+            raise ConfigCompositionException(f"no row of the sweep has {wanted}")
         jobs = []
-        for row, job in self._row_jobs(parser):
-            row_keys = {o.split("=", 1)[0] for o in job}
+        for row, job in chosen:
+            keys = {o.split("=", 1)[0] for o in job}
             for combo in grid:
-                clash = row_keys & {c.split("=", 1)[0] for c in combo}
+                clash = keys & {c.split("=", 1)[0] for c in combo}
                 if clash:
                     raise ConfigCompositionException(
                         f"sweeper row {row!r} and the sweep both set {sorted(clash)}; "
