@@ -45,6 +45,11 @@ def test_a_command_line_value_of_a_row_key_selects_rows(tmp_path):
         "0 done, 33 to run" in res.stdout
     )  # madelon 3 + 1 + 1 + RF, iris 2 + RF + 2x2x2 x 3 seeds
     assert "dataset=abalone" not in res.stdout
+    res = _plan(tmp_path, "experiment=rhf_table2", "profile=reduced", "method.params.max_depth=7")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert (
+        "0 done, 10 to run" in res.stdout
+    )  # abalone_reg's grid (2 x 4) and madelon (2) at depth 7
     res = _plan(tmp_path, "experiment=tnt_table2", "profile=reduced", "method=cart")
     assert res.returncode == 1
     assert "no row of the sweep has method=cart" in res.stderr + res.stdout

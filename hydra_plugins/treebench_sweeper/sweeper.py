@@ -159,13 +159,13 @@ class TreebenchSweeper(BasicSweeper):
         select: dict[str, set[str]] = {}
         rest = []
         for a in parser.parse_overrides(list(arguments)):
-            key = a.get_key_element()
+            key = a.get_key_element().lstrip("+")  # `treebench run` forces method.params.* with ++
             if key not in row_keys:
                 rest.append(a.input_line)
             elif a.is_sweep_override():
                 select[key] = {f"{key}={v}" for v in a.sweep_string_iterator()}
             else:
-                select[key] = {a.input_line}
+                select[key] = {f"{key}={a.get_value_element_as_str()}"}
         params_conf = self._parse_config() + rest
         batches = self.split_arguments(parser.parse_overrides(params_conf), None)
         grid = [list(j) for j in batches[0]] if batches else [[]]
