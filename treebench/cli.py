@@ -214,8 +214,14 @@ def collect(
     experiment: str = typer.Option(None, help="only rows of this experiment"),
     status: str = typer.Option(None, help="only rows with this status (ok, failed, skipped)"),
     ledger: bool = _LEDGER_OPT,
+    csv: bool = typer.Option(
+        False,
+        "--csv",
+        help="also write the table as CSV (slow for large stores; Parquet has it all)",
+    ),
 ) -> None:
-    """Merge the ledger's and the local store's records into one table (outputs/results/results*)."""
+    """Merge the ledger's and the local store's records into one table
+    (outputs/results/results*.parquet)."""
     from treebench.report.console import print_summary
     from treebench.report.tables import summary_table
     from treebench.results import collect as do_collect
@@ -229,6 +235,7 @@ def collect(
         status=status,
         ledger=_ledger(ledger),
         problems=problems,
+        csv=csv,
     )
     console.print(f"{len(df)} rows collected into {out / 'results'}")
     _print_problems(problems)
@@ -272,39 +279,42 @@ def status(
     """Summarise ledger + store: records per experiment, method and status, each failure's reason,
     the local records not yet in the ledger (``treebench ledger add`` moves them), and the SLURM
     jobs of sweeps still queued or running."""
+    import pandas as pd
+
     from treebench.results import Store
-    from treebench.results.ledger import combined_records
-    from treebench.results.table import per_experiment
+    from treebench.results.table import records_frame
     from treebench.slurm import fix_hint
 
     led = _ledger(ledger)
     store_dir = _outputs(outputs) / "store"
-    store = Store(store_dir)
-    recs = [
-        r
-        for rec in combined_records(store.records(), led)
-        for r in per_experiment(rec)  # a fit shared by experiments counts in each
-        if experiment is None or r.get("experiment") == experiment
-    ]
-    if not recs:
+    problems: list = []
+    df = records_frame(store_dir, led, problems)  # a fit shared by experiments counts in each
+    if experiment is not None and not df.empty:
+        df = df[df["experiment"] == experiment]
+    if df.empty:
         console.print("no records")
-    counts: dict[tuple, dict[str, int]] = {}
-    for r in recs:
-        c = counts.setdefault((r.get("experiment"), r["method"], r["dataset"]), {})
-        c[r["status"]] = c.get(r["status"], 0) + 1
-        if led is not None and r["status"] != "failed" and r["key"] not in led:
-            c["local"] = c.get("local", 0) + 1
-    cols = ("ok", "skipped", "failed", "local")
-    where = "ledger + store" if led is not None else "store"
-    t = Table(title=f"{where}: {len(recs)} records (local = done, not in the ledger yet)")
-    for col in ("experiment", "method", "dataset", *cols):
-        t.add_column(col, justify="right" if col in cols else "left")
-    for (exp, m, d), c in sorted(counts.items(), key=lambda kv: tuple(map(str, kv[0]))):
-        t.add_row(str(exp), m, d, *(str(c.get(s, 0)) for s in cols))
-    if recs:
+    else:
+        df = df.assign(
+            local=(df["status"] != "failed") & ~df["key"].isin(led.keys()) if led else False
+        )
+        counts = pd.crosstab(
+            [df["experiment"].astype(str), df["method"], df["dataset"]], df["status"]
+        )
+        counts["local"] = df.groupby([df["experiment"].astype(str), "method", "dataset"])[
+            "local"
+        ].sum()
+        cols = ("ok", "skipped", "failed", "local")
+        where = "ledger + store" if led is not None else "store"
+        t = Table(title=f"{where}: {len(df)} records (local = done, not in the ledger yet)")
+        for col in ("experiment", "method", "dataset", *cols):
+            t.add_column(col, justify="right" if col in cols else "left")
+        for (exp, m, d), c in counts.sort_index().iterrows():
+            t.add_row(exp, m, d, *(str(int(c.get(s, 0))) for s in cols))
         console.print(t)
     hints: dict[str, None] = {}
-    for r in recs:
+    store = Store(store_dir, ledger=led)
+    for row in df[df["status"].isin(["failed", "skipped"])].to_dict("records") if len(df) else []:
+        r = {**(store.get(row["key"]) or {}), **row}  # the full record: a SLURM job's details
         if r["status"] == "failed":
             label, error = "failed", r.get("error")
             if r.get("cluster"):  # a SLURM job ended without this run: "timeout: ...", ...
@@ -314,12 +324,12 @@ def status(
                 f"[red]{label}[/] {r['method']} | {r['dataset']} | seed {r['seed']} | "
                 f"fold {r['fold']}: {error}  ({r['key']})"
             )
-        elif r["status"] == "skipped":
+        else:
             console.print(f"[yellow]skipped[/] {r['method']} | {r['dataset']}: {r.get('reason')}")
     for hint in hints:
         if hint:
             console.print(f"  fix: {hint}", highlight=False)
-    _print_problems(store.problems)
+    _print_problems(problems)
     _print_pending_slurm(store_dir)
 
 
