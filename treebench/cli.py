@@ -577,11 +577,11 @@ def fetch(
     Files are verified by sha256; a mirror (``TREEBENCH_MIRROR`` or ``data.mirror=DIR_OR_URL``) is
     tried before the upstream URL. ``dataset=a,b`` fetches several datasets.
 
-    ``treebench fetch --verify [dataset=a,b | experiment=NAME]`` downloads nothing: it checks every
-    dataset (default: all) in the local mirror, or in the data cache when the mirror is not a local
-    directory: each configured file present with its sha256, each part parsed to the configured
-    features and classes (row counts from the mirror's MANIFEST.csv), the whole dataset to the
-    configured shape. Exit status 1 when a present file is wrong; absent files are listed only.
+    ``treebench fetch --verify`` downloads nothing: it checks every dataset (or those given by
+    ``dataset=a,b`` or ``experiment=NAME``) in the local mirror, or in the data cache when the mirror
+    is not a local directory: each configured file present with its sha256, each part parsed to the
+    configured features and classes (row counts from the mirror's MANIFEST.csv), the whole dataset to
+    the configured shape. Exit status 1 when a present file is wrong; absent files are listed only.
     """
     from hydra import compose, initialize_config_dir
 

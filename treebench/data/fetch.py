@@ -62,17 +62,26 @@ class RichProgress(Progress):
 
 
 def sweep_datasets(cfg) -> list[str]:
-    """Dataset names of a composed config: the sweeper's ``dataset`` list, else ``dataset.name``."""
+    """Dataset names of a composed config: the sweeper's ``dataset`` param and the ``dataset=`` of
+    its ``rows``, else ``dataset.name``."""
     try:
-        sweep = cfg.hydra.sweeper.get("params") or {}
+        sweeper = cfg.hydra.sweeper
+        sweep = sweeper.get("params") or {}
+        rows = sweeper.get("rows") or []
     except Exception:  # no hydra node
-        sweep = {}
+        sweep, rows = {}, []
+    names = []
     value = sweep.get("dataset") if sweep else None
-    if value is None:
-        return [str(cfg.dataset.name)]
     if isinstance(value, str):
-        return [s.strip() for s in value.split(",") if s.strip()]
-    return [str(v) for v in value]
+        names += [s.strip() for s in value.split(",") if s.strip()]
+    elif value is not None:
+        names += [str(v) for v in value]
+    for row in rows:
+        for o in row.split() if isinstance(row, str) else [str(o) for o in row]:
+            if o.startswith("dataset="):
+                names.append(o.split("=", 1)[1])
+    names = list(dict.fromkeys(names))
+    return names or [str(cfg.dataset.name)]
 
 
 def fetch_datasets(
