@@ -179,6 +179,7 @@ def verify_dataset(cfg, root: Path, manifest: dict | None = None) -> Verified:
 
     from omegaconf import DictConfig, OmegaConf
 
+    from treebench.data import load_dataset
     from treebench.data.cache import sha256_file
 
     if isinstance(cfg, DictConfig):
@@ -207,18 +208,32 @@ def verify_dataset(cfg, root: Path, manifest: dict | None = None) -> Verified:
         return res
     with tempfile.TemporaryDirectory(prefix="treebench-verify-") as tmp:
         ctx = DataContext(Path(tmp), str(root), allow_fetch=False, parse_cache=False)
+        whole = None
+        if not res.missing and not bad:  # parse once; each part is checked on the whole load
+            try:
+                whole = load_dataset(OmegaConf.create(cfg), ctx)
+            except Exception as exc:  # the per-part loads below show which part fails
+                res.problems.append(f"dataset: {type(exc).__name__}: {exc}")
         for part, specs, one in _parts(cfg):
             if any(s["path"] in bad or s["path"] in res.missing for s in specs):
                 continue
+            if whole is not None and part in whole.parts:
+                ds, part_cfg = whole, cfg
+            else:  # only this part's files (the others are absent, or the whole load failed)
+                ds, part_cfg = None, one
             _check(
                 res,
                 f"part {part}",
-                lambda one=one, part=part, specs=specs: _check_part(
-                    one, part, specs, ctx, manifest
+                lambda ds=ds, part_cfg=part_cfg, part=part, specs=specs: _check_part(
+                    ds or load_dataset(OmegaConf.create(part_cfg), ctx),
+                    part_cfg,
+                    part,
+                    specs,
+                    manifest,
                 ),
             )
-        if not res.missing and not bad:
-            _check(res, "dataset", lambda: _check_whole(cfg, ctx))
+        if whole is not None:
+            _check(res, "dataset", lambda: _check_whole(cfg, whole))
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -246,13 +261,9 @@ def _parts(cfg):
         yield part, specs, {**cfg, "loader": one}
 
 
-def _check_part(one, part, specs, ctx, manifest) -> list[str]:
+def _check_part(ds, one, part, specs, manifest) -> list[str]:
     import numpy as np
-    from omegaconf import OmegaConf
 
-    from treebench.data import load_dataset
-
-    ds = load_dataset(OmegaConf.create(one), ctx)
     got = ds.parts[part]
     out = []
     row = manifest.get(specs[0]["path"]) or {}
@@ -275,14 +286,10 @@ def _check_part(one, part, specs, ctx, manifest) -> list[str]:
     return out
 
 
-def _check_whole(cfg, ctx) -> list[str]:
+def _check_whole(cfg, ds) -> list[str]:
     import numpy as np
     from hydra.utils import instantiate
-    from omegaconf import OmegaConf
 
-    from treebench.data import load_dataset
-
-    ds = load_dataset(OmegaConf.create(cfg), ctx)
     pooled = ds.pooled()
     shape, out = cfg["shape"], []
     got = (len(pooled), pooled.X.shape[1])
