@@ -32,10 +32,16 @@ _PARAM_RE = re.compile(r"^method\.params\.[A-Za-z_]\w*=")
 _NO_WRITE_FLAGS = ("--cfg", "-c", "--help", "-h", "--info", "-i", "--resolve", "--dry-run")
 
 
-def group_choices(group: str) -> dict[str, str]:
-    """Config names of a group with their one-line descriptions (``description`` or first comment)."""
+def group_choices(group: str, args=()) -> dict[str, str]:
+    """Config names of a group with their one-line descriptions (``description`` or first comment);
+    with ``args``, also those of the directories their ``hydra.searchpath`` adds."""
+    from treebench.config import search_dirs
+
     out = {}
-    for p in sorted((Path(CONF_DIR) / group).glob("*.yaml")):
+    files = [p for d in search_dirs(args) for p in sorted((d / group).glob("*.yaml"))]
+    for p in files:
+        if p.stem in out:
+            continue
         text = p.read_text()
         desc = ""
         try:
@@ -63,7 +69,7 @@ def check_choices(args: list[str]) -> None:
         if not m:
             continue
         group, values = m.groups()
-        choices = group_choices(group)
+        choices = group_choices(group, args)
         for v in values.split(","):
             v = v.strip()
             if v in ("null", "") or v in choices or v.startswith(("choice(", "range(", "glob(")):
@@ -593,41 +599,35 @@ def fetch(
     configured features and classes (row counts from the mirror's MANIFEST.csv), the whole dataset to
     the configured shape. Exit status 1 when a present file is wrong; absent files are listed only.
     """
-    from hydra import compose, initialize_config_dir
-
+    from treebench.config import compose
     from treebench.data.fetch import fetch_datasets, sweep_datasets
-    from treebench.schema import register_schema
-
-    register_schema()
 
     args = list(ctx.args)
     check_choices(args)
     datasets = [a for a in args if a.startswith("dataset=")]
     others = [a for a in args if not a.startswith("dataset=")]
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=others, return_hydra_config=True)
-        if datasets:
-            names = [
-                n.strip() for a in datasets for n in a.split("=", 1)[1].split(",") if n.strip()
-            ]
-        elif verify and not any(a.startswith("experiment=") for a in others):
-            names = sorted(group_choices("dataset"))
-        else:
-            names = sweep_datasets(cfg)
-        data_dir = Path(cfg.paths.data).expanduser().resolve()
-        if verify:
-            _verify_datasets(names, cfg, data_dir, lambda n: compose("config", [f"dataset={n}"]))
-            return
-        console.print(
-            f"data cache: {data_dir}" + (f"; mirror: {cfg.data.mirror}" if cfg.data.mirror else "")
-        )
-        results = fetch_datasets(
-            names,
-            lambda n: compose("config", overrides=[f"dataset={n}"]).dataset,
-            data_dir,
-            cfg.data.mirror,
-            console=console,
-        )
+    searchpath = [a for a in others if a.lstrip("+").startswith("hydra.searchpath=")]
+    cfg = compose(others, return_hydra_config=True)
+    if datasets:
+        names = [n.strip() for a in datasets for n in a.split("=", 1)[1].split(",") if n.strip()]
+    elif verify and not any(a.startswith("experiment=") for a in others):
+        names = sorted(group_choices("dataset", others))
+    else:
+        names = sweep_datasets(cfg)
+    data_dir = Path(cfg.paths.data).expanduser().resolve()
+    if verify:
+        _verify_datasets(names, cfg, data_dir, lambda n: compose([*searchpath, f"dataset={n}"]))
+        return
+    console.print(
+        f"data cache: {data_dir}" + (f"; mirror: {cfg.data.mirror}" if cfg.data.mirror else "")
+    )
+    results = fetch_datasets(
+        names,
+        lambda n: compose([*searchpath, f"dataset={n}"]).dataset,
+        data_dir,
+        cfg.data.mirror,
+        console=console,
+    )
     failed = [n for n, e in results if e]
     if failed:
         err.print(
