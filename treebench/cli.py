@@ -605,7 +605,8 @@ def fetch(
     args = list(ctx.args)
     check_choices(args)
     datasets = [a for a in args if a.startswith("dataset=")]
-    others = [a for a in args if not a.startswith("dataset=")]
+    settings = [a for a in args if a.startswith("dataset.")]  # e.g. dataset.data_id=61
+    others = [a for a in args if not a.startswith(("dataset=", "dataset."))]
     searchpath = [a for a in others if a.lstrip("+").startswith("hydra.searchpath=")]
     cfg = compose(others, return_hydra_config=True)
     if datasets:
@@ -616,14 +617,16 @@ def fetch(
         names = sweep_datasets(cfg)
     data_dir = Path(cfg.paths.data).expanduser().resolve()
     if verify:
-        _verify_datasets(names, cfg, data_dir, lambda n: compose([*searchpath, f"dataset={n}"]))
+        _verify_datasets(
+            names, cfg, data_dir, lambda n: compose([*searchpath, f"dataset={n}", *settings])
+        )
         return
     console.print(
         f"data cache: {data_dir}" + (f"; mirror: {cfg.data.mirror}" if cfg.data.mirror else "")
     )
     results = fetch_datasets(
         names,
-        lambda n: compose([*searchpath, f"dataset={n}"]).dataset,
+        lambda n: compose([*searchpath, f"dataset={n}", *settings]).dataset,
         data_dir,
         cfg.data.mirror,
         console=console,
