@@ -86,20 +86,36 @@ def make_estimator(
     method: str,
     task: str = "classification",
     params: dict | None = None,
+    *,
     random_state: int | None = 0,
     n_jobs: int = 1,
     image_shape: tuple | None = None,
+    **kwargs,
 ):
-    """An estimator of a registered method with its YAML's parameters, updated by ``params``.
+    """An estimator of a registered method with its YAML's parameters, updated by ``params`` and
+    keyword parameters: ``make_estimator("tnt", ccp_alpha=1e-3)``.
 
     ``method`` is a ``treebench/conf/method`` file name (a variant such as ``tnt_finetune`` works too).
     ``random_state``, ``n_jobs`` and ``image_shape`` fill what the YAML leaves unset, as the runner does.
+    A name the estimator does not take fails with a did-you-mean among its parameters.
     """
+    from treebench.methods.base import get_entry, suggest
+
     cfg = compose_config([f"method={method}"])
+    given = {**(params or {}), **kwargs}
+    cls = get_entry(cfg.method.name).classes.get(task)
+    if cls is not None:
+        names = sorted(cls._get_param_names())
+        for name in given:
+            if name not in names:
+                raise TypeError(
+                    f"{method} ({cls.__name__}) has no parameter {name!r}."
+                    f"{suggest(name, names)} Its parameters: {', '.join(names)}."
+                )
     return build_estimator(
         cfg.method.name,
         task,
-        {**(_plain(cfg.method.get("params")) or {}), **(params or {})},
+        {**(_plain(cfg.method.get("params")) or {}), **given},
         threads=n_jobs,
         random_state=random_state,
         image_shape=image_shape,
