@@ -93,7 +93,22 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
         single = True
     if single and records:
         print_records(records)
+        if (
+            cfg.get("experiment_name", "adhoc") == "adhoc"
+        ):  # not a paper's protocol: say where it is
+            _print_paper_setting(records[0])
     return records
+
+
+def _print_paper_setting(rec: dict) -> None:
+    from treebench.report.targets import TargetError, load_all, paper_setting
+
+    try:
+        line = paper_setting(rec["method"], rec["dataset"], load_all())
+    except (TargetError, OSError):  # a broken paper file must not hide the run's result
+        return
+    if line:
+        print(line, flush=True)
 
 
 def sweep_failures(sweep_dir: Path, store) -> int:

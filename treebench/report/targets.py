@@ -416,6 +416,26 @@ def load_all(conf_dir: str | Path | None = None) -> list[PaperSpec]:
     return [load_paper(p) for p in sorted(papers_dir(conf_dir).glob("*.yaml"))]
 
 
+def paper_setting(method: str, dataset: str, papers: list[PaperSpec]) -> str | None:
+    """One line naming the experiment that runs ``method`` on ``dataset`` as a paper did, with the
+    paper's number, or None when no paper reports that pair (the CI guards do not count)."""
+    for spec in papers:
+        if spec.paper == "ci":
+            continue
+        for t in spec.targets:
+            s = t.select
+            if t.kind != "value" or s is None or t.paper_value is None:
+                continue
+            if s.method == method and s.dataset == dataset:
+                unit = "%" if t.units == "percent" else ""
+                return (
+                    f"paper setting: {spec.title.split(' (')[0]} reports {t.paper_value:g}{unit} "
+                    f"{t.metric} ({t.source}) for {method} on {dataset}; run it with "
+                    f"`treebench run -m experiment={t.experiment} dataset={dataset}`"
+                )
+    return None
+
+
 def experiment_names(papers: list[PaperSpec]) -> list[str]:
     names = set()
     for p in papers:
