@@ -18,7 +18,6 @@ from treebench.term import make_console
 app = typer.Typer(
     help="Train and compare non-greedy and differentiable decision trees; reproduce paper tables.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
 console = make_console()
@@ -30,6 +29,24 @@ _CHOICE_RE = re.compile(r"^(method|dataset|experiment|split)=(.+)$")
 # checked against the estimator's parameters while the job is planned (with a did-you-mean)
 _PARAM_RE = re.compile(r"^method\.params\.[A-Za-z_]\w*=")
 _NO_WRITE_FLAGS = ("--cfg", "-c", "--help", "-h", "--info", "-i", "--resolve", "--dry-run")
+
+
+def complete(incomplete: str) -> list[tuple[str, str]]:
+    """Shell completion of ``run``/``fetch`` arguments: ``method=``, ``dataset=`` … and their config
+    names with descriptions (``treebench --install-completion`` sets it up)."""
+    if "=" not in incomplete:
+        keys = [f"{g}=" for g in GROUPS] + ["seed=", "seeds=", "split=", "profile=", "-m"]
+        return [(k, "") for k in keys if k.startswith(incomplete)]
+    group, value = incomplete.split("=", 1)
+    if group not in GROUPS:
+        return []
+    head, _, last = value.rpartition(",")  # method=cart,t → method=cart,tnt …
+    prefix = f"{group}={head + ',' if head else ''}"
+    return [
+        (prefix + name, desc[:60])
+        for name, desc in group_choices(group).items()
+        if name.startswith(last)
+    ]
 
 
 def group_choices(group: str, args=()) -> dict[str, str]:
@@ -114,8 +131,13 @@ def check_writable(args: list[str]) -> None:
         "-v / --verbose lists every launched job (hydra.verbose=[hydra_plugins])."
     ),
 )
-def run(ctx: typer.Context) -> None:
-    args = list(ctx.args)
+def run(
+    ctx: typer.Context,
+    overrides: list[str] = typer.Argument(
+        None, help="Hydra overrides", autocompletion=lambda incomplete: complete(incomplete)
+    ),
+) -> None:
+    args = [*(overrides or []), *ctx.args]
     check_choices(args)
     args = [f"++{a}" if _PARAM_RE.match(a) else a for a in args]
     if not any(a in _NO_WRITE_FLAGS for a in args):
@@ -582,6 +604,11 @@ def ledger_show() -> None:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def fetch(
     ctx: typer.Context,
+    overrides: list[str] = typer.Argument(
+        None,
+        help="dataset=… or experiment=…",
+        autocompletion=lambda incomplete: complete(incomplete),
+    ),
     verify: bool = typer.Option(
         False,
         "--verify",
@@ -602,7 +629,7 @@ def fetch(
     from treebench.config import compose
     from treebench.data.fetch import fetch_datasets, sweep_datasets
 
-    args = list(ctx.args)
+    args = [*(overrides or []), *ctx.args]
     check_choices(args)
     datasets = [a for a in args if a.startswith("dataset=")]
     settings = [a for a in args if a.startswith("dataset.")]  # e.g. dataset.data_id=61
