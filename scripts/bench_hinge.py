@@ -37,7 +37,7 @@ def letter():
 
 
 def ours(torch, trees=100, depth=10, aggregation="sum", n_out=26, kind="tree"):
-    from treebench.methods._hinge_torch import HingeNet
+    from treebench.methods.hinge.net import HingeNet
 
     g = torch.Generator().manual_seed(0)
     net = HingeNet(16, n_out, trees, depth, kind, aggregation=aggregation, generator=g)
@@ -66,7 +66,7 @@ class Trainer:
         self.torch, self.net, self.after = torch, net, after_step
         self.X, self.y, self.bs = torch.from_numpy(X), torch.from_numpy(y), bs
         if optim == "treebench":  # what the estimator uses (HingeAdam + sparse leaf gradients)
-            from treebench.methods._hinge_torch import make_optimizer
+            from treebench.methods.hinge.net import make_optimizer
 
             self.opt = make_optimizer("adam", net, lr)
         else:

@@ -34,8 +34,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import redt_data  # noqa: E402
 
-from treebench.methods._softcart import build_tree  # noqa: E402
 from treebench.methods.redt import forest_teacher, jackknife_soft_labels  # noqa: E402
+from treebench.methods.redt.softcart import build_tree  # noqa: E402
 
 
 def make_variants(X, y, H, M, S, k, with_numpy):

@@ -22,8 +22,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from e2edt_data import LOADERS  # noqa: E402
 
-from treebench.methods import _e2edt_core as core  # noqa: E402
-from treebench.methods.e2edt import E2EDFClassifier  # noqa: E402
+from treebench.methods.e2edt import (
+    E2EDFClassifier,  # noqa: E402
+    core,  # noqa: E402
+)
 
 FOREST = {
     "letter": dict(max_features=8),

@@ -44,8 +44,7 @@ def main():
     torch.set_num_threads(1)
     from e2edt_data import LOADERS
 
-    from treebench.methods import _e2edt_core as core
-    from treebench.methods.e2edt import E2EDTClassifier
+    from treebench.methods.e2edt import E2EDTClassifier, core
 
     Xtr, ytr, Xte, yte = LOADERS[args.dataset]()
     classes, y_enc = np.unique(ytr, return_inverse=True)

@@ -12,8 +12,8 @@ from sklearn.ensemble import AdaBoostClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from tests.methods.test_contract import CASES, CHECK_PARAMS, smoke_estimator
-from treebench.methods._softcart import build_tree
 from treebench.methods.base import discover
+from treebench.methods.redt.softcart import build_tree
 from treebench.methods.tnt import NDGClassifier, TnTAdaBoost, TnTBagging, TnTClassifier
 
 

@@ -11,7 +11,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeClassifier
 
 from treebench.methods.base import get_method
-from treebench.methods.tnt import (
+from treebench.methods.tnt.estimator import (
     NDGClassifier,
     TnTAdaBoost,
     TnTBagging,
@@ -95,7 +95,7 @@ def test_micro_tree_kernel_matches_sklearn_ccp():
     on tie-free data; the kernel's branch-and-bound growth must not change the pruned tree at any C);
     C = 0 grows to purity without pruning (scikit-learn also splits nodes whose
     impurity is a rounding error above 0, so node counts are not compared there)."""
-    from treebench.methods import _tnt_core as core
+    from treebench.methods.tnt import core
 
     rs = np.random.RandomState(1)
     n, d, K = 1500, 6, 3

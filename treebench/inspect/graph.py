@@ -34,6 +34,10 @@ _ARRAYS = (
 _INT_ARRAYS = ("left", "right", "feature", "weight_feature")
 
 
+class NotExportableError(TypeError):
+    """A fitted model whose splits a decision graph cannot represent (e.g. CNN-feature splits)."""
+
+
 def _sigmoid(z):
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 

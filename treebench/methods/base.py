@@ -112,12 +112,17 @@ def register(name: str, task: str, description: str = ""):
 
 
 def discover() -> dict[str, MethodEntry]:
-    """Import every module of :mod:`treebench.methods` once so all methods register."""
+    """Import every method package of :mod:`treebench.methods` once so all methods register.
+
+    A method is a subpackage ``treebench/methods/<method>/`` (its name not starting with ``_``)
+    whose import registers its estimators with :func:`register`; modules beside the packages
+    (``base``, ``_routing``, ...) are shared helpers and are not imported here.
+    """
     global _DISCOVERED
     if not _DISCOVERED:
         pkg = importlib.import_module("treebench.methods")
         for mod in pkgutil.iter_modules(pkg.__path__):
-            if not mod.name.startswith("_") and mod.name != "base":
+            if mod.ispkg and not mod.name.startswith("_"):
                 importlib.import_module(f"treebench.methods.{mod.name}")
         _DISCOVERED = True
     return _REGISTRY

@@ -17,7 +17,7 @@ its old left/right child, so several parents share a child.
 
 Implementation notes
 --------------------
-* Micro trees (criterion gini) are grown by numba kernels (``_tnt_core``): features are rank-coded once
+* Micro trees (criterion gini) are grown by numba kernels (``tnt.core``): features are rank-coded once
   per fit; a micro tree works on an index array of the training set (no copy of ``X``), finds exact best
   splits with per-node class histograms over the codes, stops growing below nodes that are provably
   leaves of the pruned tree, or provably under a pruned ancestor (exact branch and bound on the
@@ -248,7 +248,7 @@ class _GraphClassifierMixin(SizeMixin):
 
     def to_graph(self):
         """The decision graph (shared children kept) as a :class:`treebench.inspect.GraphEnsemble`."""
-        from treebench.inspect.export import tnt_graph
+        from treebench.methods.tnt.export import tnt_graph
 
         return tnt_graph(self)
 
@@ -282,7 +282,7 @@ def _prepare(est, X, y, sample_weight):
 
 def _core():
     """The numba kernels (imported on first use so that importing this module stays light)."""
-    from treebench.methods import _tnt_core
+    from treebench.methods.tnt import core as _tnt_core
 
     return _tnt_core
 
@@ -1105,7 +1105,7 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
 
     def to_graph(self):
         """The ensemble of TnT graphs as a :class:`treebench.inspect.GraphEnsemble`."""
-        from treebench.inspect.export import tnt_graph
+        from treebench.methods.tnt.export import tnt_graph
 
         return tnt_graph(self)
 

@@ -38,9 +38,9 @@ class _TreeSize(SizeMixin):
 
     def to_graph(self):
         """The tree as a :class:`treebench.inspect.GraphEnsemble` (export, render, rules)."""
-        from treebench.inspect.export import sklearn_ensemble
+        from treebench.methods.baselines.export import baseline_graph
 
-        return sklearn_ensemble(self)
+        return baseline_graph(self)
 
 
 class _EnsembleSize(SizeMixin):
@@ -61,9 +61,9 @@ class _EnsembleSize(SizeMixin):
 
     def to_graph(self):
         """The ensemble as a :class:`treebench.inspect.GraphEnsemble` (export, render, rules)."""
-        from treebench.inspect.export import sklearn_ensemble
+        from treebench.methods.baselines.export import baseline_graph
 
-        return sklearn_ensemble(self)
+        return baseline_graph(self)
 
 
 _CART = (

@@ -7,7 +7,7 @@ to end with the paper's EM scheme (E-step once per epoch, closed-form leaves, Ad
 steepness gamma annealed by ``steepness_inc`` per epoch and carried from Greedy into Finetune).  At
 test time every node is a step function: one root-to-leaf path per sample.
 
-The torch machinery lives in :mod:`treebench.methods._e2edt_core` (imported inside ``fit``).
+The torch machinery lives in :mod:`treebench.methods.e2edt.core` (imported inside ``fit``).
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         n, p = X.shape
         self._check_params(p)
         torch = import_torch(self.n_jobs)
-        from treebench.methods import _e2edt_core as core
+        from treebench.methods.e2edt import core
 
         rs = check_random_state(self.random_state)
         gen = torch_generator(rs)
@@ -360,7 +360,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             return np.repeat(struct.leaf[struct.roots][None, :], len(X), axis=0)
         if bank.kind != "linear":
             torch, Xt = self._tensor(X)
-            from treebench.methods import _e2edt_core as core
+            from treebench.methods.e2edt import core
 
             return core.route_hard(bank, struct, Xt).numpy()
         from treebench.methods._routing import route_oblique
@@ -412,7 +412,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         if mode == "deterministic" or self.bank_ is None:
             return self._mean_pi(self.pi_, self._leaves_np(X)).astype(np.float64)
         torch, Xt = self._tensor(X)
-        from treebench.methods import _e2edt_core as core
+        from treebench.methods.e2edt import core
 
         proba = core.soft_proba(
             self.bank_, self.struct_, self.gamma_, self.pi_, Xt, hard_root=(mode == "root_hard")
@@ -459,7 +459,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
 
     def to_graph(self):
         """The oblique tree(s) as a :class:`treebench.inspect.GraphEnsemble`."""
-        from treebench.inspect.export import e2edt_graph
+        from treebench.methods.e2edt.export import e2edt_graph
 
         return e2edt_graph(self)
 

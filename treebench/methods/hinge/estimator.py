@@ -5,7 +5,7 @@ sample's path, trained end to end in PyTorch together with a learnable feature p
 or 5x5/stride-3 convolutions) behind the paper's running-statistics batch normalisation.
 
 Registered as ``hinge_forest`` and ``hinge_fern`` for classification and regression. Torch is
-imported only inside ``fit``/``predict`` (see ``_hinge_torch.py`` for the modules).
+imported only inside ``fit``/``predict`` (see ``net.py`` for the modules).
 
 Model selection: minibatch training for ``n_iterations`` steps with a snapshot every
 ``snapshot_every`` steps. ``selection="validation"`` (default) keeps the snapshot with the lowest
@@ -27,7 +27,7 @@ Letter/USPS/MNIST. ``conv_bn`` picks the conv pool's batch norm statistics: per 
 (default) or per ``"position"`` (each of the 80*8*8 flattened features, as bleak's MNIST graph).
 
 Training speed: the UCI network (linear pool of <= 64 inputs, scalar leaves, linear head, AdaGrad)
-runs its whole step in one numba kernel (:class:`~treebench.methods._hinge_torch.CompiledUCITrainer`,
+runs its whole step in one numba kernel (:class:`~treebench.methods.hinge.net.CompiledUCITrainer`,
 tested equal to the torch path); everything else (Adam, summed K-vector leaves, the conv pool) runs
 the torch step with the compiled forest forward/backward and :class:`HingeAdam`.
 """
@@ -196,7 +196,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
                 "fit(..., eval_set=(X_test, y_test))"
             )
         torch = import_torch(self._torch_threads())
-        from treebench.methods._hinge_torch import (
+        from treebench.methods.hinge.net import (
             CompiledUCITrainer,
             HingeNet,
             make_optimizer,
@@ -444,7 +444,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
     def to_graph(self):
         """Feature pool, batch norm, hinge trees/ferns and head as a
         :class:`treebench.inspect.GraphEnsemble` (exact once the running statistics are fixed)."""
-        from treebench.inspect.export import hinge_graph
+        from treebench.methods.hinge.export import hinge_graph
 
         return hinge_graph(self)
 

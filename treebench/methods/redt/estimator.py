@@ -1,6 +1,6 @@
 """ReDT: rectified decision trees distilled from a teacher (Li et al., arXiv 2008.09413).
 
-A soft-label CART (``treebench.methods._softcart``) is grown on mixed labels
+A soft-label CART (``treebench.methods.redt.softcart``) is grown on mixed labels
 ``y_mixed = alpha * onehot(y) + (1 - alpha) * y_soft``, where the soft labels come from a teacher:
 
 * forest teachers (``rf``, ``gbdt``, or any scikit-learn classifier given as an estimator): the paper's
@@ -52,7 +52,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from treebench.methods._softcart import CRITERIA, build_tree
 from treebench.methods.base import (
     CLASSIFICATION,
     Capabilities,
@@ -64,6 +63,7 @@ from treebench.methods.base import (
     torch_generator,
     validate_sample_weight,
 )
+from treebench.methods.redt.softcart import CRITERIA, build_tree
 
 FOREST_TEACHERS = ("rf", "gbdt")
 DNN_TEACHERS = ("mlp", "lenet")
@@ -692,6 +692,6 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
 
     def to_graph(self):
         """The soft-label CART as a :class:`treebench.inspect.GraphEnsemble`."""
-        from treebench.inspect.export import redt_graph
+        from treebench.methods.redt.export import redt_graph
 
         return redt_graph(self)

@@ -217,6 +217,6 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
 
     def to_graph(self):
         """The soft tree as a soft oblique :class:`treebench.inspect.GraphEnsemble`."""
-        from treebench.inspect.export import sdt_graph
+        from treebench.methods.sdt.export import sdt_graph
 
         return sdt_graph(self)

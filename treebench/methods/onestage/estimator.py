@@ -743,7 +743,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
 
     def to_graph(self):
         """The pruned oblique tree as a :class:`treebench.inspect.GraphEnsemble`."""
-        from treebench.inspect.export import onestage_graph
+        from treebench.methods.onestage.export import onestage_graph
 
         return onestage_graph(self)
 
