@@ -165,7 +165,7 @@ def main():
                 f"the issue quotes ~0.84 s/epoch for the reference)"
             )
         if a.credit:
-            from treebench.methods.onestage import route_paths
+            from treebench.methods.onestage.core import route_paths
 
             warm = np.ones((5000, 24), np.float32)  # compile the numba routers before timing
             route_paths(warm, np.ones((24, 63), np.float32), 6)

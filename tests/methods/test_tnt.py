@@ -155,7 +155,7 @@ def test_vectorized_predict_equals_slow_traversal(seed):
     leaf2, steps2 = slow_traverse(X, f, t, lft, rgt)
     np.testing.assert_array_equal(leaf, leaf2)
     np.testing.assert_array_equal(steps, steps2)
-    leaf3, steps3 = graph_predict_nodes(X, f, t, lft, rgt, max_steps=len(f) + 1)  # numpy loop
+    leaf3, steps3 = graph_predict_nodes(X, f, t, lft, rgt, backend="numpy")
     np.testing.assert_array_equal(leaf3, leaf2)
     np.testing.assert_array_equal(steps3, steps2)
     assert dag_depth(lft, rgt) >= steps.max()

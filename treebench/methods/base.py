@@ -12,6 +12,8 @@ import numpy as np
 from sklearn.utils._param_validation import InvalidParameterError  # noqa: F401 - re-exported
 from sklearn.utils.validation import _check_sample_weight
 
+from treebench.methods._flatgraph import node_depths
+
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
 TASKS = (CLASSIFICATION, REGRESSION)
@@ -231,20 +233,6 @@ def expected_failed_checks(estimator, inherited: bool = True) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------- size helpers
-
-
-def node_depths(children_left: np.ndarray, children_right: np.ndarray, root: int = 0) -> np.ndarray:
-    """Depth of every node of a binary tree given as child arrays (-1 = no child), level by level."""
-    n = len(children_left)
-    depth = np.full(n, -1, dtype=np.int64)
-    frontier = np.array([root])
-    d = 0
-    while frontier.size:
-        depth[frontier] = d
-        kids = np.concatenate([children_left[frontier], children_right[frontier]])
-        frontier = np.unique(kids[kids >= 0])
-        d += 1
-    return depth
 
 
 def sklearn_tree_size(estimator, X) -> dict[str, float]:

@@ -11,6 +11,7 @@ from treebench.methods._export import (
     graph_meta,
     standardize64,
 )
+from treebench.methods.onestage.core import reachable
 
 
 def onestage_graph(est) -> GraphEnsemble:
@@ -23,7 +24,7 @@ def onestage_graph(est) -> GraphEnsemble:
     n_int = 2**D - 1
     n_all = 2 * n_int + 1
     keep = np.asarray(est.keep_, dtype=bool)
-    reach = est._reachable(keep, D)  # splits whose ancestors are all splits
+    reach = reachable(keep, D)  # splits whose ancestors are all splits
     include = np.zeros(n_all, dtype=bool)
     include[0] = True
     inner = np.flatnonzero(reach)

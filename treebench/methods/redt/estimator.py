@@ -52,13 +52,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from treebench.methods._flatgraph import node_depths
 from treebench.methods.base import (
     CLASSIFICATION,
     Capabilities,
     InvalidParameterError,
     SizeMixin,
     import_torch,
-    node_depths,
     register,
     torch_generator,
     validate_sample_weight,

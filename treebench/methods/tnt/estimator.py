@@ -42,8 +42,6 @@ Implementation notes
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
@@ -52,6 +50,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from treebench.methods._flatgraph import compact, dag_depth, topo_order, waves
 from treebench.methods.base import (
     CLASSIFICATION,
     Capabilities,
@@ -66,117 +65,16 @@ from treebench.methods.base import (
 # ----------------------------------------------------------------------------- flat graph utilities
 
 
-def graph_predict_nodes(X, feature, threshold, left, right, root=0, max_steps=None):
+def graph_predict_nodes(X, feature, threshold, left, right, root=0, backend="auto"):
     """Leaf reached by each row of ``X`` in a flat decision graph, and the number of splits visited.
 
-    Level-synchronous gather loop: all samples advance one node per iteration; finished samples drop out.
-    ``left[i] < 0`` marks a leaf. Returns ``(leaf_index, n_internal_visited)``. With numba installed
-    the compiled router of :mod:`treebench.methods._routing` does the same walk (2.7-3x faster).
+    ``left[i] < 0`` marks a leaf; a row goes right iff ``x[feature] > threshold``. Returns
+    ``(leaf_index, n_internal_visited)`` from :func:`treebench.methods._routing.route_axis` (compiled
+    with numba, else a numpy loop over levels; ``backend`` chooses).
     """
-    if max_steps is None and X.dtype in (np.float32, np.float64):
-        from treebench.methods._routing import HAVE_NUMBA, route_axis
+    from treebench.methods._routing import route_axis  # numba loads with the first prediction
 
-        if HAVE_NUMBA:
-            return route_axis(X, feature, threshold, left, right, root=root)
-    n = X.shape[0]
-    leaf = np.empty(n, dtype=np.int64)
-    steps = np.zeros(n, dtype=np.int64)
-    cur = np.full(n, root, dtype=np.int64)
-    active = np.arange(n)
-    d = 0
-    limit = max_steps if max_steps is not None else len(feature) + 1
-    while active.size:
-        is_leaf = left[cur] < 0
-        if is_leaf.any():
-            leaf[active[is_leaf]] = cur[is_leaf]
-            steps[active[is_leaf]] = d
-            keep = ~is_leaf
-            active, cur = active[keep], cur[keep]
-            if not active.size:
-                break
-        go_right = X[active, feature[cur]] > threshold[cur]
-        cur = np.where(go_right, right[cur], left[cur])
-        d += 1
-        if d > limit:  # pragma: no cover - a cycle would be a bug
-            raise RuntimeError("decision graph has a cycle")
-    return leaf, steps
-
-
-def _waves(order, left, right):
-    """Nodes of a topological ``order`` grouped by longest-path depth from the root (each wave after
-    all waves holding a parent of its nodes), in ``order`` within a wave."""
-    depth = {}
-    for i in order:
-        depth.setdefault(i, 0)
-        if left[i] >= 0:
-            for c in (int(left[i]), int(right[i])):
-                depth[c] = max(depth.get(c, 0), depth[i] + 1)
-    waves = {}
-    for i in order:
-        waves.setdefault(depth[i], []).append(i)
-    return [waves[d] for d in sorted(waves)]
-
-
-def topo_order(left, right, root):
-    """Breadth-first topological order of the nodes reachable from ``root`` (each after all parents)."""
-    n = len(left)
-    reach = np.zeros(n, dtype=bool)
-    stack = [root]
-    reach[root] = True
-    while stack:
-        i = stack.pop()
-        if left[i] >= 0:
-            for c in (left[i], right[i]):
-                if not reach[c]:
-                    reach[c] = True
-                    stack.append(c)
-    indeg = np.zeros(n, dtype=np.int64)
-    for i in np.flatnonzero(reach):
-        if left[i] >= 0:
-            indeg[left[i]] += 1
-            indeg[right[i]] += 1  # left == right counts twice, and is decremented twice
-    order = []
-    q = deque([root])
-    while q:
-        i = q.popleft()
-        order.append(i)
-        if left[i] >= 0:
-            for c in (left[i], right[i]):
-                indeg[c] -= 1
-                if indeg[c] == 0:
-                    q.append(c)
-    return order
-
-
-def dag_depth(left, right, root=0):
-    """Longest root-to-leaf path (number of splits) in a DAG."""
-    order = topo_order(left, right, root)
-    depth = np.zeros(len(left), dtype=np.int64)
-    for i in order:
-        if left[i] >= 0:
-            for c in (left[i], right[i]):
-                depth[c] = max(depth[c], depth[i] + 1)
-    return int(max((depth[i] for i in order), default=0))
-
-
-def compact(feature, threshold, left, right, value, root):
-    """Keep only the nodes reachable from ``root``, renumbered in topological order (root = 0)."""
-    order = topo_order(left, right, root)
-    new = np.full(len(left), -1, dtype=np.int64)
-    new[order] = np.arange(len(order))
-    o = np.asarray(order, dtype=np.int64)
-    lft = np.asarray(left, dtype=np.int64)[o]
-    rgt = np.asarray(right, dtype=np.int64)[o]
-    leaf = lft < 0
-    lft = np.where(leaf, -1, new[np.maximum(lft, 0)])
-    rgt = np.where(leaf, -1, new[np.maximum(rgt, 0)])
-    return (
-        np.asarray(feature, dtype=np.int64)[o],
-        np.asarray(threshold, dtype=np.float64)[o],
-        lft,
-        rgt,
-        np.asarray(value, dtype=np.int64)[o],
-    )
+    return route_axis(X, feature, threshold, left, right, root=root, backend=backend)
 
 
 class _GraphClassifierMixin(SizeMixin):
@@ -435,7 +333,7 @@ class _TnTBuilder:
         self.subs = [None] * G  # (tree, kind) per graph node
         self.memo = [None] * G  # (subset index, targets) of the last fit
         self.order = topo_order(self.ll[:G], self.lr[:G], self.root)
-        self.waves = _waves(self.order, self.ll[:G], self.lr[:G])
+        self.waves = waves(self.order, self.ll[:G], self.lr[:G])
 
     def _alloc(self, m):
         if self.size + m > len(self.lf):
