@@ -6,13 +6,28 @@ import difflib
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.utils._param_validation import InvalidParameterError  # noqa: F401 - re-exported
+from sklearn.base import _fit_context  # noqa: F401 - re-exported for the estimators' fit
+from sklearn.utils._param_validation import (  # noqa: F401 - re-exported
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+)
 from sklearn.utils.validation import _check_sample_weight
 
 from treebench.methods._flatgraph import node_depths
+
+# Shorthands for the estimators' scikit-learn ``_parameter_constraints`` (validated at the start of
+# ``fit`` by ``_fit_context`` and while a job is planned by :func:`treebench.params.check_params`).
+POSITIVE_INT = Interval(Integral, 1, None, closed="left")
+NON_NEGATIVE_INT = Interval(Integral, 0, None, closed="left")
+POSITIVE = Interval(Real, 0, None, closed="neither")
+NON_NEGATIVE = Interval(Real, 0, None, closed="left")
+OPEN_UNIT = Interval(Real, 0, 1, closed="neither")
+UNIT = Interval(Real, 0, 1, closed="both")
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"

@@ -13,6 +13,7 @@ The torch machinery lives in :mod:`treebench.methods.e2edt.core` (imported insid
 from __future__ import annotations
 
 import time
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -22,9 +23,16 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from treebench.methods.base import (
     CLASSIFICATION,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
     Capabilities,
+    Interval,
     InvalidParameterError,
     SizeMixin,
+    StrOptions,
+    _fit_context,
     import_torch,
     register,
     torch_generator,
@@ -50,51 +58,28 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
     }
 
     # ------------------------------------------------------------------ validation
+    _parameter_constraints = {
+        "max_depth": [None, POSITIVE_INT],
+        "max_leaves": [None, Interval(Integral, 2, None, closed="left")],
+        "epochs": [POSITIVE_INT],
+        "finetune_epochs": [None, NON_NEGATIVE_INT],
+        "steepness_inc": [NON_NEGATIVE],
+        "initial_steepness": [POSITIVE],
+        "batch_size": [POSITIVE_INT],
+        "learning_rate": [POSITIVE],
+        "weight_decay": [NON_NEGATIVE],
+        "max_attempts": [POSITIVE_INT],
+        "inference": [StrOptions(set(INFERENCE))],
+        "split_features": [StrOptions(set(SPLIT_FEATURES))],
+        "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+        "best_first_gain": [StrOptions(set(GAINS))],
+        "spatial_reg": [NON_NEGATIVE],
+    }
+
     def _check_params(self, n_features):
-        if self.max_depth is not None and int(self.max_depth) < 1:
-            raise InvalidParameterError(f"max_depth must be >= 1 or None, got {self.max_depth}")
-        if self.max_leaves is not None and int(self.max_leaves) < 2:
-            raise InvalidParameterError(f"max_leaves must be >= 2 or None, got {self.max_leaves}")
+        """Checks across parameters and against the data (single values: ``_parameter_constraints``)."""
         if self.max_depth is None and self.max_leaves is None:
             raise InvalidParameterError("max_depth and max_leaves cannot both be None")
-        if int(self.epochs) < 1:
-            raise InvalidParameterError(f"epochs must be >= 1, got {self.epochs}")
-        if self.finetune_epochs is not None and int(self.finetune_epochs) < 0:
-            raise InvalidParameterError(
-                f"finetune_epochs must be >= 0 or None, got {self.finetune_epochs}"
-            )
-        if self.steepness_inc < 0:
-            raise InvalidParameterError(f"steepness_inc must be >= 0, got {self.steepness_inc}")
-        if self.initial_steepness <= 0:
-            raise InvalidParameterError(
-                f"initial_steepness must be > 0, got {self.initial_steepness}"
-            )
-        if int(self.batch_size) < 1:
-            raise InvalidParameterError(f"batch_size must be >= 1, got {self.batch_size}")
-        if self.learning_rate <= 0:
-            raise InvalidParameterError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if self.weight_decay < 0:
-            raise InvalidParameterError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        if int(self.max_attempts) < 1:
-            raise InvalidParameterError(f"max_attempts must be >= 1, got {self.max_attempts}")
-        if self.inference not in INFERENCE:
-            raise InvalidParameterError(
-                f"inference must be one of {INFERENCE}, got {self.inference!r}"
-            )
-        if self.split_features not in SPLIT_FEATURES:
-            raise InvalidParameterError(
-                f"split_features must be one of {SPLIT_FEATURES}, got {self.split_features!r}"
-            )
-        if not 0 <= self.validation_fraction < 1:
-            raise InvalidParameterError(
-                f"validation_fraction must be in [0, 1), got {self.validation_fraction}"
-            )
-        if getattr(self, "best_first_gain", "reference") not in GAINS:
-            raise InvalidParameterError(
-                f"best_first_gain must be one of {GAINS}, got {self.best_first_gain!r}"
-            )
-        if self.spatial_reg < 0:
-            raise InvalidParameterError(f"spatial_reg must be >= 0, got {self.spatial_reg}")
         needs_image = (
             self.split_features == "cnn" or self.spatial_reg > 0 or self._patch() is not None
         )
@@ -150,6 +135,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
     def _scale(self, X):
         return ((X - self.scale_mean_) / self.scale_sd_).astype(np.float32, copy=False)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         X, y = validate_data(self, X, y, dtype=np.float32)
         check_classification_targets(y)
@@ -660,11 +646,14 @@ class E2EDFClassifier(_E2EDBase):
         self.random_state = random_state
         self.verbose = verbose
 
+    _parameter_constraints = {
+        **_E2EDBase._parameter_constraints,
+        "n_estimators": [POSITIVE_INT],
+        "patch_size": [None, POSITIVE_INT],
+        "max_features": [None, Interval(Real, 0, 1, closed="right"), POSITIVE_INT],
+    }
+
     def _check_params(self, n_features):
-        if int(self.n_estimators) < 1:
-            raise InvalidParameterError(f"n_estimators must be >= 1, got {self.n_estimators}")
-        if self.patch_size is not None and int(self.patch_size) < 1:
-            raise InvalidParameterError(f"patch_size must be >= 1 or None, got {self.patch_size}")
         if self.split_features == "cnn" and (
             self.patch_size is not None or self.max_features is not None
         ):
@@ -672,11 +661,8 @@ class E2EDFClassifier(_E2EDBase):
                 "split_features='cnn' cannot be combined with max_features/patch_size"
             )
         mf = self.max_features
-        if mf is not None:
-            if isinstance(mf, float) and not 0 < mf <= 1:
-                raise InvalidParameterError(f"max_features must be in (0, 1] as a float, got {mf}")
-            if not isinstance(mf, float) and not 1 <= int(mf) <= n_features:
-                raise InvalidParameterError(f"max_features must be in [1, {n_features}], got {mf}")
+        if mf is not None and not isinstance(mf, float) and int(mf) > n_features:
+            raise InvalidParameterError(f"max_features must be in [1, {n_features}], got {mf}")
         super()._check_params(n_features)
 
     def _n_trees(self):

@@ -1,46 +1,31 @@
 """One-Stage Tree (Xu et al., Machine Learning 2022): an oblique hard tree built and pruned in one stage.
 
-Model: a complete depth-``max_depth`` binary tree in level order. Every potential split node ``i`` has a
-router with two linear logits on ``[x; 1]`` (go left iff ``(w_i0 - w_i1)^T [x; 1] > 0``) and an
-architecture switch ``gamma_i in [0, 1]`` (``gamma_bar_i = 1[gamma_i >= 0.5]``: 1 = split, 0 = pruned,
-ties keep the split); every node (split nodes included) holds a value ``v_i`` (class distribution or
-regression target) used when the node acts as a leaf.
+Model: a complete depth-``max_depth`` binary tree in level order (:mod:`.core`). Every potential split
+node ``i`` has a router with two linear logits on ``[x; 1]`` (go left iff ``(w_i0 - w_i1)^T [x; 1] > 0``)
+and an architecture switch ``gamma_i in [0, 1]`` (``gamma_bar_i = 1[gamma_i >= 0.5]``: 1 = split,
+0 = pruned); every node holds a value ``v_i`` (class distribution or regression target) used when the
+node acts as a leaf.
 
-Training is the paper's alternating bilevel scheme (Alg. 1, Eqs. 9-17), one step per training minibatch:
+Training is the paper's alternating bilevel scheme (Alg. 1, Eqs. 9-17), one step per minibatch: lazy
+proximal step on gamma, a router step under straight-through Gumbel-softmax path samples, closed-form
+node values (Eq. 17) and a gamma step on the validation rows (``gamma_gradient``: the tangent at
+``gamma_bar`` or, by default, the ``'flip'`` secant, which lets a pruned node bud again). The two
+ablations of the paper (Joint Tree, Gumbel Tree) differ only in this step and are strategy objects
+(:mod:`.strategies`). All gradients are closed-form numpy (the model is a hard tree, so a step
+touches O(batch * nodes) numbers); tests check them against torch autograd.
 
-1. lazy proximal step ``gamma_bar = prox_C1(gamma)`` (one-hot argmax, i.e. a threshold at 0.5);
-2. router update on the minibatch: one Gumbel-softmax (tau = 1) straight-through path sample per row
-   under ``gamma_bar``, NLL (classification, on clamped leaf probabilities) or MSE (regression, on the
-   standardised target), Adam step on the routers;
-3. closed-form node values (Eq. 17): the mean target of the training rows that reach each node under
-   deterministic (argmax) routing; an empty node copies its parent's value;
-4. architecture update on the validation rows: a gradient of the validation loss with respect to the
-   *discrete* ``gamma_bar`` (Eq. 15) is applied to the continuous ``gamma`` (straight-through), followed by
-   ``prox_C2`` = clipping to [0, 1]. Which gradient (``gamma_gradient``): ``'tangent'`` is the literal
-   derivative at ``gamma_bar``, per node ``delta_i * (f_children(x) - v_i)``; ``'flip'`` (default) is
-   the change of the validation loss when ``gamma_bar_i`` flips between 1 and 0 (the secant of the
-   relaxed loss over [0, 1]; for MSE exactly its derivative at the prox_C1 threshold 1/2). Both let a
-   pruned node bud again (its subtree still has a response).
+Early stopping monitors the validation loss and restores the best epoch (epoch cap / patience:
+200 / 15 for classification as in the paper, 400 / 70 for regression). At the end of ``fit`` splits
+that cannot change any prediction are turned into leaves, so ``size_report`` counts effective splits
+(``fit_info_`` also reports the gamma-only count).
 
-Early stopping monitors the discrete model's validation loss and the best epoch is restored. Epoch cap and
-patience: 200 / 15 for classification (paper); 400 / 70 for regression (the authors' regression scripts
--- the routers were still improving at epoch 200 and with patience 15 the fits stopped after ~20 epochs).
-(The authors' ``main.py`` scores the model left when EarlyStopping fires, i.e. ``patience`` epochs past
-the best one, and its monitored loss mixes children and node values 50/50 (gamma restored to
-[0.5, 0.5]); the paper only says EarlyStopping monitors the validation loss.)
-At the end of ``fit`` splits that cannot change any prediction (all training rows reaching them end at
-the same stop node; common deep in a depth-9 tree) are turned into leaves, so ``size_report`` counts
-effective splits; ``fit_info_`` reports the gamma-only count as well (``internal_kept_gamma``).
-All gradients are computed in closed form with numpy (no autograd): the model is a hard tree, so a step
-touches only O(batch * nodes) numbers, every level is one vectorised step and per-step overhead stays
-small. Tests check these gradients against torch autograd on the paper's Eq. (2) response.
-
-Settings the paper leaves open or where it is not followed (all constructor parameters: gamma
-gradient, step and init, router init, empty nodes, the ablation variants) and the protocol checks are
-documented with their evidence in ``docs/methods/onestage.md``.
+Settings the paper leaves open or where it is not followed, and the evidence for each choice:
+``docs/methods/onestage.md``.
 """
 
 from __future__ import annotations
+
+from numbers import Integral
 
 import numpy as np
 from scipy.special import expit
@@ -52,10 +37,17 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from treebench.methods.base import (
     CLASSIFICATION,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
     REGRESSION,
+    UNIT,
     Capabilities,
+    Interval,
     InvalidParameterError,
     SizeMixin,
+    StrOptions,
+    _fit_context,
     register,
     validate_sample_weight,
 )
@@ -68,15 +60,19 @@ from treebench.methods.onestage.core import (
     route_paths,
     stop_positions,
 )
-
-_VARIANTS = ("onestage", "joint", "gumbel")
-
+from treebench.methods.onestage.strategies import (
+    BilevelSearch,
+    FitState,
+    GumbelArchitecture,
+    JointRelaxation,
+    wdiff,
+)
 
 # ----------------------------------------------------------------------------- estimator
 
 
 class _OneStageBase(SizeMixin, BaseEstimator):
-    """Shared implementation; see the module docstring. Subclasses fix the task and ``_variant``."""
+    """Shared implementation; see the module docstring. Subclasses fix the task and the architecture search (``_strategy``)."""
 
     capabilities = Capabilities(needs_validation=True, requires_torch=False, sample_weight=True)
     _expected_failed_checks = {
@@ -85,7 +81,22 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             "equal repeats in distribution only (tests/methods/test_sample_weight.py)"
         ),
     }
-    _variant = "onestage"
+    _strategy = BilevelSearch()  # how the architecture is searched: strategies.py
+    _parameter_constraints = {
+        "max_depth": [Interval(Integral, 1, 16, closed="both")],
+        "learning_rate": [POSITIVE],
+        "batch_size": [POSITIVE_INT],
+        "max_epochs": [None, POSITIVE_INT],
+        "patience": [None, POSITIVE_INT],
+        "gamma_learning_rate": [None, POSITIVE],
+        "gamma_optimizer": [StrOptions({"adam", "sgd"})],
+        "gamma_l1": [NON_NEGATIVE],
+        "gamma_init": [None, UNIT],
+        "gamma_gradient": [StrOptions({"tangent", "flip"})],
+        "temperature": [POSITIVE],
+        "prob_floor": [POSITIVE],
+        "router_init": [StrOptions({"default", "data"})],
+    }
     _task = CLASSIFICATION
 
     def __init__(
@@ -130,40 +141,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
-        if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 16):
-            raise InvalidParameterError(
-                f"max_depth must be an int in [1, 16], got {self.max_depth!r}"
-            )
-        for name in ("learning_rate", "gamma_learning_rate", "temperature", "prob_floor"):
-            v = getattr(self, name)
-            if name == "gamma_learning_rate" and v is None:
-                continue
-            if not v > 0:
-                raise InvalidParameterError(f"{name} must be > 0, got {v!r}")
-        if self.gamma_init is not None and not 0.0 <= self.gamma_init <= 1.0:
-            raise InvalidParameterError(f"gamma_init must be in [0, 1], got {self.gamma_init!r}")
-        if self.gamma_optimizer not in ("adam", "sgd"):
-            raise InvalidParameterError(
-                f"gamma_optimizer must be 'adam' or 'sgd', got {self.gamma_optimizer!r}"
-            )
-        if self.gamma_gradient not in ("tangent", "flip"):
-            raise InvalidParameterError(
-                f"gamma_gradient must be 'tangent' or 'flip', got {self.gamma_gradient!r}"
-            )
-        if self.router_init not in ("default", "data"):
-            raise InvalidParameterError(
-                f"router_init must be 'default' or 'data', got {self.router_init!r}"
-            )
-        if self.gamma_l1 < 0:
-            raise InvalidParameterError(f"gamma_l1 must be >= 0, got {self.gamma_l1!r}")
-        for name in ("batch_size", "max_epochs", "patience"):
-            v = getattr(self, name)
-            if name in ("patience", "max_epochs") and v is None:
-                continue
-            if not (isinstance(v, (int, np.integer)) and v >= 1):
-                raise InvalidParameterError(f"{name} must be an int >= 1, got {v!r}")
+        """Checks across parameters (single values: ``_parameter_constraints``)."""
         vf = self.validation_fraction
-        if (self._variant != "joint" or self._joint_holdout()) and not 0.0 < vf < 1.0:
+        if self._strategy.holds_out(self) and not 0.0 < vf < 1.0:
             raise InvalidParameterError(f"validation_fraction must be in (0, 1), got {vf!r}")
 
     def _joint_holdout(self):
@@ -215,6 +195,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         return V[:, 0][nodes]
 
     # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=self._task == REGRESSION)
@@ -239,8 +220,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         )
 
         idx = np.arange(len(y))
-        joint_all_rows = self._variant == "joint" and not self._joint_holdout()
-        if joint_all_rows:
+        strategy = self._strategy
+        all_rows = not strategy.holds_out(self)
+        if all_rows:
             tr, va = idx, idx
         else:
             strat = t if self._task == CLASSIFICATION and np.bincount(t).min() >= 2 else None
@@ -265,15 +247,29 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         if self.router_init == "data":
             center_router_biases(W, Xtr[wtr > 0], D)
         gamma = np.full(n_int, self._gamma_init())
-        adam = {"m": np.zeros_like(W), "v": np.zeros_like(W), "t": 0}
-        gadam = {"m": np.zeros(n_int), "v": np.zeros(n_int), "t": 0}
-        tau = float(self.temperature)
-
-        def wdiff(W):
-            return (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
-
-        Wd = wdiff(W)
-        V = node_values(route_paths(Xtr, Wd, D, True, nth), Ytr, wtr, D, codes)
+        st = FitState(
+            D=D,
+            n_int=n_int,
+            nth=nth,
+            tau=float(self.temperature),
+            lr=float(self.learning_rate),
+            glr=self._gamma_step(),
+            Xtr=Xtr,
+            Ytr=Ytr,
+            ttr=ttr,
+            wtr=wtr,
+            codes=codes,
+            Xva=Xva,
+            tva=tva,
+            wva=wva,
+            W=W,
+            gamma=gamma,
+            Wd=None,
+            V=None,
+            adam={"m": np.zeros_like(W), "v": np.zeros_like(W), "t": 0},
+            gadam={"m": np.zeros(n_int), "v": np.zeros(n_int), "t": 0},
+        )
+        st.refresh_values()
 
         def disc_loss(Xs, ts, ws, Wd, V, keep):
             paths = route_paths(Xs, Wd, D)
@@ -281,73 +277,31 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             f = self._resp(V, paths[np.arange(len(ts)), s1], ts)
             return float(self._loss_and_grad(f, ts, ws)[0].mean())
 
-        mon_X, mon_t, mon_w = (Xtr, ttr, wtr) if joint_all_rows else (Xva, tva, wva)
-        best = (np.inf, W.copy(), gamma.copy(), V.copy(), 0)
+        mon = (Xtr, ttr, wtr) if all_rows else (Xva, tva, wva)
+        best = (np.inf, st.W.copy(), st.gamma.copy(), st.V.copy(), 0)
         bad = 0
         history = []
         epoch = 0
-        lr, b1, b2, eps = float(self.learning_rate), 0.9, 0.999, 1e-8
-        glr = self._gamma_step()
         patience = self._patience()
         bs = int(self.batch_size)
         for epoch in range(1, self._max_epochs() + 1):
             order = rng.permutation(n_tr)
-            noise = rng.logistic(size=(n_tr, n_int))  # g0 - g1 for Gumbel(0,1) g0, g1
-            if self._variant == "gumbel":
-                gnoise = rng.logistic(size=(-(-n_tr // bs), n_int))
+            st.noise = rng.logistic(size=(n_tr, n_int))  # g0 - g1 for Gumbel(0,1) g0, g1
+            arch_noise = strategy.epoch_noise(rng, -(-n_tr // bs), n_int)
             for step, s in enumerate(range(0, n_tr, bs)):
-                b = order[s : s + bs]
-                if self._variant == "joint":
-                    # Eq. (8): relaxed gamma, one joint gradient step on routers and gamma
-                    gW, gg = self._router_grad(
-                        Xtr[b], ttr[b], wtr[b], noise[b], W, V, gamma, tau, D, with_gamma=True
-                    )
-                    adam["t"] += 1
-                    self._adam(W, gW, adam, lr, b1, b2, eps)
-                    gadam["t"] += 1
-                    self._adam(gamma, gg + self.gamma_l1, gadam, lr, b1, b2, eps)
-                    np.clip(gamma, 0.0, 1.0, out=gamma)
-                    Wd = wdiff(W)
-                    V = node_values(route_paths(Xtr, Wd, D, True, nth), Ytr, wtr, D, codes)
-                    continue
-                # (a) lazy proximal step (or a Gumbel sample of the architecture for the ablation)
-                if self._variant == "gumbel":
-                    with np.errstate(divide="ignore"):
-                        lg = np.log(gamma) - np.log1p(-gamma)
-                    keep = lg + gnoise[step] > 0
-                else:
-                    keep = gamma >= 0.5
-                # (b) router step on the minibatch with straight-through Gumbel path samples
-                gW = self._router_grad(Xtr[b], ttr[b], wtr[b], noise[b], W, V, keep, tau, D)
-                adam["t"] += 1
-                self._adam(W, gW, adam, lr, b1, b2, eps)
-                Wd = wdiff(W)
-                # (c) closed-form node values on the whole training part, deterministic routing
-                V = node_values(route_paths(Xtr, Wd, D, True, nth), Ytr, wtr, D, codes)
-                # (d) architecture step on the validation part
-                gg = self._gamma_grad(Xva, tva, wva, Wd, V, keep, D, n_int)
-                gg += self.gamma_l1
-                if self.gamma_optimizer == "sgd":  # Eq. (15): plain projected gradient step
-                    gamma -= glr * gg
-                else:
-                    gadam["t"] += 1
-                    self._adam(gamma, gg, gadam, glr, b1, b2, eps)
-                np.clip(gamma, 0.0, 1.0, out=gamma)  # prox_C2
-            keep = gamma >= 0.5
-            if self._variant == "joint":  # the relaxed model's loss (held-out or training rows)
-                loss = self._relaxed_loss(mon_X, mon_t, mon_w, W, V, gamma, D)
-            else:
-                loss = disc_loss(mon_X, mon_t, mon_w, Wd, V, keep)
+                strategy.step(self, st, order[s : s + bs], step, arch_noise)
+            keep = st.gamma >= 0.5
+            loss = strategy.monitored_loss(self, st, mon, keep, disc_loss)
             n_kept = int(reachable(keep, D).sum())
             if self.verbose:
-                tr_loss = disc_loss(Xtr, ttr, wtr, Wd, V, keep)
+                tr_loss = disc_loss(Xtr, ttr, wtr, st.Wd, st.V, keep)
                 history.append((epoch, tr_loss, loss, n_kept))
                 print(
                     f"epoch {epoch}: train loss {tr_loss:.5f}, monitored loss {loss:.5f}, "
                     f"splits kept {n_kept}"
                 )
             if loss < best[0] - 1e-12:
-                best = (loss, W.copy(), gamma.copy(), V.copy(), epoch)
+                best = (loss, st.W.copy(), st.gamma.copy(), st.V.copy(), epoch)
                 bad = 0
             else:
                 bad += 1
@@ -370,7 +324,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             "best_epoch": best_epoch,
             "best_monitored_loss": float(best[0]),
             "n_train_part": int(n_tr),
-            "n_val_part": 0 if joint_all_rows else int(len(va)),
+            "n_val_part": 0 if all_rows else int(len(va)),
             "internal_kept": int(reach.sum()),
             "internal_total": int(n_int),
             "frac_pruned": float(1.0 - reach.sum() / n_int),
@@ -594,7 +548,7 @@ class _JointPart:
     ``gamma_learning_rate``, ``gamma_optimizer`` and ``gamma_gradient`` do not apply.
     """
 
-    _variant = "joint"
+    _strategy = JointRelaxation()
 
     def __init__(
         self,
@@ -658,11 +612,11 @@ _GUMBEL = "One-Stage ablation 'Gumbel Tree': architecture sampled by Gumbel-soft
 class OneStageGumbelClassifier(OneStageClassifier):
     """Gumbel Tree ablation (classification)."""
 
-    _variant = "gumbel"
+    _strategy = GumbelArchitecture()
 
 
 @register("onestage_gumbel", REGRESSION)
 class OneStageGumbelRegressor(OneStageRegressor):
     """Gumbel Tree ablation (regression)."""
 
-    _variant = "gumbel"
+    _strategy = GumbelArchitecture()

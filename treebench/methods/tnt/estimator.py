@@ -2,45 +2,31 @@
 
 A TnT model is a decision graph (a DAG): internal nodes hold axis-aligned tests ``x[j] > t -> right``,
 leaves hold class labels, and a node may have several parents. It is grown by Algorithm 2 of the paper:
-``N1`` merge phases of ``N2`` grow rounds. In a grow round every node (breadth-first, each node after all
-of its parents) gets a *substitute* micro CART fitted on
+``N1`` merge phases of ``N2`` grow rounds. In a grow round every node (each after all of its parents)
+gets a *substitute* micro CART fitted on its samples (a leaf: their labels; an internal node: its
+*sensitive* samples, whose prediction depends on the branch taken, relabelled 0 = left / 1 = right),
+with sample-weighted cost-complexity pruning ``ccp_alpha_i = C * W / W_i``. After the ``N2`` rounds
+dead internal nodes are bypassed (PRUNE) and every substitute is inlined into the graph (MERGE), so
+several parents share a child. ``N1 = 1`` is CART with cost-complexity pruning.
 
-* a leaf: the samples reaching it, with their labels;
-* an internal node: its *sensitive* samples, whose prediction depends on the branch taken (the left and
-  right subgraphs predict differently and one of them is right), relabelled 0 = left / 1 = right;
+How it is computed:
 
-with sample-weighted cost-complexity pruning ``ccp_alpha_i = C * W / W_i`` (``C * N / N_i`` for uniform
-weights). Substitutes are live during the sweep (routing and subgraph predictions use them). After the
-``N2`` rounds, dead internal nodes (all samples go one way) are bypassed (PRUNE) and then every
-substitute is inlined into the graph (MERGE): micro leaves labelled 0/1 of an internal node are wired to
-its old left/right child, so several parents share a child.
+* micro trees (gini) are grown and exactly pruned by numba kernels (:mod:`.core`) on rank-coded
+  features, equal to ``DecisionTreeClassifier(ccp_alpha=C_i)`` up to ties between equally good splits;
+  the scikit-learn builder remains for other criteria and as the reference-exact debug path;
+* the graph is flat integer arrays (:mod:`treebench.methods._flatgraph`), routed by the compiled router
+  of :mod:`treebench.methods._routing`; a micro tree is refitted only if its samples or targets changed;
+* a grow sweep visits the graph in waves of equal longest-path depth, whose micro trees are
+  independent and fitted in ``n_jobs`` threads (the graph does not depend on ``n_jobs``);
+* ``finetune_passes > 0`` runs a TAO-style refit of the decision nodes, an **approximation** of the
+  paper's unpublished fine-tune (recorded in ``fit_info_``).
 
-Implementation notes
---------------------
-* Micro trees (criterion gini) are grown by numba kernels (``tnt.core``): features are rank-coded once
-  per fit; a micro tree works on an index array of the training set (no copy of ``X``), finds exact best
-  splits with per-node class histograms over the codes, stops growing below nodes that are provably
-  leaves of the pruned tree, or provably under a pruned ancestor (exact branch and bound on the
-  cost-complexity of the subtree; weighted impurity below the penalty is the simplest case), and is
-  pruned exactly (minimal cost-complexity subtree). This equals ``DecisionTreeClassifier(ccp_alpha=C_i)`` up to the
-  choice among equally good splits (scikit-learn's random feature order; here a seeded permutation).
-  The scikit-learn builder remains available (other criteria; reference-exact debug path).
-* Everything else works on flat integer arrays: per node sample-index arrays during the sweep; live
-  substitutes are appended to a flat "live graph" and reached through a ``redirect`` array, and
-  subgraph predictions / routing are numba loops over the samples (no per-sample Python work).
-* A micro tree is refitted only if its training subset or targets changed since its last fit in the same
-  phase; the micro-tree builder is deterministic given ``random_state``, so this reuse is exact.
-* A grow sweep visits the graph in waves (nodes at equal longest-path depth): a node's samples depend
-  only on its ancestors' substitutes and its targets only on its descendants', so the micro trees of a
-  wave are independent and are fitted in ``n_jobs`` threads (the graph does not depend on ``n_jobs``).
-* ``N1 = 1`` is CART with cost-complexity pruning (``DecisionTreeClassifier(ccp_alpha=C)``).
-* ``finetune_passes > 0`` runs a TAO-style alternating refit of the decision nodes on their care sets
-  (best single split, accepted only if the care-set error does not grow) and sets leaves to the weighted
-  majority. The paper's exact fine-tune (supplementary material) is unpublished: this is an
-  **approximation**, recorded as such in ``fit_info_``.
+Details and the reasons behind them: ``docs/methods/tnt.md``.
 """
 
 from __future__ import annotations
+
+from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -53,9 +39,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from treebench.methods._flatgraph import compact, dag_depth, topo_order, waves
 from treebench.methods.base import (
     CLASSIFICATION,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
     Capabilities,
-    InvalidParameterError,
+    Interval,
     SizeMixin,
+    _fit_context,
     combine_sizes,
     member_size,
     register,
@@ -787,6 +778,16 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
     verbose : int
     """
 
+    _parameter_constraints = {
+        "ccp_alpha": [NON_NEGATIVE],
+        "N1": [POSITIVE_INT],
+        "N2": [POSITIVE_INT],
+        "target_splits": [None, Interval(Real, 1, None, closed="left")],
+        "target_tol": [NON_NEGATIVE],
+        "max_search": [POSITIVE_INT],
+        "finetune_passes": [NON_NEGATIVE_INT],
+    }
+
     def __init__(
         self,
         ccp_alpha=1e-4,
@@ -814,26 +815,6 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
-
-    def _validate(self):
-        if not (isinstance(self.ccp_alpha, int | float) and self.ccp_alpha >= 0):
-            raise InvalidParameterError(f"ccp_alpha must be a float >= 0, got {self.ccp_alpha!r}")
-        for name in ("N1", "N2"):
-            v = getattr(self, name)
-            if not (isinstance(v, int | np.integer) and v >= 1):
-                raise InvalidParameterError(f"{name} must be an int >= 1, got {v!r}")
-        if self.target_splits is not None and not (self.target_splits >= 1):
-            raise InvalidParameterError(
-                f"target_splits must be >= 1 or None, got {self.target_splits!r}"
-            )
-        if not (isinstance(self.finetune_passes, int | np.integer) and self.finetune_passes >= 0):
-            raise InvalidParameterError(
-                f"finetune_passes must be an int >= 0, got {self.finetune_passes!r}"
-            )
-        if not (self.target_tol >= 0):
-            raise InvalidParameterError(f"target_tol must be >= 0, got {self.target_tol!r}")
-        if not (isinstance(self.max_search, int | np.integer) and self.max_search >= 1):
-            raise InvalidParameterError(f"max_search must be an int >= 1, got {self.max_search!r}")
 
     def _seed(self):
         if isinstance(self.random_state, int | np.integer):
@@ -885,8 +866,8 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         }
         return (f, t, lft, rgt, v), int((lft >= 0).sum()), info
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
-        self._validate()
         X, y, w, classes = _prepare(self, X, y, sample_weight)
         self.classes_ = classes
         K = len(classes)
@@ -957,6 +938,11 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
 
     capabilities = Capabilities(sample_weight=True)
 
+    _parameter_constraints = {
+        **{k: v for k, v in TnTClassifier._parameter_constraints.items() if k != "target_tol"},
+        "n_estimators": [POSITIVE_INT],
+    }
+
     def _base(self):
         return TnTClassifier(
             ccp_alpha=self.ccp_alpha,
@@ -966,11 +952,8 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
             finetune_passes=self.finetune_passes,
         )
 
+    @_fit_context(prefer_skip_nested_validation=False)  # members validate their own parameters
     def fit(self, X, y, sample_weight=None):
-        if not (isinstance(self.n_estimators, int | np.integer) and self.n_estimators >= 1):
-            raise InvalidParameterError(
-                f"n_estimators must be an int >= 1, got {self.n_estimators!r}"
-            )
         X, y = validate_data(self, X, y, dtype=np.float32)
         self.ensemble_ = self._make(len(X)).fit(X, y, sample_weight=sample_weight)
         self.classes_ = self.ensemble_.classes_
@@ -1070,6 +1053,8 @@ class TnTAdaBoost(_TnTEnsemble):
         ),
     }
 
+    _parameter_constraints = {**_TnTEnsemble._parameter_constraints, "learning_rate": [POSITIVE]}
+
     def __init__(
         self,
         n_estimators=10,
@@ -1133,6 +1118,8 @@ class NDGClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         Split and merge operations applied (at most ``max_iter``).
     """
 
+    _parameter_constraints = {"C": [NON_NEGATIVE], "max_iter": [NON_NEGATIVE_INT]}
+
     def __init__(self, C=3e-4, max_iter=100000, min_samples_leaf=1, random_state=None, n_jobs=None):
         self.C = C
         self.max_iter = max_iter
@@ -1140,11 +1127,8 @@ class NDGClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
-        if not (isinstance(self.C, int | float) and self.C >= 0):
-            raise ValueError(f"C must be a float >= 0, got {self.C!r}")
-        if not (isinstance(self.max_iter, int | np.integer) and self.max_iter >= 0):
-            raise ValueError(f"max_iter must be an int >= 0, got {self.max_iter!r}")
         X, y, w, classes = _prepare(self, X, y, sample_weight)
         self.classes_ = classes
         K = len(classes)
