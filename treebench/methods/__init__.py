@@ -3,7 +3,6 @@
 from treebench.methods.base import (
     CLASSIFICATION,
     REGRESSION,
-    Capabilities,
     SizeMixin,
     UnknownMethodError,
     UnsupportedTaskError,
@@ -17,7 +16,6 @@ from treebench.methods.base import (
 __all__ = [
     "CLASSIFICATION",
     "REGRESSION",
-    "Capabilities",
     "SizeMixin",
     "UnknownMethodError",
     "UnsupportedTaskError",

@@ -1,4 +1,4 @@
-"""The method contract: capabilities, size report, registry and shared helpers for every method."""
+"""The method contract: size report, registry, parameter-constraint shorthands and shared helpers."""
 
 from __future__ import annotations
 
@@ -34,38 +34,17 @@ REGRESSION = "regression"
 TASKS = (CLASSIFICATION, REGRESSION)
 
 
-@dataclass(frozen=True)
-class Capabilities:
-    """What a method supports, so the runner can skip with a reason instead of crashing.
-
-    Parameters
-    ----------
-    needs_validation : bool
-        The method holds out its own validation split from the training data it is given.
-    image_input : bool
-        The method can use image shape metadata (``image_shape`` fit parameter).
-    requires_torch : bool
-        The method imports torch (lazily, inside ``fit``).
-    sample_weight : bool
-        ``fit`` accepts ``sample_weight`` (needed by AdaBoost).
-    """
-
-    needs_validation: bool = False
-    image_input: bool = False
-    requires_torch: bool = False
-    sample_weight: bool = False
-
-
 SIZE_KEYS = ("n_trees", "n_splits", "n_leaves", "depth", "mean_depth", "split_evals")
 
 
 class SizeMixin:
-    """Mixin for treebench estimators: capability flags and a model-size report.
+    """Mixin for treebench estimators: a model-size report.
 
-    Subclasses set ``capabilities`` and implement :meth:`size_report`.
+    Subclasses implement :meth:`size_report`; ``requires_torch = True`` marks estimators whose ``fit``
+    imports PyTorch (the bench imports it once in the parent before forking its workers).
     """
 
-    capabilities = Capabilities()
+    requires_torch = False
 
     def size_report(self, X) -> dict[str, float]:
         """Size of the fitted model, measured with the samples ``X``.

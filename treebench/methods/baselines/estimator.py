@@ -19,7 +19,6 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from treebench.methods.base import (
     CLASSIFICATION,
     REGRESSION,
-    Capabilities,
     SizeMixin,
     combine_sizes,
     member_size,
@@ -30,8 +29,6 @@ from treebench.methods.base import (
 
 class _TreeSize(SizeMixin):
     """Size report of a single scikit-learn tree."""
-
-    capabilities = Capabilities(sample_weight=True)
 
     def size_report(self, X):
         return sklearn_tree_size(self, X)
@@ -45,8 +42,6 @@ class _TreeSize(SizeMixin):
 
 class _EnsembleSize(SizeMixin):
     """Size report of a scikit-learn ensemble: members' sizes combined."""
-
-    capabilities = Capabilities(sample_weight=True)
 
     def size_report(self, X):
         members = np.asarray(self.estimators_, dtype=object).ravel()

@@ -18,6 +18,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import RealNotInt
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -27,7 +28,6 @@ from treebench.methods.base import (
     NON_NEGATIVE_INT,
     POSITIVE,
     POSITIVE_INT,
-    Capabilities,
     Interval,
     InvalidParameterError,
     SizeMixin,
@@ -48,7 +48,7 @@ STANDARDIZE = (True, False, "global", "unit_range")
 class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
     """Shared fit/predict of E2EDT (one tree) and E2EDF (a forest)."""
 
-    capabilities = Capabilities(image_input=True, requires_torch=True, sample_weight=True)
+    requires_torch = True
     _forest = False
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
@@ -72,8 +72,13 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         "inference": [StrOptions(set(INFERENCE))],
         "split_features": [StrOptions(set(SPLIT_FEATURES))],
         "validation_fraction": [Interval(Real, 0, 1, closed="left")],
-        "best_first_gain": [StrOptions(set(GAINS))],
         "spatial_reg": [NON_NEGATIVE],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "image_shape": "no_validation",
+        "keep_greedy": "no_validation",
+        "standardize": "no_validation",
     }
 
     def _check_params(self, n_features):
@@ -511,6 +516,11 @@ class E2EDTClassifier(_E2EDBase):
 
     __doc__ += _COMMON_DOC
 
+    _parameter_constraints = {
+        **_E2EDBase._parameter_constraints,
+        "best_first_gain": [StrOptions(set(GAINS))],
+    }
+
     def __init__(
         self,
         max_depth=8,
@@ -650,7 +660,9 @@ class E2EDFClassifier(_E2EDBase):
         **_E2EDBase._parameter_constraints,
         "n_estimators": [POSITIVE_INT],
         "patch_size": [None, POSITIVE_INT],
-        "max_features": [None, Interval(Real, 0, 1, closed="right"), POSITIVE_INT],
+        "max_features": [None, Interval(RealNotInt, 0, 1, closed="right"), POSITIVE_INT],
+        "anneal_finetune": "no_validation",
+        "diagonal_patch": "no_validation",
     }
 
     def _check_params(self, n_features):

@@ -46,7 +46,6 @@ from treebench.methods.base import (
     POSITIVE,
     POSITIVE_INT,
     REGRESSION,
-    Capabilities,
     Interval,
     InvalidParameterError,
     SizeMixin,
@@ -70,9 +69,7 @@ _PROTOCOLS = {  # recorded in fit_info_["protocol"]: how the kept model state wa
 class _HingeBase(SizeMixin, BaseEstimator):
     """Shared implementation; subclasses fix ``_kind`` ("tree"/"fern") and the task."""
 
-    capabilities = Capabilities(
-        needs_validation=True, image_input=True, requires_torch=True, sample_weight=True
-    )
+    requires_torch = True
     _kind = "tree"
     _is_classifier = True
     _compiled_training = True  # the UCI network's one-kernel step when it applies (tests switch it)
@@ -145,6 +142,10 @@ class _HingeBase(SizeMixin, BaseEstimator):
         "leaf_init_std": [NON_NEGATIVE],
         "weight_init": [StrOptions({"torch", "bleak"})],
         "conv_bn": [StrOptions({"channel", "position"})],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "image_shape": "no_validation",
     }
 
     def _check_params(self):

@@ -42,7 +42,6 @@ from treebench.methods.base import (
     POSITIVE_INT,
     REGRESSION,
     UNIT,
-    Capabilities,
     Interval,
     InvalidParameterError,
     SizeMixin,
@@ -74,7 +73,6 @@ from treebench.methods.onestage.strategies import (
 class _OneStageBase(SizeMixin, BaseEstimator):
     """Shared implementation; see the module docstring. Subclasses fix the task and the architecture search (``_strategy``)."""
 
-    capabilities = Capabilities(needs_validation=True, requires_torch=False, sample_weight=True)
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
             "minibatch Adam, Gumbel noise per row and a validation part drawn by row: weights "
@@ -96,6 +94,11 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         "temperature": [POSITIVE],
         "prob_floor": [POSITIVE],
         "router_init": [StrOptions({"default", "data"})],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "standardize": "no_validation",
+        "validation_fraction": "no_validation",
     }
     _task = CLASSIFICATION
 
@@ -549,6 +552,11 @@ class _JointPart:
     """
 
     _strategy = JointRelaxation()
+
+    _parameter_constraints = {
+        **_OneStageBase._parameter_constraints,
+        "early_stopping_holdout": ["boolean"],
+    }
 
     def __init__(
         self,

@@ -46,7 +46,6 @@ from treebench.methods.base import (
     POSITIVE,
     POSITIVE_INT,
     UNIT,
-    Capabilities,
     Interval,
     InvalidParameterError,
     SizeMixin,
@@ -345,7 +344,6 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
     verbose : int
     """
 
-    capabilities = Capabilities(needs_validation=True, image_input=True, sample_weight=True)
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
             "the teacher's jackknife folds split rows (a copy of a row can train the teacher that "
@@ -420,6 +418,12 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         "criterion": [StrOptions(set(CRITERIA))],
         "max_depth": [None, POSITIVE_INT],
         "backend": [StrOptions({"auto", "numba", "numpy"})],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "image_shape": "no_validation",
+        "alpha_grid": "no_validation",
+        "teacher_params": "no_validation",
     }
 
     def _check_params(self):

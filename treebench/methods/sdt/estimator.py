@@ -26,7 +26,6 @@ from treebench.methods.base import (
     NON_NEGATIVE,
     POSITIVE,
     POSITIVE_INT,
-    Capabilities,
     Interval,
     SizeMixin,
     _fit_context,
@@ -60,7 +59,7 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
         Standardise the features with the training statistics.
     """
 
-    capabilities = Capabilities(requires_torch=True, sample_weight=True)
+    requires_torch = True
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
             "minibatch Adam over rows: repeated rows change the batches, so weights equal "
@@ -75,6 +74,10 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
         "weight_decay": [NON_NEGATIVE],
         "batch_size": [POSITIVE_INT],
         "max_epochs": [POSITIVE_INT],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "standardize": "no_validation",
     }
 
     def __init__(

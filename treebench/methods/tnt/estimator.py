@@ -26,7 +26,7 @@ Details and the reasons behind them: ``docs/methods/tnt.md``.
 
 from __future__ import annotations
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -43,7 +43,6 @@ from treebench.methods.base import (
     NON_NEGATIVE_INT,
     POSITIVE,
     POSITIVE_INT,
-    Capabilities,
     Interval,
     SizeMixin,
     _fit_context,
@@ -74,8 +73,6 @@ class _GraphClassifierMixin(SizeMixin):
     Fitted state: ``feature_, threshold_, children_left_, children_right_, value_`` (class index at
     leaves, -1 at internal nodes), ``classes_``; root = node 0.
     """
-
-    capabilities = Capabilities(sample_weight=True)
 
     def _check_X(self, X):
         check_is_fitted(self, "feature_")
@@ -786,6 +783,11 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         "target_tol": [NON_NEGATIVE],
         "max_search": [POSITIVE_INT],
         "finetune_passes": [NON_NEGATIVE_INT],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "criterion": "no_validation",
+        "min_samples_leaf": "no_validation",
     }
 
     def __init__(
@@ -936,10 +938,13 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
 class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
     """Shared code: a scikit-learn ensemble (``ensemble_``) of TnT graphs built in ``fit``."""
 
-    capabilities = Capabilities(sample_weight=True)
-
     _parameter_constraints = {
-        **{k: v for k, v in TnTClassifier._parameter_constraints.items() if k != "target_tol"},
+        **{
+            k: TnTClassifier._parameter_constraints[k]
+            for k in ("ccp_alpha", "N1", "N2", "target_splits", "finetune_passes")
+        },
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
         "n_estimators": [POSITIVE_INT],
     }
 
@@ -1005,6 +1010,8 @@ class TnTBagging(_TnTEnsemble):
             "their number (as for scikit-learn's BaggingClassifier)"
         ),
     }
+
+    _parameter_constraints = {**_TnTEnsemble._parameter_constraints, "max_samples": "no_validation"}
 
     def __init__(
         self,
@@ -1118,7 +1125,13 @@ class NDGClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         Split and merge operations applied (at most ``max_iter``).
     """
 
-    _parameter_constraints = {"C": [NON_NEGATIVE], "max_iter": [NON_NEGATIVE_INT]}
+    _parameter_constraints = {
+        "C": [NON_NEGATIVE],
+        "max_iter": [NON_NEGATIVE_INT],
+        "min_samples_leaf": "no_validation",
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+    }
 
     def __init__(self, C=3e-4, max_iter=100000, min_samples_leaf=1, random_state=None, n_jobs=None):
         self.C = C
