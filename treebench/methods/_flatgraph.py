@@ -61,20 +61,17 @@ def topo_order(left, right, root: int = 0) -> np.ndarray:
 def node_depths(left, right, root: int = 0) -> np.ndarray:
     """Longest-path depth (number of tests from ``root``) of every node; -1 where unreachable.
 
-    In a tree this is the ordinary depth. Level-synchronous Kahn: a node's level is known once all
-    of its parents are.
+    In a tree this is the ordinary depth. Level by level: a node is re-labelled every time a level
+    reaches it, so in a DAG it keeps the deepest level, the longest path (the graph is acyclic).
     """
     left, right = _i64(left), _i64(right)
-    indeg = in_degree(left, right, root)
     depth = np.full(len(left), -1, dtype=np.int64)
     frontier = np.array([root], dtype=np.int64)
     d = 0
     while frontier.size:
         depth[frontier] = d
         inner = frontier[left[frontier] >= 0]
-        kids = np.concatenate([left[inner], right[inner]])
-        np.subtract.at(indeg, kids, 1)
-        frontier = np.unique(kids[indeg[kids] == 0])
+        frontier = np.unique(np.concatenate([left[inner], right[inner]]))
         d += 1
     return depth
 
