@@ -10,17 +10,16 @@ from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
 from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeClassifier
 
+from treebench.methods._flatgraph import compact, dag_depth
 from treebench.methods.base import get_method
-from treebench.methods.tnt.estimator import (
+from treebench.methods.tnt import (
     NDGClassifier,
     TnTAdaBoost,
     TnTBagging,
     TnTClassifier,
-    _TnTBuilder,
-    compact,
-    dag_depth,
     graph_predict_nodes,
 )
+from treebench.methods.tnt.builder import _TnTBuilder
 
 
 @pytest.fixture(scope="module")

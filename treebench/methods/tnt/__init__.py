@@ -5,7 +5,7 @@ from treebench.methods.tnt.estimator import (
     TnTAdaBoost,
     TnTBagging,
     TnTClassifier,
-    graph_predict_nodes,
 )
+from treebench.methods.tnt.graph import graph_predict_nodes
 
 __all__ = ["NDGClassifier", "TnTAdaBoost", "TnTBagging", "TnTClassifier", "graph_predict_nodes"]
