@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import redt_data  # noqa: E402
 
-from treebench.methods.redt import forest_teacher, jackknife_soft_labels  # noqa: E402
+from treebench.methods.redt.estimator import forest_teacher, jackknife_soft_labels  # noqa: E402
 from treebench.methods.redt.softcart import build_tree  # noqa: E402
 
 
