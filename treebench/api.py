@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-from hydra.utils import instantiate
 
-from treebench.data import DataContext, load_dataset
-from treebench.methods.base import get_method
-from treebench.runner import Job, _set_context_params, preprocess_fold
+from treebench.runner import Job, _plain, build_estimator, data_context, prepare_fold
 
 
 @dataclass
@@ -75,14 +70,16 @@ def load_fold(
     FoldArrays
     """
     cfg = compose_config([f"dataset={dataset}", *overrides])
-    mirror = (
-        mirror if mirror is not None else (os.environ.get("TREEBENCH_MIRROR") or cfg.data.mirror)
+    pf = prepare_fold(Job.from_config(cfg, seed), fold, data_context(cfg, mirror, allow_fetch))
+    return FoldArrays(
+        pf.X_train,
+        pf.y_train,
+        pf.X_test,
+        pf.y_test,
+        cfg.dataset.task,
+        pf.ds.image_shape,
+        pf.fold.split_id,
     )
-    ctx = DataContext(Path(cfg.paths.data), mirror, allow_fetch)
-    ds = load_dataset(cfg.dataset, ctx)
-    f = Job.from_config(cfg, seed).split_fold(ds, fold)
-    X_tr, y_tr, X_te, y_te = preprocess_fold(cfg, f, ds)
-    return FoldArrays(X_tr, y_tr, X_te, y_te, cfg.dataset.task, ds.image_shape, f.split_id)
 
 
 def make_estimator(
@@ -99,8 +96,11 @@ def make_estimator(
     ``random_state``, ``n_jobs`` and ``image_shape`` fill what the YAML leaves unset, as the runner does.
     """
     cfg = compose_config([f"method={method}"])
-    kwargs = dict(instantiate(cfg.method.get("params") or {}, _convert_="all"))
-    kwargs.update(params or {})
-    est = get_method(cfg.method.name, task)(**kwargs)
-    _set_context_params(est, n_jobs, random_state, image_shape)
-    return est
+    return build_estimator(
+        cfg.method.name,
+        task,
+        {**(_plain(cfg.method.get("params")) or {}), **(params or {})},
+        threads=n_jobs,
+        random_state=random_state,
+        image_shape=image_shape,
+    )

@@ -223,7 +223,7 @@ def test_sklearn_contract_and_iris(cls):
 def test_rowwise_inference_matches_batch_forward(pool):
     """Predictions are per row (the float32 BLAS sums of the pool and head depend on the batch
     size; they are accumulated in float64 at inference) and equal those of the batched forward
-    pass used before: the same classes, probabilities within float32 rounding."""
+    pass: the same classes, probabilities within float32 rounding."""
     X, y = load_digits(return_X_y=True)
     X, y = X[:400], y[:400]
     kw = {"features": "conv", "n_features": 6, "image_shape": (8, 8)} if pool == "conv" else {}

@@ -310,12 +310,9 @@ def test_bagging_and_adaboost_accept_it():
 
 
 def test_regression_gamma_step_prunes_a_useless_tree_early():
-    """The regression step (0.1 on the standardised MSE) prunes a tree that is worse than the mean on
-    validation within a few epochs (here pure-noise targets: the root goes in epoch 2; in epoch 4 with
-    ``router_init='data'``); a 10x smaller
-    step keeps every node over the same epochs -- the trade-off of the session-5 diagnosis (early
-    pruning freezes untrained subtrees on fri589/fri620; without it fri586/housing overfit). The
-    classification default stays 1.0."""
+    """The regression gamma step (0.1 on the standardised MSE) prunes the whole tree on pure-noise
+    targets within 6 epochs; a 10x smaller step keeps every node. Classification's step is 1.0.
+    (Why 0.1: docs/methods/onestage.md.)"""
     assert OneStageRegressor()._gamma_step() == 0.1
     assert OneStageClassifier()._gamma_step() == 1.0
     rng = np.random.RandomState(0)
@@ -328,10 +325,9 @@ def test_regression_gamma_step_prunes_a_useless_tree_early():
 
 
 def test_pruned_subtree_and_one_sided_last_split_get_no_router_gradient():
-    """The two ways a regression fit loses capacity for good (session-5 diagnosis): the routers below
-    a pruned node get no gradient (the subtree is frozen while pruned), and a one-sided split just
-    above the leaves, whose empty child copies its parent's value (Eq. 17 + empty-node rule), has
-    equal children and so a zero router gradient."""
+    """The routers below a pruned node get no gradient (the subtree is frozen while pruned), and a
+    one-sided split just above the leaves, whose empty child copies its parent's value (Eq. 17 +
+    empty-node rule), has equal children and so a zero router gradient."""
     est, Xa, t, W, V, keep, D, rng = _setup("regression", D=3, n=60)
     keep[:] = True
     keep[1] = False  # node 1 pruned: its children 3, 4 are split nodes of a frozen subtree

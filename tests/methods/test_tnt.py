@@ -180,12 +180,8 @@ def test_handmade_corners_graph_needs_4_splits_while_cart_needs_6():
 
 @pytest.mark.parametrize("backend", ["numba", "sklearn"])
 def test_tnt_on_corners_keeps_the_6_split_tree_like_the_reference(backend):
-    """Fig. 2's 4-split graph is representable (test above) but Algorithm 2 does not reach it from the
-    6-split CART of phase 1: at every internal node the care set only holds samples routed there, and
-    they are separated again by the node's own test (e.g. at the root only x <= 0.75 reaches the
-    differing subgraphs, learnt as x <= 0.25), so no micro tree ever wires two leaves to one child.
-    The public reference code gives the same 6 splits (measured for C in {1e-3, 1e-2, 3e-2}, seeds
-    0-3), so this is the algorithm's behaviour, not an implementation gap."""
+    """On Fig. 2's corners TnT keeps phase 1's 6-split CART, as the reference code does (not the
+    paper's 4-split graph; why: docs/methods/tnt.md, "Fig. 2")."""
     X, y = corners()
     cart = DecisionTreeClassifier(ccp_alpha=1e-3, random_state=0).fit(X, y)
     tnt = TnTClassifier(ccp_alpha=1e-3, N1=3, random_state=0)

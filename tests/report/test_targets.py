@@ -118,6 +118,15 @@ def test_for_experiment_merges_unavailable():
             "needs 'name', 'x' and 'y'",
         ),
         ("targets: [1, 2", "not valid YAML"),
+        (
+            "targets:\n  - {id: a, kind: relation, experiment: e, lhs: {methd: a}, rhs: b, metric: x}",
+            "(id a): lhs: unknown keys ['methd']",
+        ),
+        (
+            "targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, metric: x, runs: 0}",
+            "(id a): runs must be >= 1, got 0",
+        ),
+        ("defaults: {op: '=='}\ntargets: []", "defaults.op: must be one of"),
     ],
 )
 def test_bad_files_give_clear_errors(tmp_path, body, message):

@@ -191,7 +191,7 @@ def record_job(rec: dict):
         The overrides do not compose, or the composed job's run key is not the record's: refitting
         would fit something else than the run (other features, split, parameters or version).
     """
-    from treebench.api import compose_config
+    from treebench.config import compose as compose_config
     from treebench.runner import Job
 
     seed, fold = int(rec["seed"]), int(rec["fold"])
@@ -257,13 +257,11 @@ def refit_record(rec: dict, threads: int | None = None):
         The record's job cannot be composed again with its run key, or the refit's data shape is
         not the record's.
     """
-    from treebench.data import DataContext, load_dataset
-    from treebench.runner import fit_fold
+    from treebench.data import load_dataset
+    from treebench.runner import data_context, fit_fold
 
     job = record_job(rec)
-    cfg = job.cfg
-    ctx = DataContext(data_dir=Path(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=False)
-    ds = load_dataset(cfg.dataset, ctx)
+    ds = load_dataset(job.cfg.dataset, data_context(job.cfg, allow_fetch=False))
     fold = job.split_fold(ds, int(rec["fold"]))
     threads = int(threads or rec.get("threads") or 1)
     ff = fit_fold(job, fold, ds, threads)
