@@ -13,7 +13,6 @@ from sklearn.datasets import load_diabetes, load_digits, load_iris
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
-from treebench.methods._hinge_torch import HingeForest, HingeNet, RunningBatchNorm  # noqa: E402
 from treebench.methods.base import InvalidParameterError  # noqa: E402
 from treebench.methods.hinge import (  # noqa: E402
     HingeFernClassifier,
@@ -21,6 +20,7 @@ from treebench.methods.hinge import (  # noqa: E402
     HingeForestClassifier,
     HingeForestRegressor,
 )
+from treebench.methods.hinge.net import HingeForest, HingeNet, RunningBatchNorm  # noqa: E402
 
 CONF = Path(__file__).resolve().parents[2] / "treebench" / "conf" / "method"
 
@@ -390,7 +390,7 @@ def test_compiled_path_equals_gather_path(kind):
 def test_hinge_adam_equals_torch_adam():
     """HingeAdam (numba; sparse leaf rows consumed without materialising zeros) == torch.optim.Adam
     fed the same gradients densely, over steps where many entries get no gradient."""
-    from treebench.methods._hinge_torch import HingeAdam
+    from treebench.methods.hinge.net import HingeAdam
 
     gen = torch.Generator().manual_seed(0)
     p0 = [torch.randn(6, 8, 3, generator=gen), torch.randn(17, generator=gen)]
@@ -424,7 +424,7 @@ def test_compiled_uci_training_equals_torch_path(kind, task):
     gives the torch path's parameters, BN statistics and losses (float64, 150 steps)."""
     import copy
 
-    from treebench.methods._hinge_torch import (
+    from treebench.methods.hinge.net import (
         CompiledUCITrainer,
         _kernels,
         make_optimizer,

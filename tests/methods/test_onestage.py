@@ -13,6 +13,8 @@ from treebench.methods.onestage import (
     OneStageGumbelClassifier,
     OneStageJointClassifier,
     OneStageRegressor,
+)
+from treebench.methods.onestage.core import (
     collapse_neutral_splits,
     node_values,
     reachable,
@@ -197,7 +199,7 @@ def test_closed_form_values_equal_brute_force_means():
 
 
 def test_compiled_router_matches_numpy_router():
-    import treebench.methods.onestage as mod
+    import treebench.methods.onestage.core as mod
 
     rng = np.random.RandomState(0)
     Xa = np.hstack([rng.randn(5000, 7), np.ones((5000, 1))]).astype(np.float32)
@@ -395,7 +397,7 @@ def test_data_router_init_centres_every_reached_split():
     splits of a depth-6 tree are one-sided on shifted data; after centring each bias on the median of
     its node's rows, every split reached by two or more rows sends rows both ways, all 63 are reached,
     the directions are unchanged and each node's mean bias is kept."""
-    from treebench.methods.onestage import center_router_biases
+    from treebench.methods.onestage.core import center_router_biases
 
     rng = np.random.RandomState(0)
     n, d, D = 300, 5, 6

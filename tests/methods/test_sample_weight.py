@@ -10,10 +10,11 @@ import pytest
 from sklearn.datasets import load_digits
 from sklearn.ensemble import AdaBoostClassifier
 from sklearn.tree import DecisionTreeClassifier
+from sklearn.utils.validation import has_fit_parameter
 
 from tests.methods.test_contract import CASES, CHECK_PARAMS, smoke_estimator
-from treebench.methods._softcart import build_tree
 from treebench.methods.base import discover
+from treebench.methods.redt.softcart import build_tree
 from treebench.methods.tnt import NDGClassifier, TnTAdaBoost, TnTBagging, TnTClassifier
 
 
@@ -209,7 +210,8 @@ WEAK = {
 WEIGHTED_CLASSIFIERS = sorted(
     n
     for n, e in discover().items()
-    if "classification" in e.classes and e.classes["classification"].capabilities.sample_weight
+    if "classification" in e.classes
+    and has_fit_parameter(e.classes["classification"], "sample_weight")
 )
 
 

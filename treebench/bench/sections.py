@@ -70,7 +70,7 @@ class Bench:
         do not each pay the import (seconds of CPU per worker)."""
         from treebench.methods.base import get_method
 
-        if any(get_method(m, CLASSIFICATION).capabilities.requires_torch for m in self.methods):
+        if any(get_method(m, CLASSIFICATION).requires_torch for m in self.methods):
             try:
                 import torch  # noqa: F401
             except ImportError:  # pragma: no cover - depends on the environment

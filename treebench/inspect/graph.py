@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from treebench.methods import _flatgraph as flatgraph
+
 FORMAT = "treebench.decision_graph/1"
 COMBINES = ("mean", "sum", "linear", "samme", "median")
 OUTPUTS = ("proba", "normalize", "softmax", "logistic", "samme", "identity")
@@ -32,6 +34,10 @@ _ARRAYS = (
     "class_counts",
 )
 _INT_ARRAYS = ("left", "right", "feature", "weight_feature")
+
+
+class NotExportableError(TypeError):
+    """A fitted model whose splits a decision graph cannot represent (e.g. CNN-feature splits)."""
 
 
 def _sigmoid(z):
@@ -143,46 +149,19 @@ class DecisionGraph:
 
     def reachable(self) -> np.ndarray:
         """Boolean mask of the nodes reachable from the root."""
-        seen = np.zeros(self.n_nodes, dtype=bool)
-        frontier = np.array([self.root])
-        while frontier.size:
-            frontier = frontier[~seen[frontier]]
-            seen[frontier] = True
-            inner = frontier[self.left[frontier] >= 0]
-            frontier = np.unique(np.concatenate([self.left[inner], self.right[inner]]))
-        return seen
+        return flatgraph.reachable(self.left, self.right, self.root)
 
     def topo_order(self) -> np.ndarray:
-        """Reachable nodes, every node after all of its parents (Kahn's algorithm, level by level)."""
-        reach = self.reachable()
-        inner = np.flatnonzero(reach & (self.left >= 0))
-        indeg = np.bincount(
-            np.concatenate([self.left[inner], self.right[inner]]), minlength=self.n_nodes
-        )
-        order, frontier = [], np.array([self.root])
-        while frontier.size:
-            order.append(frontier)
-            inner = frontier[self.left[frontier] >= 0]
-            kids = np.concatenate([self.left[inner], self.right[inner]])
-            np.subtract.at(indeg, kids, 1)
-            frontier = np.unique(kids[indeg[kids] == 0])
-        return np.concatenate(order)
+        """Reachable nodes, every node after all of its parents."""
+        return flatgraph.topo_order(self.left, self.right, self.root)
 
     def parents(self) -> np.ndarray:
         """Number of parents of every node (more than one = a shared child of a DAG)."""
-        inner = np.flatnonzero(self.reachable() & (self.left >= 0))
-        return np.bincount(
-            np.concatenate([self.left[inner], self.right[inner]]), minlength=self.n_nodes
-        )
+        return flatgraph.in_degree(self.left, self.right, self.root)
 
     def depth(self) -> int:
         """Longest root-to-leaf path (number of tests)."""
-        lvl = np.zeros(self.n_nodes, dtype=np.int64)
-        for i in self.topo_order():
-            if self.left[i] >= 0:
-                for c in (self.left[i], self.right[i]):
-                    lvl[c] = max(lvl[c], lvl[i] + 1)
-        return int(lvl[self.reachable()].max())
+        return flatgraph.dag_depth(self.left, self.right, self.root)
 
     # ------------------------------------------------------------------ evaluation
     def _split_value(self, X, rows, nodes):

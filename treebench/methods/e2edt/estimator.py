@@ -7,24 +7,32 @@ to end with the paper's EM scheme (E-step once per epoch, closed-form leaves, Ad
 steepness gamma annealed by ``steepness_inc`` per epoch and carried from Greedy into Finetune).  At
 test time every node is a step function: one root-to-leaf path per sample.
 
-The torch machinery lives in :mod:`treebench.methods._e2edt_core` (imported inside ``fit``).
+The torch machinery lives in :mod:`treebench.methods.e2edt.core` (imported inside ``fit``).
 """
 
 from __future__ import annotations
 
 import time
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import RealNotInt
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from treebench.methods.base import (
     CLASSIFICATION,
-    Capabilities,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    Interval,
     InvalidParameterError,
     SizeMixin,
+    StrOptions,
+    _fit_context,
     import_torch,
     register,
     torch_generator,
@@ -40,7 +48,7 @@ STANDARDIZE = (True, False, "global", "unit_range")
 class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
     """Shared fit/predict of E2EDT (one tree) and E2EDF (a forest)."""
 
-    capabilities = Capabilities(image_input=True, requires_torch=True, sample_weight=True)
+    requires_torch = True
     _forest = False
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
@@ -50,51 +58,33 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
     }
 
     # ------------------------------------------------------------------ validation
+    _parameter_constraints = {
+        "max_depth": [None, POSITIVE_INT],
+        "max_leaves": [None, Interval(Integral, 2, None, closed="left")],
+        "epochs": [POSITIVE_INT],
+        "finetune_epochs": [None, NON_NEGATIVE_INT],
+        "steepness_inc": [NON_NEGATIVE],
+        "initial_steepness": [POSITIVE],
+        "batch_size": [POSITIVE_INT],
+        "learning_rate": [POSITIVE],
+        "weight_decay": [NON_NEGATIVE],
+        "max_attempts": [POSITIVE_INT],
+        "inference": [StrOptions(set(INFERENCE))],
+        "split_features": [StrOptions(set(SPLIT_FEATURES))],
+        "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+        "spatial_reg": [NON_NEGATIVE],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "image_shape": "no_validation",
+        "keep_greedy": "no_validation",
+        "standardize": "no_validation",
+    }
+
     def _check_params(self, n_features):
-        if self.max_depth is not None and int(self.max_depth) < 1:
-            raise InvalidParameterError(f"max_depth must be >= 1 or None, got {self.max_depth}")
-        if self.max_leaves is not None and int(self.max_leaves) < 2:
-            raise InvalidParameterError(f"max_leaves must be >= 2 or None, got {self.max_leaves}")
+        """Checks across parameters and against the data (single values: ``_parameter_constraints``)."""
         if self.max_depth is None and self.max_leaves is None:
             raise InvalidParameterError("max_depth and max_leaves cannot both be None")
-        if int(self.epochs) < 1:
-            raise InvalidParameterError(f"epochs must be >= 1, got {self.epochs}")
-        if self.finetune_epochs is not None and int(self.finetune_epochs) < 0:
-            raise InvalidParameterError(
-                f"finetune_epochs must be >= 0 or None, got {self.finetune_epochs}"
-            )
-        if self.steepness_inc < 0:
-            raise InvalidParameterError(f"steepness_inc must be >= 0, got {self.steepness_inc}")
-        if self.initial_steepness <= 0:
-            raise InvalidParameterError(
-                f"initial_steepness must be > 0, got {self.initial_steepness}"
-            )
-        if int(self.batch_size) < 1:
-            raise InvalidParameterError(f"batch_size must be >= 1, got {self.batch_size}")
-        if self.learning_rate <= 0:
-            raise InvalidParameterError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if self.weight_decay < 0:
-            raise InvalidParameterError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        if int(self.max_attempts) < 1:
-            raise InvalidParameterError(f"max_attempts must be >= 1, got {self.max_attempts}")
-        if self.inference not in INFERENCE:
-            raise InvalidParameterError(
-                f"inference must be one of {INFERENCE}, got {self.inference!r}"
-            )
-        if self.split_features not in SPLIT_FEATURES:
-            raise InvalidParameterError(
-                f"split_features must be one of {SPLIT_FEATURES}, got {self.split_features!r}"
-            )
-        if not 0 <= self.validation_fraction < 1:
-            raise InvalidParameterError(
-                f"validation_fraction must be in [0, 1), got {self.validation_fraction}"
-            )
-        if getattr(self, "best_first_gain", "reference") not in GAINS:
-            raise InvalidParameterError(
-                f"best_first_gain must be one of {GAINS}, got {self.best_first_gain!r}"
-            )
-        if self.spatial_reg < 0:
-            raise InvalidParameterError(f"spatial_reg must be >= 0, got {self.spatial_reg}")
         needs_image = (
             self.split_features == "cnn" or self.spatial_reg > 0 or self._patch() is not None
         )
@@ -150,6 +140,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
     def _scale(self, X):
         return ((X - self.scale_mean_) / self.scale_sd_).astype(np.float32, copy=False)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         X, y = validate_data(self, X, y, dtype=np.float32)
         check_classification_targets(y)
@@ -159,7 +150,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         n, p = X.shape
         self._check_params(p)
         torch = import_torch(self.n_jobs)
-        from treebench.methods import _e2edt_core as core
+        from treebench.methods.e2edt import core
 
         rs = check_random_state(self.random_state)
         gen = torch_generator(rs)
@@ -360,7 +351,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             return np.repeat(struct.leaf[struct.roots][None, :], len(X), axis=0)
         if bank.kind != "linear":
             torch, Xt = self._tensor(X)
-            from treebench.methods import _e2edt_core as core
+            from treebench.methods.e2edt import core
 
             return core.route_hard(bank, struct, Xt).numpy()
         from treebench.methods._routing import route_oblique
@@ -412,7 +403,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         if mode == "deterministic" or self.bank_ is None:
             return self._mean_pi(self.pi_, self._leaves_np(X)).astype(np.float64)
         torch, Xt = self._tensor(X)
-        from treebench.methods import _e2edt_core as core
+        from treebench.methods.e2edt import core
 
         proba = core.soft_proba(
             self.bank_, self.struct_, self.gamma_, self.pi_, Xt, hard_root=(mode == "root_hard")
@@ -459,7 +450,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
 
     def to_graph(self):
         """The oblique tree(s) as a :class:`treebench.inspect.GraphEnsemble`."""
-        from treebench.inspect.export import e2edt_graph
+        from treebench.methods.e2edt.export import e2edt_graph
 
         return e2edt_graph(self)
 
@@ -524,6 +515,11 @@ class E2EDTClassifier(_E2EDBase):
     """
 
     __doc__ += _COMMON_DOC
+
+    _parameter_constraints = {
+        **_E2EDBase._parameter_constraints,
+        "best_first_gain": [StrOptions(set(GAINS))],
+    }
 
     def __init__(
         self,
@@ -660,11 +656,16 @@ class E2EDFClassifier(_E2EDBase):
         self.random_state = random_state
         self.verbose = verbose
 
+    _parameter_constraints = {
+        **_E2EDBase._parameter_constraints,
+        "n_estimators": [POSITIVE_INT],
+        "patch_size": [None, POSITIVE_INT],
+        "max_features": [None, Interval(RealNotInt, 0, 1, closed="right"), POSITIVE_INT],
+        "anneal_finetune": "no_validation",
+        "diagonal_patch": "no_validation",
+    }
+
     def _check_params(self, n_features):
-        if int(self.n_estimators) < 1:
-            raise InvalidParameterError(f"n_estimators must be >= 1, got {self.n_estimators}")
-        if self.patch_size is not None and int(self.patch_size) < 1:
-            raise InvalidParameterError(f"patch_size must be >= 1 or None, got {self.patch_size}")
         if self.split_features == "cnn" and (
             self.patch_size is not None or self.max_features is not None
         ):
@@ -672,11 +673,8 @@ class E2EDFClassifier(_E2EDBase):
                 "split_features='cnn' cannot be combined with max_features/patch_size"
             )
         mf = self.max_features
-        if mf is not None:
-            if isinstance(mf, float) and not 0 < mf <= 1:
-                raise InvalidParameterError(f"max_features must be in (0, 1] as a float, got {mf}")
-            if not isinstance(mf, float) and not 1 <= int(mf) <= n_features:
-                raise InvalidParameterError(f"max_features must be in [1, {n_features}], got {mf}")
+        if mf is not None and not isinstance(mf, float) and int(mf) > n_features:
+            raise InvalidParameterError(f"max_features must be in [1, {n_features}], got {mf}")
         super()._check_params(n_features)
 
     def _n_trees(self):

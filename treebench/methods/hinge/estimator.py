@@ -5,37 +5,31 @@ sample's path, trained end to end in PyTorch together with a learnable feature p
 or 5x5/stride-3 convolutions) behind the paper's running-statistics batch normalisation.
 
 Registered as ``hinge_forest`` and ``hinge_fern`` for classification and regression. Torch is
-imported only inside ``fit``/``predict`` (see ``_hinge_torch.py`` for the modules).
+imported only inside ``fit``/``predict`` (see ``net.py`` for the modules).
 
 Model selection: minibatch training for ``n_iterations`` steps with a snapshot every
 ``snapshot_every`` steps. ``selection="validation"`` (default) keeps the snapshot with the lowest
-loss on a validation part held out from the training data (``validation_fraction``, drawn with
-``random_state``); ``"last"`` keeps the final state. ``"test"`` is the papers' protocol for
-Letter/USPS/MNIST, *best test error over model states*: it needs ``fit(..., eval_set=(X_test,
-y_test))`` and is optimistic; results that use it must be labelled (``fit_info_["selection"]``).
-Whatever the selection, when ``eval_set`` is given ``fit_info_`` also records the eval-set error of
-every snapshot's best (``eval_best_error``), at the selected state (``eval_selected_error``) and at
-the last state (``eval_last_error``, the honest number of a run that trains on all its data).
-Through the runner: :meth:`wants_eval_set` is true only for ``selection="test"``, and the runner
-then passes its test part as ``eval_set`` (the record says ``eval_set_in_fit: true``).
+loss on a validation part held out from the training data; ``"last"`` keeps the final state;
+``"test"`` is the papers' protocol for Letter/USPS/MNIST (*best test error over model states*): it
+needs ``fit(..., eval_set=(X_test, y_test))``, is optimistic and is labelled in ``fit_info_``. With
+an ``eval_set``, ``fit_info_`` also records its error at the best, the selected and the last state.
+The runner passes its test part as ``eval_set`` only when :meth:`wants_eval_set` is true.
 
-Initialisation: ``weight_init="torch"`` (default) draws the feature pool and the linear head with
-PyTorch's Kaiming-uniform default; ``"bleak"`` is the authors' framework used for every paper run
-(pool and head weights ~ N(0, 1), head bias 0). With Adam's fixed step (lr 0.005) the init scale
-sets how fast the learned features move: N(0, 1) weights are 7-27x larger than Kaiming's on
-Letter/USPS/MNIST. ``conv_bn`` picks the conv pool's batch norm statistics: per ``"channel"``
-(default) or per ``"position"`` (each of the 80*8*8 flattened features, as bleak's MNIST graph).
+Initialisation: ``weight_init="torch"`` (PyTorch's Kaiming-uniform default) or ``"bleak"`` (the
+authors' framework: pool and head weights ~ N(0, 1)); ``conv_bn`` picks per-``"channel"`` or
+per-``"position"`` batch norm statistics for the conv pool.
 
 Training speed: the UCI network (linear pool of <= 64 inputs, scalar leaves, linear head, AdaGrad)
-runs its whole step in one numba kernel (:class:`~treebench.methods._hinge_torch.CompiledUCITrainer`,
-tested equal to the torch path); everything else (Adam, summed K-vector leaves, the conv pool) runs
-the torch step with the compiled forest forward/backward and :class:`HingeAdam`.
+runs its whole step in one numba kernel (:class:`~treebench.methods.hinge.net.CompiledUCITrainer`,
+tested equal to the torch path); everything else runs the torch step with the compiled forest
+forward/backward and :class:`HingeAdam`. Details and measurements: ``docs/methods/hinge.md``.
 """
 
 from __future__ import annotations
 
 import copy
 import time
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -48,10 +42,15 @@ from threadpoolctl import threadpool_limits
 
 from treebench.methods.base import (
     CLASSIFICATION,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
     REGRESSION,
-    Capabilities,
+    Interval,
     InvalidParameterError,
     SizeMixin,
+    StrOptions,
+    _fit_context,
     import_torch,
     register,
     torch_generator,
@@ -70,9 +69,7 @@ _PROTOCOLS = {  # recorded in fit_info_["protocol"]: how the kept model state wa
 class _HingeBase(SizeMixin, BaseEstimator):
     """Shared implementation; subclasses fix ``_kind`` ("tree"/"fern") and the task."""
 
-    capabilities = Capabilities(
-        needs_validation=True, image_input=True, requires_torch=True, sample_weight=True
-    )
+    requires_torch = True
     _kind = "tree"
     _is_classifier = True
     _compiled_training = True  # the UCI network's one-kernel step when it applies (tests switch it)
@@ -128,61 +125,36 @@ class _HingeBase(SizeMixin, BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ validation
-    def _check_params(self):
-        def pos_int(name):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise InvalidParameterError(f"{name} must be a positive integer, got {v!r}")
+    _parameter_constraints = {
+        "n_estimators": [POSITIVE_INT],
+        "max_depth": [Interval(Integral, 1, 30, closed="both")],
+        "features": [StrOptions({"linear", "conv", "none"})],
+        "n_features": [POSITIVE_INT],
+        "aggregation": [StrOptions({"linear", "sum"})],
+        "optimizer": [StrOptions(set(_OPTIMIZERS))],
+        "learning_rate": [POSITIVE],
+        "n_iterations": [POSITIVE_INT],
+        "batch_size": [POSITIVE_INT],
+        "snapshot_every": [POSITIVE_INT],
+        "selection": [StrOptions(set(_SELECTIONS))],
+        "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+        "threshold_init": [NON_NEGATIVE],
+        "leaf_init_std": [NON_NEGATIVE],
+        "weight_init": [StrOptions({"torch", "bleak"})],
+        "conv_bn": [StrOptions({"channel", "position"})],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "image_shape": "no_validation",
+    }
 
-        for name in (
-            "n_estimators",
-            "max_depth",
-            "n_features",
-            "n_iterations",
-            "batch_size",
-            "snapshot_every",
-        ):
-            pos_int(name)
-        if self.max_depth > 30:
-            raise InvalidParameterError(f"max_depth must be <= 30, got {self.max_depth}")
-        if self.features not in ("linear", "conv", "none"):
-            raise InvalidParameterError(
-                f"features must be 'linear', 'conv' or 'none', got {self.features!r}"
-            )
-        if self.aggregation not in ("linear", "sum"):
-            raise InvalidParameterError(
-                f"aggregation must be 'linear' or 'sum', got {self.aggregation!r}"
-            )
-        if self.optimizer not in _OPTIMIZERS:
-            raise InvalidParameterError(
-                f"optimizer must be one of {_OPTIMIZERS}, got {self.optimizer!r}"
-            )
-        if not self.learning_rate > 0:
-            raise InvalidParameterError(f"learning_rate must be > 0, got {self.learning_rate!r}")
-        if self.selection not in _SELECTIONS:
-            raise InvalidParameterError(
-                f"selection must be one of {_SELECTIONS}, got {self.selection!r}"
-            )
-        if not 0 <= self.validation_fraction < 1:
-            raise InvalidParameterError(
-                f"validation_fraction must be in [0, 1), got {self.validation_fraction}"
-            )
+    def _check_params(self):
+        """Checks across parameters (single values: ``_parameter_constraints``)."""
         if self.selection == "validation" and self.validation_fraction == 0:
             raise InvalidParameterError("selection='validation' needs validation_fraction > 0")
-        if not self.threshold_init >= 0:
-            raise InvalidParameterError(f"threshold_init must be >= 0, got {self.threshold_init}")
-        if not self.leaf_init_std >= 0:
-            raise InvalidParameterError(f"leaf_init_std must be >= 0, got {self.leaf_init_std}")
-        if self.weight_init not in ("torch", "bleak"):
-            raise InvalidParameterError(
-                f"weight_init must be 'torch' or 'bleak', got {self.weight_init!r}"
-            )
-        if self.conv_bn not in ("channel", "position"):
-            raise InvalidParameterError(
-                f"conv_bn must be 'channel' or 'position', got {self.conv_bn!r}"
-            )
 
     # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None, eval_set=None):
         """Train the whole network; ``eval_set=(X, y)`` is only needed for ``selection="test"``."""
         self._check_params()
@@ -196,7 +168,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
                 "fit(..., eval_set=(X_test, y_test))"
             )
         torch = import_torch(self._torch_threads())
-        from treebench.methods._hinge_torch import (
+        from treebench.methods.hinge.net import (
             CompiledUCITrainer,
             HingeNet,
             make_optimizer,
@@ -444,7 +416,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
     def to_graph(self):
         """Feature pool, batch norm, hinge trees/ferns and head as a
         :class:`treebench.inspect.GraphEnsemble` (exact once the running statistics are fixed)."""
-        from treebench.inspect.export import hinge_graph
+        from treebench.methods.hinge.export import hinge_graph
 
         return hinge_graph(self)
 

@@ -5,7 +5,7 @@ minimum-|margin| decision on the path, so only three entries get gradient (Eqs. 
 d/dw_leaf = |r*|, d/dt_v* = -sgn(r*) w_leaf, d/dz_{f_v*} = +sgn(r*) w_leaf.
 
 Two implementations of the same function:
-* compiled (numba, ``_hinge_kernels``; used when numba is installed): a custom autograd.Function
+* compiled (numba, ``hinge.kernels``; used when numba is installed): a custom autograd.Function
   whose forward walks every (tree, sample) once and whose backward writes only those entries. The
   leaf-weight gradient can be returned as coalesced sparse rows (``sparse_grad``), which
   :class:`HingeAdam` (dense Adam semantics, torch.optim.Adam's arithmetic) consumes without ever
@@ -27,7 +27,7 @@ from torch import nn
 try:  # optional (the ``fast`` extra): compiled traversal, forward/backward and Adam
     import numba
 
-    from treebench.methods import _hinge_kernels as _kernels
+    from treebench.methods.hinge import kernels as _kernels
 except ImportError:  # pragma: no cover - depends on the environment
     numba = None
     _kernels = None
@@ -242,7 +242,7 @@ def _np(t):
 
 
 class _HingeForestFn(torch.autograd.Function):
-    """Compiled forward/backward of a :class:`HingeForest` (numba kernels of ``_hinge_kernels``).
+    """Compiled forward/backward of a :class:`HingeForest` (numba kernels of ``hinge.kernels``).
 
     Same function and gradients as :meth:`HingeForest.forward_torch`; per (sample, tree) the backward
     touches one leaf row, one threshold and one input. With ``sparse`` the leaf-weight gradient is a
@@ -557,7 +557,7 @@ def torch_train_steps(net, opt, X, Y, W, batches, loss_fn) -> float:
 
 class CompiledUCITrainer:
     """The whole training step of the UCI network (linear pool, running BN, scalar-leaf trees/ferns,
-    linear head, AdaGrad) in one numba kernel (:func:`_hinge_kernels.uci_train_steps`).
+    linear head, AdaGrad) in one numba kernel (:func:`treebench.methods.hinge.kernels.uci_train_steps`).
 
     Same arithmetic as the torch path (forward, autograd backward, ``torch.optim.Adagrad``,
     :meth:`RunningBatchNorm.update`), without torch's per-op and autograd overhead, which dominates

@@ -1,46 +1,31 @@
 """One-Stage Tree (Xu et al., Machine Learning 2022): an oblique hard tree built and pruned in one stage.
 
-Model: a complete depth-``max_depth`` binary tree in level order. Every potential split node ``i`` has a
-router with two linear logits on ``[x; 1]`` (go left iff ``(w_i0 - w_i1)^T [x; 1] > 0``) and an
-architecture switch ``gamma_i in [0, 1]`` (``gamma_bar_i = 1[gamma_i >= 0.5]``: 1 = split, 0 = pruned,
-ties keep the split); every node (split nodes included) holds a value ``v_i`` (class distribution or
-regression target) used when the node acts as a leaf.
+Model: a complete depth-``max_depth`` binary tree in level order (:mod:`.core`). Every potential split
+node ``i`` has a router with two linear logits on ``[x; 1]`` (go left iff ``(w_i0 - w_i1)^T [x; 1] > 0``)
+and an architecture switch ``gamma_i in [0, 1]`` (``gamma_bar_i = 1[gamma_i >= 0.5]``: 1 = split,
+0 = pruned); every node holds a value ``v_i`` (class distribution or regression target) used when the
+node acts as a leaf.
 
-Training is the paper's alternating bilevel scheme (Alg. 1, Eqs. 9-17), one step per training minibatch:
+Training is the paper's alternating bilevel scheme (Alg. 1, Eqs. 9-17), one step per minibatch: lazy
+proximal step on gamma, a router step under straight-through Gumbel-softmax path samples, closed-form
+node values (Eq. 17) and a gamma step on the validation rows (``gamma_gradient``: the tangent at
+``gamma_bar`` or, by default, the ``'flip'`` secant, which lets a pruned node bud again). The two
+ablations of the paper (Joint Tree, Gumbel Tree) differ only in this step and are strategy objects
+(:mod:`.strategies`). All gradients are closed-form numpy (the model is a hard tree, so a step
+touches O(batch * nodes) numbers); tests check them against torch autograd.
 
-1. lazy proximal step ``gamma_bar = prox_C1(gamma)`` (one-hot argmax, i.e. a threshold at 0.5);
-2. router update on the minibatch: one Gumbel-softmax (tau = 1) straight-through path sample per row
-   under ``gamma_bar``, NLL (classification, on clamped leaf probabilities) or MSE (regression, on the
-   standardised target), Adam step on the routers;
-3. closed-form node values (Eq. 17): the mean target of the training rows that reach each node under
-   deterministic (argmax) routing; an empty node copies its parent's value;
-4. architecture update on the validation rows: a gradient of the validation loss with respect to the
-   *discrete* ``gamma_bar`` (Eq. 15) is applied to the continuous ``gamma`` (straight-through), followed by
-   ``prox_C2`` = clipping to [0, 1]. Which gradient (``gamma_gradient``): ``'tangent'`` is the literal
-   derivative at ``gamma_bar``, per node ``delta_i * (f_children(x) - v_i)``; ``'flip'`` (default) is
-   the change of the validation loss when ``gamma_bar_i`` flips between 1 and 0 (the secant of the
-   relaxed loss over [0, 1]; for MSE exactly its derivative at the prox_C1 threshold 1/2). Both let a
-   pruned node bud again (its subtree still has a response).
+Early stopping monitors the validation loss and restores the best epoch (epoch cap / patience:
+200 / 15 for classification as in the paper, 400 / 70 for regression). At the end of ``fit`` splits
+that cannot change any prediction are turned into leaves, so ``size_report`` counts effective splits
+(``fit_info_`` also reports the gamma-only count).
 
-Early stopping monitors the discrete model's validation loss and the best epoch is restored. Epoch cap and
-patience: 200 / 15 for classification (paper); 400 / 70 for regression (the authors' regression scripts
--- the routers were still improving at epoch 200 and with patience 15 the fits stopped after ~20 epochs).
-(The authors' ``main.py`` scores the model left when EarlyStopping fires, i.e. ``patience`` epochs past
-the best one, and its monitored loss mixes children and node values 50/50 (gamma restored to
-[0.5, 0.5]); the paper only says EarlyStopping monitors the validation loss.)
-At the end of ``fit`` splits that cannot change any prediction (all training rows reaching them end at
-the same stop node; common deep in a depth-9 tree) are turned into leaves, so ``size_report`` counts
-effective splits; ``fit_info_`` reports the gamma-only count as well (``internal_kept_gamma``).
-All gradients are computed in closed form with numpy (no autograd): the model is a hard tree, so a step
-touches only O(batch * nodes) numbers, every level is one vectorised step and per-step overhead stays
-small. Tests check these gradients against torch autograd on the paper's Eq. (2) response.
-
-Settings the paper leaves open or where it is not followed (all constructor parameters: gamma
-gradient, step and init, router init, empty nodes, the ablation variants) and the protocol checks are
-documented with their evidence in ``docs/methods/onestage.md``.
+Settings the paper leaves open or where it is not followed, and the evidence for each choice:
+``docs/methods/onestage.md``.
 """
 
 from __future__ import annotations
+
+from numbers import Integral
 
 import numpy as np
 from scipy.special import expit
@@ -52,255 +37,69 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from treebench.methods.base import (
     CLASSIFICATION,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
     REGRESSION,
-    Capabilities,
+    UNIT,
+    Interval,
     InvalidParameterError,
     SizeMixin,
+    StrOptions,
+    _fit_context,
     register,
     validate_sample_weight,
 )
-
-_VARIANTS = ("onestage", "joint", "gumbel")
-
-
-# ----------------------------------------------------------------------------- tree helpers
-
-
-def n_internal(depth: int) -> int:
-    """Number of potential split nodes of a complete tree of ``depth``."""
-    return 2**depth - 1
-
-
-_NUMBA_ROUTE = None
-_NUMBA_MIN_ROWS = 4096
-
-
-def _route_kernel(Xa, WdT, depth, paths, r):
-    p = Xa.shape[1]
-    p4 = p - p % 4
-    i = 0
-    for lvl in range(depth):
-        # four accumulators break the add dependency chain
-        z0 = z1 = z2 = z3 = np.float32(0.0)
-        for j in range(0, p4, 4):
-            z0 += Xa[r, j] * WdT[i, j]
-            z1 += Xa[r, j + 1] * WdT[i, j + 1]
-            z2 += Xa[r, j + 2] * WdT[i, j + 2]
-            z3 += Xa[r, j + 3] * WdT[i, j + 3]
-        for j in range(p4, p):
-            z0 += Xa[r, j] * WdT[i, j]
-        z = (z0 + z1) + (z2 + z3)
-        i = 2 * i + 1 + (1 if z <= 0 else 0)
-        paths[r, lvl + 1] = i
-
-
-def _numba_route():
-    """Compiled routers (numba, imported lazily): (serial, parallel), or ``False`` without numba."""
-    global _NUMBA_ROUTE
-    if _NUMBA_ROUTE is None:
-        try:
-            import numba
-        except ImportError:  # pragma: no cover - numba is a treebench dependency
-            _NUMBA_ROUTE = False
-            return _NUMBA_ROUTE
-        kernel = numba.njit(inline="always", nogil=True)(_route_kernel)
-
-        def route(Xa, WdT, depth, paths):
-            for r in range(Xa.shape[0]):
-                kernel(Xa, WdT, depth, paths, r)
-
-        def route_par(Xa, WdT, depth, paths):
-            for r in numba.prange(Xa.shape[0]):
-                kernel(Xa, WdT, depth, paths, r)
-
-        _NUMBA_ROUTE = (
-            numba.njit(cache=True, nogil=True)(route),
-            numba.njit(cache=True, nogil=True, parallel=True)(route_par),
-        )
-    return _NUMBA_ROUTE
-
-
-def route_paths(
-    Xa: np.ndarray, Wd: np.ndarray, depth: int, leaves_only: bool = False, n_threads: int = 1
-) -> np.ndarray:
-    """Deterministic (argmax) full-depth paths: node ids (level order) per row and level, (n, depth+1).
-
-    ``Xa`` is ``[x; 1]`` (n, d+1) and ``Wd`` the logit differences ``w_0 - w_1`` (d+1, n_internal).
-    Rows go left iff the difference is > 0 (Eq. 18). With ``leaves_only`` only the depth-``depth``
-    node of each row is returned, shape (n,). Each row evaluates only the ``depth`` routers on its path
-    (compiled with numba, for at least 4096 rows); fewer rows use one numpy matmul over all routers.
-    """
-    n = Xa.shape[0]
-    n_int = Wd.shape[1]
-    paths = np.zeros((n, depth + 1), dtype=np.int64)
-    route = _numba_route() if n >= _NUMBA_MIN_ROWS else False  # compiling costs seconds once
-    if route:
-        args = (
-            np.ascontiguousarray(Xa, dtype=np.float32),
-            np.ascontiguousarray(Wd.T, dtype=np.float32),
-            depth,
-            paths,
-        )
-        if n_threads > 1 and n >= 4096:
-            import numba
-
-            numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
-            route[1](*args)
-        else:
-            route[0](*args)
-    elif n:
-        Z = (Xa @ Wd).ravel()
-        base = np.arange(0, n * n_int, n_int, dtype=np.int64)
-        idx = np.zeros(n, dtype=np.int64)
-        for lvl in range(depth):
-            idx = 2 * idx + 1 + (Z[base + idx] <= 0)
-            paths[:, lvl + 1] = idx
-    return paths[:, depth] if leaves_only else paths
-
-
-def node_values(
-    leaf: np.ndarray, Y: np.ndarray, w: np.ndarray, depth: int, codes=None
-) -> np.ndarray:
-    """Closed-form node values (Eq. 17): weighted mean of ``Y`` (n, k) over the rows reaching each node.
-
-    ``leaf`` is each row's depth-``depth`` node under deterministic routing; the rows reaching an
-    internal node are exactly those of the leaves below it, so sums are accumulated bottom up. A node
-    no row reaches copies its parent's value (the root of an empty set gets zeros). ``codes`` (class
-    index per row) may be given when ``Y`` is one-hot, to count with a single bincount.
-    """
-    k = Y.shape[1]
-    n_int = 2**depth - 1
-    n_nodes = 2 * n_int + 1
-    li = leaf - n_int
-    sums = np.zeros((n_nodes, k))
-    cnt = np.zeros(n_nodes)
-    cnt[n_int:] = np.bincount(li, weights=w, minlength=n_int + 1)
-    if codes is not None:  # one-hot targets: one bincount
-        code = li * k + codes
-        sums[n_int:] = np.bincount(code, weights=w, minlength=(n_int + 1) * k).reshape(-1, k)
-    else:
-        for j in range(k):
-            sums[n_int:, j] = np.bincount(li, weights=Y[:, j] * w, minlength=n_int + 1)
-    for lvl in range(depth - 1, -1, -1):  # parents = sum of their two children
-        lo, hi = 2**lvl - 1, 2 ** (lvl + 1) - 1
-        sums[lo:hi] = sums[2 * lo + 1 : 2 * hi + 1].reshape(-1, 2, k).sum(1)
-        cnt[lo:hi] = cnt[2 * lo + 1 : 2 * hi + 1].reshape(-1, 2).sum(1)
-    V = np.zeros((n_nodes, k))
-    has = cnt > 0
-    V[has] = sums[has] / cnt[has, None]
-    if not has.all():  # copy parents top-down (level by level)
-        for lvl in range(1, depth + 1):
-            ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
-            empty = ids[~has[ids]]
-            if empty.size:
-                V[empty] = V[(empty - 1) // 2]
-    return V
-
-
-def center_router_biases(W: np.ndarray, Xa: np.ndarray, depth: int) -> np.ndarray:
-    """Data-dependent router init: every hyperplane through the median of its node's rows (in place).
-
-    ``W`` (d+1, n_int, 2) holds the two logits' weights per split node, the last row the biases; ``Xa``
-    is ``[x; 1]`` of the training rows. Level by level from the root, the rows are routed
-    deterministically with the routers already centred above; for each node the direction
-    ``w_0 - w_1`` is kept and the bias difference is set to minus the median of the rows' projections
-    on it, so about half of the node's rows go to each side (rows exactly at the median go right).
-    The two biases move by opposite halves (their mean is kept). Nodes no row reaches keep their
-    biases. One vectorised step per level (sort by node, then projection).
-    """
-    n, dp1 = Xa.shape
-    if n == 0:
-        return W
-    Xf = Xa[:, : dp1 - 1].astype(np.float64)
-    Xa32 = np.asarray(Xa, dtype=np.float32)
-    node = np.zeros(n, dtype=np.int64)
-    for lvl in range(depth):
-        lo, hi = 2**lvl - 1, 2 ** (lvl + 1) - 1
-        Wd = W[:, lo:hi, 0] - W[:, lo:hi, 1]  # (d+1, nodes of the level)
-        local = node - lo
-        proj = np.einsum("ij,ij->i", Xf, Wd[: dp1 - 1, local].T)
-        order = np.lexsort((proj, local))
-        ps, ls = proj[order], local[order]
-        cnt = np.bincount(ls, minlength=hi - lo)
-        start = np.concatenate([[0], np.cumsum(cnt)[:-1]])
-        has = np.flatnonzero(cnt)
-        c, s0 = cnt[has], start[has]
-        med = 0.5 * (ps[s0 + (c - 1) // 2] + ps[s0 + c // 2])
-        ids = lo + has
-        bdiff = W[dp1 - 1, ids, 0] - W[dp1 - 1, ids, 1]
-        shift = 0.5 * (-med - bdiff)
-        W[dp1 - 1, ids, 0] += shift
-        W[dp1 - 1, ids, 1] -= shift
-        # route on as route_paths does (float32 logit differences, right iff <= 0)
-        Wd32 = (W[:, lo:hi, 0] - W[:, lo:hi, 1]).astype(np.float32)
-        z = np.einsum("ij,ij->i", Xa32, Wd32[:, local].T)
-        node = 2 * node + 1 + (z <= 0)
-    return W
-
-
-def stop_positions(keep_path: np.ndarray):
-    """First and second stop level along each path.
-
-    ``keep_path`` (n, depth) is ``gamma_bar`` of the internal node at each level of the path. A row stops
-    at the first pruned node (or at depth ``depth``): ``s1``; ``s2`` is where it would stop if ``s1``
-    were a split (used for the gamma gradient of a pruned node; equals ``s1`` when ``s1 == depth``).
-    """
-    n, D = keep_path.shape
-    S = np.concatenate([keep_path, np.zeros((n, 1), dtype=bool)], axis=1)
-    s1 = np.argmin(S, axis=1)
-    lv = np.arange(D + 1)
-    T = S | (lv[None, :] <= s1[:, None])
-    T[:, D] = False
-    s2 = np.argmin(T, axis=1)
-    return s1, s2
-
-
-def reachable(keep: np.ndarray, depth: int) -> np.ndarray:
-    """Split nodes (``keep`` = gamma_bar = 1) whose ancestors are all splits, level by level."""
-    reach = keep.copy()
-    for lvl in range(1, depth):
-        ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
-        reach[ids] &= reach[(ids - 1) // 2]
-    return reach
-
-
-def collapse_neutral_splits(paths: np.ndarray, used: np.ndarray, keep: np.ndarray, depth: int):
-    """``keep`` without the splits that cannot change any prediction.
-
-    ``paths`` are the full-depth deterministic paths of the training rows the node values were computed
-    from (``used`` marks rows of positive weight). If every such row reaching a reachable split ``i``
-    ends at the same stop node, every node of ``i``'s subtree holds ``i``'s own value (the nodes on
-    the way carry the same rows, the others are empty and copy their parent), so ``i`` is turned into
-    a leaf without changing ``predict`` or ``predict_proba``. Typical for deep trees (Table 7), whose
-    lower routers often receive no training rows on one side and so get no gamma gradient at all.
-    """
-    n_int = keep.size
-    reach = reachable(keep, depth)
-    p = paths[used]
-    s1, _ = stop_positions(keep[p[:, :depth]])
-    stop = p[np.arange(len(p)), s1]
-    n_stops = (np.bincount(stop, minlength=2 * n_int + 1) > 0).astype(np.int64)
-    for lvl in range(depth - 1, -1, -1):  # distinct non-empty stop nodes below each reachable split
-        ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
-        r = ids[reach[ids]]
-        n_stops[r] = n_stops[2 * r + 1] + n_stops[2 * r + 2]
-    return keep & ~(reach & (n_stops[:n_int] <= 1))
-
+from treebench.methods.onestage.core import (
+    center_router_biases,
+    collapse_neutral_splits,
+    n_internal,
+    node_values,
+    reachable,
+    route_paths,
+    stop_positions,
+)
+from treebench.methods.onestage.strategies import (
+    BilevelSearch,
+    FitState,
+    GumbelArchitecture,
+    JointRelaxation,
+    wdiff,
+)
 
 # ----------------------------------------------------------------------------- estimator
 
 
 class _OneStageBase(SizeMixin, BaseEstimator):
-    """Shared implementation; see the module docstring. Subclasses fix the task and ``_variant``."""
+    """Shared implementation; see the module docstring. Subclasses fix the task and the architecture search (``_strategy``)."""
 
-    capabilities = Capabilities(needs_validation=True, requires_torch=False, sample_weight=True)
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
             "minibatch Adam, Gumbel noise per row and a validation part drawn by row: weights "
             "equal repeats in distribution only (tests/methods/test_sample_weight.py)"
         ),
     }
-    _variant = "onestage"
+    _strategy = BilevelSearch()  # how the architecture is searched: strategies.py
+    _parameter_constraints = {
+        "max_depth": [Interval(Integral, 1, 16, closed="both")],
+        "learning_rate": [POSITIVE],
+        "batch_size": [POSITIVE_INT],
+        "max_epochs": [None, POSITIVE_INT],
+        "patience": [None, POSITIVE_INT],
+        "gamma_learning_rate": [None, POSITIVE],
+        "gamma_optimizer": [StrOptions({"adam", "sgd"})],
+        "gamma_l1": [NON_NEGATIVE],
+        "gamma_init": [None, UNIT],
+        "gamma_gradient": [StrOptions({"tangent", "flip"})],
+        "temperature": [POSITIVE],
+        "prob_floor": [POSITIVE],
+        "router_init": [StrOptions({"default", "data"})],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "standardize": "no_validation",
+        "validation_fraction": "no_validation",
+    }
     _task = CLASSIFICATION
 
     def __init__(
@@ -345,40 +144,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
-        if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 16):
-            raise InvalidParameterError(
-                f"max_depth must be an int in [1, 16], got {self.max_depth!r}"
-            )
-        for name in ("learning_rate", "gamma_learning_rate", "temperature", "prob_floor"):
-            v = getattr(self, name)
-            if name == "gamma_learning_rate" and v is None:
-                continue
-            if not v > 0:
-                raise InvalidParameterError(f"{name} must be > 0, got {v!r}")
-        if self.gamma_init is not None and not 0.0 <= self.gamma_init <= 1.0:
-            raise InvalidParameterError(f"gamma_init must be in [0, 1], got {self.gamma_init!r}")
-        if self.gamma_optimizer not in ("adam", "sgd"):
-            raise InvalidParameterError(
-                f"gamma_optimizer must be 'adam' or 'sgd', got {self.gamma_optimizer!r}"
-            )
-        if self.gamma_gradient not in ("tangent", "flip"):
-            raise InvalidParameterError(
-                f"gamma_gradient must be 'tangent' or 'flip', got {self.gamma_gradient!r}"
-            )
-        if self.router_init not in ("default", "data"):
-            raise InvalidParameterError(
-                f"router_init must be 'default' or 'data', got {self.router_init!r}"
-            )
-        if self.gamma_l1 < 0:
-            raise InvalidParameterError(f"gamma_l1 must be >= 0, got {self.gamma_l1!r}")
-        for name in ("batch_size", "max_epochs", "patience"):
-            v = getattr(self, name)
-            if name in ("patience", "max_epochs") and v is None:
-                continue
-            if not (isinstance(v, (int, np.integer)) and v >= 1):
-                raise InvalidParameterError(f"{name} must be an int >= 1, got {v!r}")
+        """Checks across parameters (single values: ``_parameter_constraints``)."""
         vf = self.validation_fraction
-        if (self._variant != "joint" or self._joint_holdout()) and not 0.0 < vf < 1.0:
+        if self._strategy.holds_out(self) and not 0.0 < vf < 1.0:
             raise InvalidParameterError(f"validation_fraction must be in (0, 1), got {vf!r}")
 
     def _joint_holdout(self):
@@ -430,6 +198,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         return V[:, 0][nodes]
 
     # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=self._task == REGRESSION)
@@ -454,8 +223,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         )
 
         idx = np.arange(len(y))
-        joint_all_rows = self._variant == "joint" and not self._joint_holdout()
-        if joint_all_rows:
+        strategy = self._strategy
+        all_rows = not strategy.holds_out(self)
+        if all_rows:
             tr, va = idx, idx
         else:
             strat = t if self._task == CLASSIFICATION and np.bincount(t).min() >= 2 else None
@@ -480,15 +250,29 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         if self.router_init == "data":
             center_router_biases(W, Xtr[wtr > 0], D)
         gamma = np.full(n_int, self._gamma_init())
-        adam = {"m": np.zeros_like(W), "v": np.zeros_like(W), "t": 0}
-        gadam = {"m": np.zeros(n_int), "v": np.zeros(n_int), "t": 0}
-        tau = float(self.temperature)
-
-        def wdiff(W):
-            return (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
-
-        Wd = wdiff(W)
-        V = node_values(route_paths(Xtr, Wd, D, True, nth), Ytr, wtr, D, codes)
+        st = FitState(
+            D=D,
+            n_int=n_int,
+            nth=nth,
+            tau=float(self.temperature),
+            lr=float(self.learning_rate),
+            glr=self._gamma_step(),
+            Xtr=Xtr,
+            Ytr=Ytr,
+            ttr=ttr,
+            wtr=wtr,
+            codes=codes,
+            Xva=Xva,
+            tva=tva,
+            wva=wva,
+            W=W,
+            gamma=gamma,
+            Wd=None,
+            V=None,
+            adam={"m": np.zeros_like(W), "v": np.zeros_like(W), "t": 0},
+            gadam={"m": np.zeros(n_int), "v": np.zeros(n_int), "t": 0},
+        )
+        st.refresh_values()
 
         def disc_loss(Xs, ts, ws, Wd, V, keep):
             paths = route_paths(Xs, Wd, D)
@@ -496,73 +280,31 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             f = self._resp(V, paths[np.arange(len(ts)), s1], ts)
             return float(self._loss_and_grad(f, ts, ws)[0].mean())
 
-        mon_X, mon_t, mon_w = (Xtr, ttr, wtr) if joint_all_rows else (Xva, tva, wva)
-        best = (np.inf, W.copy(), gamma.copy(), V.copy(), 0)
+        mon = (Xtr, ttr, wtr) if all_rows else (Xva, tva, wva)
+        best = (np.inf, st.W.copy(), st.gamma.copy(), st.V.copy(), 0)
         bad = 0
         history = []
         epoch = 0
-        lr, b1, b2, eps = float(self.learning_rate), 0.9, 0.999, 1e-8
-        glr = self._gamma_step()
         patience = self._patience()
         bs = int(self.batch_size)
         for epoch in range(1, self._max_epochs() + 1):
             order = rng.permutation(n_tr)
-            noise = rng.logistic(size=(n_tr, n_int))  # g0 - g1 for Gumbel(0,1) g0, g1
-            if self._variant == "gumbel":
-                gnoise = rng.logistic(size=(-(-n_tr // bs), n_int))
+            st.noise = rng.logistic(size=(n_tr, n_int))  # g0 - g1 for Gumbel(0,1) g0, g1
+            arch_noise = strategy.epoch_noise(rng, -(-n_tr // bs), n_int)
             for step, s in enumerate(range(0, n_tr, bs)):
-                b = order[s : s + bs]
-                if self._variant == "joint":
-                    # Eq. (8): relaxed gamma, one joint gradient step on routers and gamma
-                    gW, gg = self._router_grad(
-                        Xtr[b], ttr[b], wtr[b], noise[b], W, V, gamma, tau, D, with_gamma=True
-                    )
-                    adam["t"] += 1
-                    self._adam(W, gW, adam, lr, b1, b2, eps)
-                    gadam["t"] += 1
-                    self._adam(gamma, gg + self.gamma_l1, gadam, lr, b1, b2, eps)
-                    np.clip(gamma, 0.0, 1.0, out=gamma)
-                    Wd = wdiff(W)
-                    V = node_values(route_paths(Xtr, Wd, D, True, nth), Ytr, wtr, D, codes)
-                    continue
-                # (a) lazy proximal step (or a Gumbel sample of the architecture for the ablation)
-                if self._variant == "gumbel":
-                    with np.errstate(divide="ignore"):
-                        lg = np.log(gamma) - np.log1p(-gamma)
-                    keep = lg + gnoise[step] > 0
-                else:
-                    keep = gamma >= 0.5
-                # (b) router step on the minibatch with straight-through Gumbel path samples
-                gW = self._router_grad(Xtr[b], ttr[b], wtr[b], noise[b], W, V, keep, tau, D)
-                adam["t"] += 1
-                self._adam(W, gW, adam, lr, b1, b2, eps)
-                Wd = wdiff(W)
-                # (c) closed-form node values on the whole training part, deterministic routing
-                V = node_values(route_paths(Xtr, Wd, D, True, nth), Ytr, wtr, D, codes)
-                # (d) architecture step on the validation part
-                gg = self._gamma_grad(Xva, tva, wva, Wd, V, keep, D, n_int)
-                gg += self.gamma_l1
-                if self.gamma_optimizer == "sgd":  # Eq. (15): plain projected gradient step
-                    gamma -= glr * gg
-                else:
-                    gadam["t"] += 1
-                    self._adam(gamma, gg, gadam, glr, b1, b2, eps)
-                np.clip(gamma, 0.0, 1.0, out=gamma)  # prox_C2
-            keep = gamma >= 0.5
-            if self._variant == "joint":  # the relaxed model's loss (held-out or training rows)
-                loss = self._relaxed_loss(mon_X, mon_t, mon_w, W, V, gamma, D)
-            else:
-                loss = disc_loss(mon_X, mon_t, mon_w, Wd, V, keep)
-            n_kept = int(self._reachable(keep, D).sum())
+                strategy.step(self, st, order[s : s + bs], step, arch_noise)
+            keep = st.gamma >= 0.5
+            loss = strategy.monitored_loss(self, st, mon, keep, disc_loss)
+            n_kept = int(reachable(keep, D).sum())
             if self.verbose:
-                tr_loss = disc_loss(Xtr, ttr, wtr, Wd, V, keep)
+                tr_loss = disc_loss(Xtr, ttr, wtr, st.Wd, st.V, keep)
                 history.append((epoch, tr_loss, loss, n_kept))
                 print(
                     f"epoch {epoch}: train loss {tr_loss:.5f}, monitored loss {loss:.5f}, "
                     f"splits kept {n_kept}"
                 )
             if loss < best[0] - 1e-12:
-                best = (loss, W.copy(), gamma.copy(), V.copy(), epoch)
+                best = (loss, st.W.copy(), st.gamma.copy(), st.V.copy(), epoch)
                 bad = 0
             else:
                 bad += 1
@@ -577,15 +319,15 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         self.Wdiff_ = Wd
         paths = route_paths(Xtr, Wd, D, n_threads=nth)
         self.values_ = node_values(paths[:, D], Ytr, wtr, D, codes)
-        reach_gamma = self._reachable(keep_gamma, D)
+        reach_gamma = reachable(keep_gamma, D)
         self.keep_ = collapse_neutral_splits(paths, wtr > 0, keep_gamma, D)
-        reach = self._reachable(self.keep_, D)
+        reach = reachable(self.keep_, D)
         self.fit_info_ = {
             "epochs": epoch,
             "best_epoch": best_epoch,
             "best_monitored_loss": float(best[0]),
             "n_train_part": int(n_tr),
-            "n_val_part": 0 if joint_all_rows else int(len(va)),
+            "n_val_part": 0 if all_rows else int(len(va)),
             "internal_kept": int(reach.sum()),
             "internal_total": int(n_int),
             "frac_pruned": float(1.0 - reach.sum() / n_int),
@@ -700,11 +442,6 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         return g[:n_int] / n
 
     # ------------------------------------------------------------------ inference
-    @staticmethod
-    def _reachable(keep, D):
-        """Split nodes (gamma_bar = 1) whose ancestors are all splits (one vector step per level)."""
-        return reachable(keep, D)
-
     def _transform(self, X):
         check_is_fitted(self, "values_")
         X = validate_data(self, X, dtype=np.float64, reset=False)
@@ -723,7 +460,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         return self._stops(X)[0]
 
     def size_report(self, X):
-        reach = self._reachable(self.keep_, self.depth_)
+        reach = reachable(self.keep_, self.depth_)
         n_splits = int(reach.sum())
         if n_splits:
             lvl = np.floor(np.log2(np.flatnonzero(reach) + 1)).astype(int)
@@ -743,7 +480,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
 
     def to_graph(self):
         """The pruned oblique tree as a :class:`treebench.inspect.GraphEnsemble`."""
-        from treebench.inspect.export import onestage_graph
+        from treebench.methods.onestage.export import onestage_graph
 
         return onestage_graph(self)
 
@@ -814,7 +551,12 @@ class _JointPart:
     ``gamma_learning_rate``, ``gamma_optimizer`` and ``gamma_gradient`` do not apply.
     """
 
-    _variant = "joint"
+    _strategy = JointRelaxation()
+
+    _parameter_constraints = {
+        **_OneStageBase._parameter_constraints,
+        "early_stopping_holdout": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -878,11 +620,11 @@ _GUMBEL = "One-Stage ablation 'Gumbel Tree': architecture sampled by Gumbel-soft
 class OneStageGumbelClassifier(OneStageClassifier):
     """Gumbel Tree ablation (classification)."""
 
-    _variant = "gumbel"
+    _strategy = GumbelArchitecture()
 
 
 @register("onestage_gumbel", REGRESSION)
 class OneStageGumbelRegressor(OneStageRegressor):
     """Gumbel Tree ablation (regression)."""
 
-    _variant = "gumbel"
+    _strategy = GumbelArchitecture()

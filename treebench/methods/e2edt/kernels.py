@@ -1,6 +1,6 @@
 """Compiled (numba) kernels for E2EDT / E2EDF training with linear splits.
 
-Same mathematics as the torch path of :mod:`treebench.methods._e2edt_core` (which stays the
+Same mathematics as the torch path of :mod:`treebench.methods.e2edt.core` (which stays the
 reference and the fallback without numba), fused per sample so that no [leaves, batch] temporaries
 are built and no autograd graph is recorded:
 

@@ -14,6 +14,8 @@ Classification only. Inference is the soft mixture (the model has no hard counte
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
@@ -21,9 +23,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from treebench.methods.base import (
     CLASSIFICATION,
-    Capabilities,
-    InvalidParameterError,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    Interval,
     SizeMixin,
+    _fit_context,
     import_torch,
     register,
     torch_generator,
@@ -54,12 +59,25 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
         Standardise the features with the training statistics.
     """
 
-    capabilities = Capabilities(requires_torch=True, sample_weight=True)
+    requires_torch = True
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
             "minibatch Adam over rows: repeated rows change the batches, so weights equal "
             "repeats in distribution only (tests/methods/test_sample_weight.py)"
         ),
+    }
+
+    _parameter_constraints = {
+        "max_depth": [Interval(Integral, 1, 14, closed="both")],
+        "lam": [NON_NEGATIVE],
+        "learning_rate": [POSITIVE],
+        "weight_decay": [NON_NEGATIVE],
+        "batch_size": [POSITIVE_INT],
+        "max_epochs": [POSITIVE_INT],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "standardize": "no_validation",
     }
 
     def __init__(
@@ -86,20 +104,6 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _check_params(self):
-        if not (isinstance(self.max_depth, (int, np.integer)) and 1 <= self.max_depth <= 14):
-            raise InvalidParameterError(
-                f"max_depth must be an int in [1, 14], got {self.max_depth!r}"
-            )
-        for name in ("batch_size", "max_epochs"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, np.integer)) and v >= 1):
-                raise InvalidParameterError(f"{name} must be an int >= 1, got {v!r}")
-        if not self.learning_rate > 0:
-            raise InvalidParameterError(f"learning_rate must be > 0, got {self.learning_rate!r}")
-        if self.lam < 0 or self.weight_decay < 0:
-            raise InvalidParameterError("lam and weight_decay must be >= 0")
-
     def _mu(self, torch, Xa, Wn):
         """Leaf path probabilities (B, 2**D) and the per-layer routing probabilities."""
         p = torch.sigmoid(Xa @ Wn)  # (B, n_inner), level order
@@ -112,8 +116,8 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
             mu = torch.stack([mu * pl, mu * (1 - pl)], dim=2).reshape(B, -1)
         return mu, layers
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
-        self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_, t = np.unique(y, return_inverse=True)
@@ -217,6 +221,6 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
 
     def to_graph(self):
         """The soft tree as a soft oblique :class:`treebench.inspect.GraphEnsemble`."""
-        from treebench.inspect.export import sdt_graph
+        from treebench.methods.sdt.export import sdt_graph
 
         return sdt_graph(self)

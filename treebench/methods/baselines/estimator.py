@@ -19,7 +19,6 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from treebench.methods.base import (
     CLASSIFICATION,
     REGRESSION,
-    Capabilities,
     SizeMixin,
     combine_sizes,
     member_size,
@@ -31,22 +30,18 @@ from treebench.methods.base import (
 class _TreeSize(SizeMixin):
     """Size report of a single scikit-learn tree."""
 
-    capabilities = Capabilities(sample_weight=True)
-
     def size_report(self, X):
         return sklearn_tree_size(self, X)
 
     def to_graph(self):
         """The tree as a :class:`treebench.inspect.GraphEnsemble` (export, render, rules)."""
-        from treebench.inspect.export import sklearn_ensemble
+        from treebench.methods.baselines.export import baseline_graph
 
-        return sklearn_ensemble(self)
+        return baseline_graph(self)
 
 
 class _EnsembleSize(SizeMixin):
     """Size report of a scikit-learn ensemble: members' sizes combined."""
-
-    capabilities = Capabilities(sample_weight=True)
 
     def size_report(self, X):
         members = np.asarray(self.estimators_, dtype=object).ravel()
@@ -61,9 +56,9 @@ class _EnsembleSize(SizeMixin):
 
     def to_graph(self):
         """The ensemble as a :class:`treebench.inspect.GraphEnsemble` (export, render, rules)."""
-        from treebench.inspect.export import sklearn_ensemble
+        from treebench.methods.baselines.export import baseline_graph
 
-        return sklearn_ensemble(self)
+        return baseline_graph(self)
 
 
 _CART = (

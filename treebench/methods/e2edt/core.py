@@ -12,7 +12,7 @@ deterministic data subset, with its own shuffled minibatches, and its own Adam s
 with per-stump step counts, so a stump with fewer batches is not moved by another stump's steps).
 
 Linear splits on float32 CPU data train through the compiled kernels of
-:mod:`treebench.methods._e2edt_kernels` when numba is installed (:func:`use_kernels`): the same EM
+:mod:`treebench.methods.e2edt.kernels` when numba is installed (:func:`use_kernels`): the same EM
 loop, Adam and random draws, with the per-sample tree passes and the gradients fused (no [leaves,
 batch] temporaries, no autograd graph); the Finetune then keeps the responsibilities dense (exact)
 and processes a forest in groups of trees bounded by that memory.  The torch code below stays the
@@ -379,7 +379,7 @@ def train_stumps(
     chunk = bank.row_chunk
     fast = use_kernels(bank, X, lap, reg)
     if fast:  # compiled epochs: no [rows, k] gathered copies, no autograd, no per-batch sorting
-        from treebench.methods import _e2edt_kernels as kn
+        from treebench.methods.e2edt import kernels as kn
 
         _kernel_threads()
         X_np = X.numpy()
@@ -750,9 +750,9 @@ def finetune(
 
 
 def use_kernels(bank, X, lap=None, reg=0.0):
-    """True when the compiled kernels of :mod:`._e2edt_kernels` serve this fit (linear splits,
+    """True when the compiled kernels of :mod:`.kernels` serve this fit (linear splits,
     float32 CPU data, numba installed; spatial regularisation only for splits on all features)."""
-    from treebench.methods._e2edt_kernels import HAVE_NUMBA
+    from treebench.methods.e2edt.kernels import HAVE_NUMBA
 
     return (
         HAVE_NUMBA
@@ -815,7 +815,7 @@ def _finetune_compiled(
 ):
     """:func:`finetune` for linear splits with the compiled per-sample kernels (dense h, exact;
     the same EM loop, Adam and random batches as the torch path)."""
-    from treebench.methods import _e2edt_kernels as kn
+    from treebench.methods.e2edt import kernels as kn
 
     _kernel_threads()
     N, p = X.shape
@@ -1093,7 +1093,7 @@ class Grower:
     def _goes_right(self, bank, n_idx, s_idx):
         """Deterministic split f_s(x_n) > 0 of every row (n_idx[r], s_idx[r])."""
         if use_kernels(bank, self.X, self.kw["lap"], self.kw["reg"]):
-            from treebench.methods import _e2edt_kernels as kn
+            from treebench.methods.e2edt import kernels as kn
 
             out = np.empty(len(n_idx), dtype=np.float32)
             feat = np.zeros((0, 0), np.int64) if bank.feat is None else bank.feat.numpy()

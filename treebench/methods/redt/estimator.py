@@ -1,47 +1,33 @@
 """ReDT: rectified decision trees distilled from a teacher (Li et al., arXiv 2008.09413).
 
-A soft-label CART (``treebench.methods._softcart``) is grown on mixed labels
-``y_mixed = alpha * onehot(y) + (1 - alpha) * y_soft``, where the soft labels come from a teacher:
+A soft-label CART (:mod:`.softcart`) is grown on mixed labels
+``y_mixed = alpha * onehot(y) + (1 - alpha) * y_soft``; leaves predict the mean mixed label (Eq. 6).
+The soft labels come from a teacher:
 
-* forest teachers (``rf``, ``gbdt``, or any scikit-learn classifier given as an estimator): the paper's
-  M-fold jackknife repeated R times (Alg. 1; 5 x 5) - every sample's soft label is the mean of
-  out-of-fold ``predict_proba`` of teachers that never saw it;
-* DNN teachers (``mlp`` = 784-256 hidden units, ``lenet`` = LeNet-5): trained on the whole training set,
-  soft label = ``softmax(logits / T)`` with ``T = 4`` (the paper's "standard temperature-based method");
-  ``dnn_soft_labels="jackknife"`` applies Alg. 1 to them as well.
+* forest teachers (``rf``, ``gbdt`` or any scikit-learn classifier): the paper's M-fold jackknife
+  repeated R times (Alg. 1), so a sample's soft label comes only from teachers that never saw it;
+* DNN teachers (``mlp``, ``lenet``): trained on all training data, soft label ``softmax(logits / T)``
+  (``dnn_soft_labels="jackknife"`` applies Alg. 1 to them too).
 
-A node is split only if it holds more than ``k`` samples and is not "pure" (Alg. 2). Purity is where
-the paper is ambiguous: Sect. III-C / Alg. 2 test whether the node's pseudo-labels (argmax of the soft
-labels, Eq. 4) all agree, while the abstract says ReDT *extends* the ending condition of the standard
-tree (whose pure condition is on the hard labels) and motivates the pseudo-labels by the stop being
-"better met". Default ``pseudo_labels="soft_or_hard"``: a node is pure when its soft pseudo-labels OR
-its hard labels all agree (the extension reading; at ``alpha = 1`` Alg. 2 behaves so anyway, since a
-hard-pure node has zero impurity). ``"soft"``: the pseudo-labels only (the literal Alg. 2: nodes whose
-labels agree are split further wherever the teacher disagrees with a label); ``"mixed"``: argmax of the
-mixed labels. A node with zero mixed-label impurity is always a leaf (no split can lower it). Measured
-(scripts/redt_tables.py): the two readings give nearly the same accuracy for every alpha; "soft_or_hard"
-has fewer nodes (e.g. fewer than DT on LETTER, as the paper reports), "soft" reproduces the paper's EEG
-exception. Leaves predict the mean mixed label (Eq. 6). With ``alpha = 1`` and
-``pseudo_labels="mixed"`` the tree is a Gini CART with ``min_samples_split = k + 1``.
+A node is split only if it holds more than ``k`` samples and is not pure (Alg. 2). ``pseudo_labels``
+chooses what "pure" means where the paper is ambiguous: ``"soft_or_hard"`` (default: its soft
+pseudo-labels or its hard labels all agree), ``"soft"`` (the literal Alg. 2) or ``"mixed"``. A node
+with zero mixed-label impurity is always a leaf.
 
-``alpha="auto"`` (default) picks alpha from ``alpha_grid`` (the paper's grid 0, 0.1, ..., 1, which
-includes alpha = 1, plain CART) and refits the tree on all training data. The paper only says "grid
-search with a step of 0.1 in [0, 1]" without naming the selection set (probably the test set). Default
-``alpha_selection="cv"``: accuracy pooled over ``n_folds``-fold cross-validation on the training data,
-the folds being the jackknife's first repetition. ``cv_soft_labels="heldout"`` (default) gives every CV
-training part soft labels from teachers that never saw the validation fold (one teacher per pair of
-folds, trained on (M - 2) / M of the data: Alg. 1 run inside the CV training part). The final soft
-labels cannot be reused for this: their teachers saw the validation labels, which inflates the CV
-accuracy of small alpha (CMC, seed 0: 61.7 % CV at alpha = 0 with shared soft labels, 50.6 % held
-out, 58.5 % test). ``alpha_selection="holdout"`` is the session-2 rule (one ``val_size`` split, shared
-soft labels). The paper's protocol (best alpha per run by test accuracy) is a sweep of fixed ``alpha``
-values with the same seed, which reuses identical soft labels: see ``treebench/conf/experiment/redt_alpha.yaml``.
+``alpha="auto"`` (default) picks alpha from ``alpha_grid`` and refits on all training data.
+``alpha_selection="cv"`` pools accuracy over ``n_folds``-fold cross-validation on the training data,
+with soft labels from teachers that never saw the validation fold (``cv_soft_labels="heldout"``;
+reusing the final soft labels would inflate the CV accuracy of small alpha); ``"holdout"`` uses one
+``val_size`` split. The paper's protocol (best alpha by test accuracy) is a sweep of fixed ``alpha``.
+
+Why these defaults, the measurements behind them and the paper's open points:
+``docs/methods/redt.md``.
 """
 
 from __future__ import annotations
 
-import numbers
 import time
+from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -49,21 +35,28 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import KFold, train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from treebench.methods._softcart import CRITERIA, build_tree
+from treebench.methods._flatgraph import node_depths
 from treebench.methods.base import (
     CLASSIFICATION,
-    Capabilities,
+    OPEN_UNIT,
+    POSITIVE,
+    POSITIVE_INT,
+    UNIT,
+    Interval,
     InvalidParameterError,
     SizeMixin,
+    StrOptions,
+    _fit_context,
     import_torch,
-    node_depths,
     register,
     torch_generator,
     validate_sample_weight,
 )
+from treebench.methods.redt.softcart import CRITERIA, build_tree
 
 FOREST_TEACHERS = ("rf", "gbdt")
 DNN_TEACHERS = ("mlp", "lenet")
@@ -351,7 +344,6 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
     verbose : int
     """
 
-    capabilities = Capabilities(needs_validation=True, image_input=True, sample_weight=True)
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
             "the teacher's jackknife folds split rows (a copy of a row can train the teacher that "
@@ -407,70 +399,39 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ validation
+    _parameter_constraints = {
+        "teacher": [
+            StrOptions(set(FOREST_TEACHERS + DNN_TEACHERS)),
+            HasMethods(["fit", "predict_proba"]),
+        ],
+        "alpha": [UNIT, StrOptions({"auto"})],
+        "alpha_selection": [StrOptions(set(ALPHA_SELECTION))],
+        "cv_soft_labels": [StrOptions(set(CV_SOFT_LABELS))],
+        "val_size": [OPEN_UNIT],
+        "n_folds": [Interval(Integral, 2, None, closed="left")],
+        "n_repeats": [POSITIVE_INT],
+        "temperature": [POSITIVE],
+        "dnn_soft_labels": [StrOptions({"full", "jackknife"})],
+        "pseudo_labels": [StrOptions(set(PSEUDO_LABELS))],
+        "k": [POSITIVE_INT],
+        "min_samples_leaf": [POSITIVE_INT],
+        "criterion": [StrOptions(set(CRITERIA))],
+        "max_depth": [None, POSITIVE_INT],
+        "backend": [StrOptions({"auto", "numba", "numpy"})],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "image_shape": "no_validation",
+        "alpha_grid": "no_validation",
+        "teacher_params": "no_validation",
+    }
 
     def _check_params(self):
-        t = self.teacher
-        if isinstance(t, str):
-            if t not in FOREST_TEACHERS + DNN_TEACHERS:
-                raise InvalidParameterError(
-                    f"teacher must be one of {FOREST_TEACHERS + DNN_TEACHERS} or an "
-                    f"estimator, got {t!r}"
-                )
-        elif not (hasattr(t, "fit") and hasattr(t, "predict_proba")):
-            raise InvalidParameterError(
-                f"teacher must be a name or a classifier with predict_proba, got {t!r}"
-            )
-        if isinstance(self.alpha, str):
-            if self.alpha != "auto":
-                raise InvalidParameterError(
-                    f"alpha must be in [0, 1] or 'auto', got {self.alpha!r}"
-                )
-        elif not (isinstance(self.alpha, numbers.Real) and 0.0 <= self.alpha <= 1.0):
-            raise InvalidParameterError(f"alpha must be in [0, 1] or 'auto', got {self.alpha!r}")
+        """The alpha grid (single values: ``_parameter_constraints``)."""
         grid = DEFAULT_ALPHA_GRID if self.alpha_grid is None else tuple(self.alpha_grid)
         if not grid or any(not 0.0 <= float(a) <= 1.0 for a in grid):
             raise InvalidParameterError(
                 f"alpha_grid must be non-empty values in [0, 1], got {self.alpha_grid!r}"
-            )
-        if self.alpha_selection not in ALPHA_SELECTION:
-            raise InvalidParameterError(
-                f"alpha_selection must be one of {ALPHA_SELECTION}, got {self.alpha_selection!r}"
-            )
-        if self.cv_soft_labels not in CV_SOFT_LABELS:
-            raise InvalidParameterError(
-                f"cv_soft_labels must be one of {CV_SOFT_LABELS}, got {self.cv_soft_labels!r}"
-            )
-        if not 0.0 < float(self.val_size) < 1.0:
-            raise InvalidParameterError(f"val_size must be in (0, 1), got {self.val_size!r}")
-        if int(self.n_folds) < 2:
-            raise InvalidParameterError(f"n_folds must be >= 2, got {self.n_folds!r}")
-        if int(self.n_repeats) < 1:
-            raise InvalidParameterError(f"n_repeats must be >= 1, got {self.n_repeats!r}")
-        if not float(self.temperature) > 0:
-            raise InvalidParameterError(f"temperature must be > 0, got {self.temperature!r}")
-        if self.dnn_soft_labels not in ("full", "jackknife"):
-            raise InvalidParameterError(
-                f"dnn_soft_labels must be 'full' or 'jackknife', got {self.dnn_soft_labels!r}"
-            )
-        if self.pseudo_labels not in PSEUDO_LABELS:
-            raise InvalidParameterError(
-                f"pseudo_labels must be one of {PSEUDO_LABELS}, got {self.pseudo_labels!r}"
-            )
-        if int(self.k) < 1:
-            raise InvalidParameterError(f"k must be >= 1, got {self.k!r}")
-        if int(self.min_samples_leaf) < 1:
-            raise InvalidParameterError(
-                f"min_samples_leaf must be >= 1, got {self.min_samples_leaf!r}"
-            )
-        if self.criterion not in CRITERIA:
-            raise InvalidParameterError(
-                f"criterion must be one of {list(CRITERIA)}, got {self.criterion!r}"
-            )
-        if self.max_depth is not None and int(self.max_depth) < 1:
-            raise InvalidParameterError(f"max_depth must be None or >= 1, got {self.max_depth!r}")
-        if self.backend not in ("auto", "numba", "numpy"):
-            raise InvalidParameterError(
-                f"backend must be 'auto', 'numba' or 'numpy', got {self.backend!r}"
             )
         return grid
 
@@ -572,6 +533,7 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
             sample_weight=sample_weight,
         )
 
+    @_fit_context(prefer_skip_nested_validation=False)  # a teacher estimator is a parameter
     def fit(self, X, y, sample_weight=None):
         grid = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite=True)
@@ -692,6 +654,6 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
 
     def to_graph(self):
         """The soft-label CART as a :class:`treebench.inspect.GraphEnsemble`."""
-        from treebench.inspect.export import redt_graph
+        from treebench.methods.redt.export import redt_graph
 
         return redt_graph(self)

@@ -1,4 +1,4 @@
-"""Compiled (numba) kernels of Random Hinge Forest / Ferns training. Imported by ``_hinge_torch``.
+"""Compiled (numba) kernels of Random Hinge Forest / Ferns training. Imported by ``hinge.net``.
 
 * :func:`forest_forward` -- per tree and sample: walk the D decisions, keep the leaf, the first
   minimum-|margin| decision v* and its signed margin r*, and write ``w[leaf] * |r*|`` (per tree, or

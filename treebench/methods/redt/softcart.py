@@ -59,27 +59,19 @@ class FlatTree:
     def n_leaves(self) -> int:
         return int((self.left < 0).sum())
 
-    def apply(self, X) -> np.ndarray:
-        """Leaf index of every row of ``X`` (float32 values compared in float64, like scikit-learn)."""
-        X = np.asarray(X, dtype=np.float32)
-        from treebench.methods._routing import HAVE_NUMBA, route_axis
+    def apply(self, X, backend: str = "auto") -> np.ndarray:
+        """Leaf index of every row of ``X`` (float32 values compared in float64, like scikit-learn);
+        the router of :mod:`treebench.methods._routing` (compiled with numba, else numpy)."""
+        from treebench.methods._routing import route_axis
 
-        if HAVE_NUMBA:  # the compiled router: same walk, same float64 comparison
-            return route_axis(X, self.feature, self.threshold, self.left, self.right)[0]
-        return self.apply_numpy(X)
+        X = np.asarray(X, dtype=np.float32)
+        return route_axis(X, self.feature, self.threshold, self.left, self.right, backend=backend)[
+            0
+        ]
 
     def apply_numpy(self, X) -> np.ndarray:
         """:meth:`apply` as a numpy loop over levels (the fallback without numba)."""
-        X = np.asarray(X, dtype=np.float32)
-        node = np.zeros(len(X), dtype=np.int64)
-        rows = np.arange(len(X))
-        active = rows[self.left[node] >= 0]
-        while active.size:  # one vectorised step per tree level
-            nd = node[active]
-            go_left = X[active, self.feature[nd]].astype(np.float64) <= self.threshold[nd]
-            node[active] = np.where(go_left, self.left[nd], self.right[nd])
-            active = active[self.left[node[active]] >= 0]
-        return node
+        return self.apply(X, backend="numpy")
 
     def predict_value(self, X) -> np.ndarray:
         return self.value[self.apply(X)]
