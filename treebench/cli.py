@@ -719,6 +719,7 @@ def _inspect_model(target: str, outputs: str | None, refit: bool):
 
     from treebench.inspect import export_graph
     from treebench.inspect.graph import GraphEnsemble
+    from treebench.inspect.saved import name_graph
     from treebench.inspect.show import RefitError, find_record, model_path, refit_record
 
     out = _outputs(outputs)
@@ -733,15 +734,15 @@ def _inspect_model(target: str, outputs: str | None, refit: bool):
     if rec.get("status") != "ok":
         raise ValueError(f"record {rec['key']} has status {rec.get('status')!r}, nothing to show")
     try:
-        est, X_tr, y_tr, X_te, y_te, names, image_shape = refit_record(rec)
+        fit = refit_record(rec)
     except RefitError as exc:  # would fit something else than the run: say what and stop
         err.print(str(exc), style="red", markup=False, highlight=False)
         raise typer.Exit(1) from exc
-    model = export_graph(est, X_tr, y_tr)
-    if names is not None and len(names) == model.n_features and model.feature_names is None:
-        model.feature_names = names
-    if model.image_shape is None and image_shape is not None:
-        model.image_shape = [int(v) for v in image_shape]
+    X_tr, X_te, y_te = fit.X_train, fit.X_test, fit.y_test
+    model = export_graph(fit.est, X_tr, fit.y_train)
+    name_graph(model, fit.feature_names, fit.class_names)
+    if model.image_shape is None and fit.image_shape is not None:
+        model.image_shape = [int(v) for v in fit.image_shape]
     metric = "test_accuracy" if rec["task"] == "classification" else "test_r2"
     got = None
     if rec["task"] == "classification":

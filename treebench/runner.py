@@ -365,7 +365,7 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
 def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
     """Fit and evaluate one fold; return the measured fields of the record.
 
-    ``on_fit(est, X_train, y_train)``, if given, runs after fitting and returns extra record fields
+    ``on_fit(fitted_fold, ds)``, if given, runs after fitting and returns extra record fields
     (used to save the model when ``save_model=true``).
     """
     task = job.cfg.dataset.task
@@ -401,8 +401,28 @@ def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
         "resolved_params": {k: repr(v) for k, v in est.get_params(deep=False).items()},
     }
     if on_fit is not None:
-        out.update(on_fit(est, X_tr, y_tr))
+        out.update(on_fit(ff, ds))
     return out
+
+
+def display_names(ff: FittedFold, ds) -> tuple[list | None, list | None]:
+    """(feature names after preprocessing, class names by class index) to show a fitted model with.
+
+    Features: the preprocessor's output names (one-hot columns named by their value), else the
+    dataset's own names when the columns kept their count (numpy inputs come out as x0, x1, ...).
+    Classes: the dataset's names for its labels (``setosa``), else its original labels.
+    """
+    try:
+        names = [
+            str(n).split("__", 1)[-1] for n in ff.preprocessor.transformer_.get_feature_names_out()
+        ]
+    except Exception:  # numpy inputs without names
+        names = None
+    if names is None or all(n.startswith("x") and n[1:].isdigit() for n in names):
+        own = ds.meta.get("feature_names") or []
+        names = [str(n) for n in own] if len(own) == ff.X_train.shape[1] else None
+    classes = ds.meta.get("class_names") or ds.meta.get("classes")
+    return names, ([str(c) for c in classes] if ds.task == "classification" and classes else None)
 
 
 def job_keys(cfg: DictConfig) -> list[str]:
@@ -486,7 +506,9 @@ def _model_saver(cfg: DictConfig, store: Store, key: str):
         return None
     from treebench.inspect.saved import save_fitted_model
 
-    return lambda est, X, y: save_fitted_model(store.root, key, est, X, y)
+    return lambda ff, ds: save_fitted_model(
+        store.root, key, ff.est, ff.X_train, ff.y_train, *display_names(ff, ds)
+    )
 
 
 def summary_line(rec: dict) -> str:

@@ -441,6 +441,8 @@ class GraphEnsemble:
     output_scale, output_shift : float
         Regression: prediction = score * scale + shift (standardised targets).
     feature_names : list of str or None
+    class_names : list of str or None
+        Display names of ``classes`` (same order), e.g. the dataset's ``setosa`` for class 0.
     image_shape : list of int or None
     meta : dict
         Method name, estimator class, parameters and notes.
@@ -463,6 +465,7 @@ class GraphEnsemble:
     feature_names: list | None = None
     image_shape: list | None = None
     meta: dict = field(default_factory=dict)
+    class_names: list | None = None
 
     def __post_init__(self):
         if self.combine not in COMBINES:
@@ -647,6 +650,7 @@ class GraphEnsemble:
             "output_scale": float(self.output_scale),
             "output_shift": float(self.output_shift),
             "feature_names": _plain(self.feature_names),
+            "class_names": _plain(self.class_names),
             "image_shape": _plain(self.image_shape),
             "meta": _plain(self.meta),
             "graphs": [g.to_dict() for g in self.graphs],
@@ -686,6 +690,12 @@ class GraphEnsemble:
         if self.feature_names is not None and 0 <= j < len(self.feature_names):
             return str(self.feature_names[j])
         return f"x{j}"
+
+    def class_name(self, k: int) -> str:
+        """Display name of class index ``k``: its ``class_names`` entry, else its label."""
+        if self.class_names is not None and 0 <= k < len(self.class_names):
+            return str(self.class_names[k])
+        return str(self.classes[k])
 
     @property
     def n_outputs(self) -> int:

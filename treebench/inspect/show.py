@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -231,7 +233,21 @@ def record_job(rec: dict):
     )
 
 
-def refit_record(rec: dict, threads: int | None = None):
+@dataclass
+class Refit:
+    """A record's run fitted again, with its data and the names to show it with."""
+
+    est: Any
+    X_train: Any
+    y_train: Any
+    X_test: Any
+    y_test: Any
+    feature_names: list | None  # after preprocessing (one-hot columns named by their value)
+    class_names: list | None  # the dataset's label of each class index
+    image_shape: tuple | None
+
+
+def refit_record(rec: dict, threads: int | None = None) -> Refit:
     """Refit the run of a record: the same data, fold, preprocessing, parameters and seed.
 
     The job is composed from the record (:func:`record_job`, which checks its run key) and fitted
@@ -248,8 +264,7 @@ def refit_record(rec: dict, threads: int | None = None):
 
     Returns
     -------
-    tuple
-        ``(estimator, X_train, y_train, X_test, y_test, feature_names, image_shape)``.
+    Refit
 
     Raises
     ------
@@ -258,7 +273,7 @@ def refit_record(rec: dict, threads: int | None = None):
         not the record's.
     """
     from treebench.data import load_dataset
-    from treebench.runner import data_context, fit_fold
+    from treebench.runner import data_context, display_names, fit_fold
 
     job = record_job(rec)
     ds = load_dataset(job.cfg.dataset, data_context(job.cfg, allow_fetch=False))
@@ -277,16 +292,9 @@ def refit_record(rec: dict, threads: int | None = None):
             f"record {rec['key']}: the refit differs from the run in "
             + ", ".join(f"{k} (run {a}, refit {b})" for k, (a, b) in bad.items())
         )
-    names = None
-    try:
-        names = [
-            str(n).split("__", 1)[-1] for n in ff.preprocessor.transformer_.get_feature_names_out()
-        ]
-    except Exception:  # numpy inputs without names
-        names = None
-    if names is not None and all(n.startswith("x") and n[1:].isdigit() for n in names):
-        names = None
-    return ff.est, ff.X_train, ff.y_train, ff.X_test, ff.y_test, names, ds.image_shape
+    return Refit(
+        ff.est, ff.X_train, ff.y_train, ff.X_test, ff.y_test, *display_names(ff, ds), ds.image_shape
+    )
 
 
 # ----------------------------------------------------------------------------- report files
