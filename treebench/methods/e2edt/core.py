@@ -27,6 +27,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from treebench.methods.progress import report
+
 CLAMP_LO = 1e-5
 CLAMP_HI = 1.0 - 1e-5
 LOG_LO = math.log(CLAMP_LO)
@@ -745,6 +747,7 @@ def finetune(
         gamma += dgamma
         if callback is not None:
             callback(epoch)
+        report("finetune epochs", epoch + 1, epochs)
     bank.set_params([p.detach() for p in ps])
     return bank, gamma, pi, info
 
@@ -871,6 +874,7 @@ def _finetune_compiled(
         gamma += dgamma
         if callback is not None:
             callback(epoch)
+        report("finetune epochs", epoch + 1, epochs)
     return (
         bank,
         gamma,
@@ -1142,6 +1146,8 @@ class Grower:
                 for n in cand:
                     if n in fitted:
                         frontier.extend(self._apply(n, fitted[n]))
+                if cand:
+                    report("greedy levels", self.depth[cand[0]] + 1, self.max_depth)
         else:  # best-first by information gain, per tree
             self.pending.update(self._fit([n for n in frontier if self._may_split(n)]))
             n_leaves = [1] * self.n_trees

@@ -56,6 +56,7 @@ from treebench.methods.base import (
     torch_generator,
     validate_sample_weight,
 )
+from treebench.methods.progress import report
 
 _OPTIMIZERS = ("adagrad", "adam")
 _SELECTIONS = ("validation", "last", "test")
@@ -302,6 +303,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
                     net, opt, X_tr, Y_tr, None if uniform_w else W_tr, batches, loss_fn
                 )
             it = stop
+            report("iterations", it, self.n_iterations)
             loss_curve.append((it, mean_loss))
             score = None
             if self.selection == "validation":

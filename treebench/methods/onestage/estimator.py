@@ -66,6 +66,7 @@ from treebench.methods.onestage.strategies import (
     JointRelaxation,
     wdiff,
 )
+from treebench.methods.progress import report
 
 # ----------------------------------------------------------------------------- estimator
 
@@ -293,6 +294,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             arch_noise = strategy.epoch_noise(rng, -(-n_tr // bs), n_int)
             for step, s in enumerate(range(0, n_tr, bs)):
                 strategy.step(self, st, order[s : s + bs], step, arch_noise)
+            report("epochs", epoch, self._max_epochs())
             keep = st.gamma >= 0.5
             loss = strategy.monitored_loss(self, st, mon, keep, disc_loss)
             n_kept = int(reachable(keep, D).sum())

@@ -30,7 +30,7 @@ import time
 from numbers import Integral
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import KFold, train_test_split
 from sklearn.preprocessing import LabelEncoder
@@ -56,6 +56,7 @@ from treebench.methods.base import (
     torch_generator,
     validate_sample_weight,
 )
+from treebench.methods.progress import report
 from treebench.methods.redt.softcart import CRITERIA, build_tree
 
 FOREST_TEACHERS = ("rf", "gbdt")
@@ -239,9 +240,16 @@ def jackknife_soft_labels(
         kf = KFold(int(n_folds), shuffle=True, random_state=rs.randint(2**31 - 1))
         for tr, te in kf.split(X):
             tasks.append((make_teacher(rs.randint(2**31 - 1)), tr, te))
-    outs = Parallel(n_jobs=n_jobs, prefer="threads")(  # sklearn forests release the GIL
-        delayed(_fit_proba)(t, X, y, tr, te, K, sample_weight) for t, tr, te in tasks
-    )
+    outs = []
+    step = effective_n_jobs(n_jobs)  # a batch per round of workers: progress between batches
+    for i in range(0, len(tasks), step):
+        outs += Parallel(
+            n_jobs=n_jobs, prefer="threads"
+        )(  # sklearn forests release the GIL
+            delayed(_fit_proba)(t, X, y, tr, te, K, sample_weight)
+            for t, tr, te in tasks[i : i + step]
+        )
+        report("teacher fits (jackknife)", len(outs), len(tasks))
     S = np.zeros((len(y), K))
     for (_, _, te), P in zip(tasks, outs, strict=True):
         S[te] += P

@@ -34,6 +34,7 @@ from treebench.methods.base import (
     torch_generator,
     validate_sample_weight,
 )
+from treebench.methods.progress import report
 
 
 @register(
@@ -165,6 +166,7 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
                 (loss + pen).backward()
                 opt.step()
                 tot += float(loss.detach()) * len(b)
+            report("epochs", epoch + 1, int(self.max_epochs))
             if self.verbose:
                 print(f"epoch {epoch + 1}: train CE {tot / n:.4f}")
         self.inner_ = Wn.detach().numpy().copy()

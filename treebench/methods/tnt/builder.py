@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.tree import DecisionTreeClassifier
 
 from treebench.methods._flatgraph import compact, topo_order, waves
+from treebench.methods.progress import report
 from treebench.methods.tnt.graph import graph_predict_nodes
 
 # ----------------------------------------------------------------------------- micro trees
@@ -475,11 +476,12 @@ class _TnTBuilder:
 
     def fit(self, N1, N2, prune=True):
         try:
-            for _ in range(N1):
+            for phase in range(N1):
                 self._start_phase()
                 stats = {}
-                for _ in range(N2):
+                for r in range(N2):
                     stats = self.grow()
+                    report("grow rounds", phase * N2 + r + 1, N1 * N2)
                 self.prune_and_merge(stats, do_prune=prune)
         finally:
             self.close()
