@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.conftest import compose_config
 from treebench import runner
@@ -33,3 +34,11 @@ def test_other_seed_other_split_and_overrides_apply(outputs):
 def test_estimator_takes_yaml_params_then_overrides():
     est = make_estimator("tnt_finetune", params={"N1": 1}, random_state=7)
     assert est.finetune_passes > 0 and est.N1 == 1 and est.random_state == 7
+
+
+def test_make_estimator_takes_keyword_parameters():
+    est = make_estimator("tnt", ccp_alpha=1e-3)
+    assert est.get_params()["ccp_alpha"] == 1e-3
+    assert make_estimator("cart", params={"max_depth": 3}, max_depth=4).max_depth == 4
+    with pytest.raises(TypeError, match="Did you mean 'ccp_alpha'"):
+        make_estimator("tnt", ccp_alpa=1e-3)

@@ -123,3 +123,13 @@ def test_submitit_local_sweep_then_nothing_submitted(tmp_path):
     assert len(list((tmp_path / "out" / "multirun").glob("*/.submitit/[0-9]*"))) == 2
     again = run_cli(args, tmp_path, env, timeout=600)
     assert again.returncode == 0 and "2 done already, 0 to launch" in again.stdout
+
+
+def test_shell_completion_offers_config_names():
+    from treebench.cli import complete
+
+    assert ("method=", "") in complete("me")
+    names = [n for n, _ in complete("method=cart,tn")]
+    assert "method=cart,tnt" in names and all(n.startswith("method=cart,tn") for n in names)
+    assert any(n == "dataset=iris" for n, _ in complete("dataset=ir"))
+    assert complete("nosuchgroup=x") == []

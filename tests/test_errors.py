@@ -57,8 +57,11 @@ def test_wrong_type_in_single_run_fails_before_data(tmp_path):
 def test_check_params_uses_declared_constraints_only():
     with pytest.raises(ParamError, match="'n_estimators' parameter of GBDT"):
         check_params(compose(["method=gbdt", "dataset=iris", "method.params.n_estimators=0"]))
-    # tnt declares no constraints: a value only its fit can judge is not checked here
-    check_params(compose(["method=tnt", "dataset=iris", "++method.params.N1=-3"]))
+    # every treebench estimator declares its constraints (#27): tnt's N1 is checked while planning
+    with pytest.raises(ParamError, match="'N1' parameter of TnTClassifier"):
+        check_params(compose(["method=tnt", "dataset=iris", "++method.params.N1=-3"]))
+    # a parameter without a declared constraint is left to fit
+    check_params(compose(["method=tnt", "dataset=iris", "++method.params.min_samples_leaf=-3"]))
     # a method without an estimator for the task is left to the runner (recorded as a skip)
     check_params(compose(["method=sdt", "dataset=diabetes"]))
 

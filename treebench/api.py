@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-from hydra.utils import instantiate
 
-from treebench.data import DataContext, load_dataset
-from treebench.methods.base import get_method
-from treebench.runner import Job, _set_context_params, preprocess_fold
+from treebench.runner import Job, _plain, build_estimator, data_context, prepare_fold
 
 
 @dataclass
@@ -75,32 +70,53 @@ def load_fold(
     FoldArrays
     """
     cfg = compose_config([f"dataset={dataset}", *overrides])
-    mirror = (
-        mirror if mirror is not None else (os.environ.get("TREEBENCH_MIRROR") or cfg.data.mirror)
+    pf = prepare_fold(Job.from_config(cfg, seed), fold, data_context(cfg, mirror, allow_fetch))
+    return FoldArrays(
+        pf.X_train,
+        pf.y_train,
+        pf.X_test,
+        pf.y_test,
+        cfg.dataset.task,
+        pf.ds.image_shape,
+        pf.fold.split_id,
     )
-    ctx = DataContext(Path(cfg.paths.data), mirror, allow_fetch)
-    ds = load_dataset(cfg.dataset, ctx)
-    f = Job.from_config(cfg, seed).split_fold(ds, fold)
-    X_tr, y_tr, X_te, y_te = preprocess_fold(cfg, f, ds)
-    return FoldArrays(X_tr, y_tr, X_te, y_te, cfg.dataset.task, ds.image_shape, f.split_id)
 
 
 def make_estimator(
     method: str,
     task: str = "classification",
     params: dict | None = None,
+    *,
     random_state: int | None = 0,
     n_jobs: int = 1,
     image_shape: tuple | None = None,
+    **kwargs,
 ):
-    """An estimator of a registered method with its YAML's parameters, updated by ``params``.
+    """An estimator of a registered method with its YAML's parameters, updated by ``params`` and
+    keyword parameters: ``make_estimator("tnt", ccp_alpha=1e-3)``.
 
     ``method`` is a ``treebench/conf/method`` file name (a variant such as ``tnt_finetune`` works too).
     ``random_state``, ``n_jobs`` and ``image_shape`` fill what the YAML leaves unset, as the runner does.
+    A name the estimator does not take fails with a did-you-mean among its parameters.
     """
+    from treebench.methods.base import get_entry, suggest
+
     cfg = compose_config([f"method={method}"])
-    kwargs = dict(instantiate(cfg.method.get("params") or {}, _convert_="all"))
-    kwargs.update(params or {})
-    est = get_method(cfg.method.name, task)(**kwargs)
-    _set_context_params(est, n_jobs, random_state, image_shape)
-    return est
+    given = {**(params or {}), **kwargs}
+    cls = get_entry(cfg.method.name).classes.get(task)
+    if cls is not None:
+        names = sorted(cls._get_param_names())
+        for name in given:
+            if name not in names:
+                raise TypeError(
+                    f"{method} ({cls.__name__}) has no parameter {name!r}."
+                    f"{suggest(name, names)} Its parameters: {', '.join(names)}."
+                )
+    return build_estimator(
+        cfg.method.name,
+        task,
+        {**(_plain(cfg.method.get("params")) or {}), **given},
+        threads=n_jobs,
+        random_state=random_state,
+        image_shape=image_shape,
+    )

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,12 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     ctx = DataContext(
         data_dir=_abspath(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=bool(cfg.data.fetch)
     )
-    records = run_job(cfg, store, ctx, log=_job_log, parallel=_launcher_parallelism())
+    try:
+        single = str(HydraConfig.get().mode) != "RunMode.MULTIRUN"
+    except ValueError:
+        single = True
+    with _fit_progress(cfg, single):
+        records = run_job(cfg, store, ctx, log=_job_log, parallel=_launcher_parallelism())
     keys = job_keys(cfg)
     try:  # the sweep summary reads the keys of every job from its output dir
         out = Path(HydraConfig.get().runtime.output_dir)
@@ -88,12 +94,39 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
         tmp = out / ".keys.json.tmp"  # written then renamed: the progress thread reads it meanwhile
         tmp.write_text(json.dumps(keys))
         os.replace(tmp, out / "keys.json")
-        single = str(HydraConfig.get().mode) != "RunMode.MULTIRUN"
     except ValueError:
-        single = True
+        pass
     if single and records:
         print_records(records)
+        if (
+            cfg.get("experiment_name", "adhoc") == "adhoc"
+        ):  # not a paper's protocol: say where it is
+            _print_paper_setting(records[0])
     return records
+
+
+@contextmanager
+def _fit_progress(cfg: DictConfig, single: bool):
+    """A single run shows the progress its method reports (a sweep has its own bar)."""
+    if not single:
+        yield
+        return
+    from treebench.methods.progress import reporting
+    from treebench.progress import FitProgress
+
+    with FitProgress(f"[{cfg.method.name} | {cfg.dataset.name}]") as bar, reporting(bar):
+        yield
+
+
+def _print_paper_setting(rec: dict) -> None:
+    from treebench.report.targets import TargetError, load_all, paper_setting
+
+    try:
+        line = paper_setting(rec["method"], rec["dataset"], load_all())
+    except (TargetError, OSError):  # a broken paper file must not hide the run's result
+        return
+    if line:
+        print(line, flush=True)
 
 
 def sweep_failures(sweep_dir: Path, store) -> int:

@@ -18,7 +18,6 @@ from treebench.term import make_console
 app = typer.Typer(
     help="Train and compare non-greedy and differentiable decision trees; reproduce paper tables.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
 console = make_console()
@@ -32,10 +31,34 @@ _PARAM_RE = re.compile(r"^method\.params\.[A-Za-z_]\w*=")
 _NO_WRITE_FLAGS = ("--cfg", "-c", "--help", "-h", "--info", "-i", "--resolve", "--dry-run")
 
 
-def group_choices(group: str) -> dict[str, str]:
-    """Config names of a group with their one-line descriptions (``description`` or first comment)."""
+def complete(incomplete: str) -> list[tuple[str, str]]:
+    """Shell completion of ``run``/``fetch`` arguments: ``method=``, ``dataset=`` … and their config
+    names with descriptions (``treebench --install-completion`` sets it up)."""
+    if "=" not in incomplete:
+        keys = [f"{g}=" for g in GROUPS] + ["seed=", "seeds=", "split=", "profile=", "-m"]
+        return [(k, "") for k in keys if k.startswith(incomplete)]
+    group, value = incomplete.split("=", 1)
+    if group not in GROUPS:
+        return []
+    head, _, last = value.rpartition(",")  # method=cart,t → method=cart,tnt …
+    prefix = f"{group}={head + ',' if head else ''}"
+    return [
+        (prefix + name, desc[:60])
+        for name, desc in group_choices(group).items()
+        if name.startswith(last)
+    ]
+
+
+def group_choices(group: str, args=()) -> dict[str, str]:
+    """Config names of a group with their one-line descriptions (``description`` or first comment);
+    with ``args``, also those of the directories their ``hydra.searchpath`` adds."""
+    from treebench.config import search_dirs
+
     out = {}
-    for p in sorted((Path(CONF_DIR) / group).glob("*.yaml")):
+    files = [p for d in search_dirs(args) for p in sorted((d / group).glob("*.yaml"))]
+    for p in files:
+        if p.stem in out:
+            continue
         text = p.read_text()
         desc = ""
         try:
@@ -63,7 +86,7 @@ def check_choices(args: list[str]) -> None:
         if not m:
             continue
         group, values = m.groups()
-        choices = group_choices(group)
+        choices = group_choices(group, args)
         for v in values.split(","):
             v = v.strip()
             if v in ("null", "") or v in choices or v.startswith(("choice(", "range(", "glob(")):
@@ -108,8 +131,13 @@ def check_writable(args: list[str]) -> None:
         "-v / --verbose lists every launched job (hydra.verbose=[hydra_plugins])."
     ),
 )
-def run(ctx: typer.Context) -> None:
-    args = list(ctx.args)
+def run(
+    ctx: typer.Context,
+    overrides: list[str] = typer.Argument(
+        None, help="Hydra overrides", autocompletion=lambda incomplete: complete(incomplete)
+    ),
+) -> None:
+    args = [*(overrides or []), *ctx.args]
     check_choices(args)
     args = [f"++{a}" if _PARAM_RE.match(a) else a for a in args]
     if not any(a in _NO_WRITE_FLAGS for a in args):
@@ -214,8 +242,14 @@ def collect(
     experiment: str = typer.Option(None, help="only rows of this experiment"),
     status: str = typer.Option(None, help="only rows with this status (ok, failed, skipped)"),
     ledger: bool = _LEDGER_OPT,
+    csv: bool = typer.Option(
+        False,
+        "--csv",
+        help="also write the table as CSV (slow for large stores; Parquet has it all)",
+    ),
 ) -> None:
-    """Merge the ledger's and the local store's records into one table (outputs/results/results*)."""
+    """Merge the ledger's and the local store's records into one table
+    (outputs/results/results*.parquet)."""
     from treebench.report.console import print_summary
     from treebench.report.tables import summary_table
     from treebench.results import collect as do_collect
@@ -229,6 +263,7 @@ def collect(
         status=status,
         ledger=_ledger(ledger),
         problems=problems,
+        csv=csv,
     )
     console.print(f"{len(df)} rows collected into {out / 'results'}")
     _print_problems(problems)
@@ -272,39 +307,42 @@ def status(
     """Summarise ledger + store: records per experiment, method and status, each failure's reason,
     the local records not yet in the ledger (``treebench ledger add`` moves them), and the SLURM
     jobs of sweeps still queued or running."""
+    import pandas as pd
+
     from treebench.results import Store
-    from treebench.results.ledger import combined_records
-    from treebench.results.table import per_experiment
+    from treebench.results.table import records_frame
     from treebench.slurm import fix_hint
 
     led = _ledger(ledger)
     store_dir = _outputs(outputs) / "store"
-    store = Store(store_dir)
-    recs = [
-        r
-        for rec in combined_records(store.records(), led)
-        for r in per_experiment(rec)  # a fit shared by experiments counts in each
-        if experiment is None or r.get("experiment") == experiment
-    ]
-    if not recs:
+    problems: list = []
+    df = records_frame(store_dir, led, problems)  # a fit shared by experiments counts in each
+    if experiment is not None and not df.empty:
+        df = df[df["experiment"] == experiment]
+    if df.empty:
         console.print("no records")
-    counts: dict[tuple, dict[str, int]] = {}
-    for r in recs:
-        c = counts.setdefault((r.get("experiment"), r["method"], r["dataset"]), {})
-        c[r["status"]] = c.get(r["status"], 0) + 1
-        if led is not None and r["status"] != "failed" and r["key"] not in led:
-            c["local"] = c.get("local", 0) + 1
-    cols = ("ok", "skipped", "failed", "local")
-    where = "ledger + store" if led is not None else "store"
-    t = Table(title=f"{where}: {len(recs)} records (local = done, not in the ledger yet)")
-    for col in ("experiment", "method", "dataset", *cols):
-        t.add_column(col, justify="right" if col in cols else "left")
-    for (exp, m, d), c in sorted(counts.items(), key=lambda kv: tuple(map(str, kv[0]))):
-        t.add_row(str(exp), m, d, *(str(c.get(s, 0)) for s in cols))
-    if recs:
+    else:
+        df = df.assign(
+            local=(df["status"] != "failed") & ~df["key"].isin(led.keys()) if led else False
+        )
+        counts = pd.crosstab(
+            [df["experiment"].astype(str), df["method"], df["dataset"]], df["status"]
+        )
+        counts["local"] = df.groupby([df["experiment"].astype(str), "method", "dataset"])[
+            "local"
+        ].sum()
+        cols = ("ok", "skipped", "failed", "local")
+        where = "ledger + store" if led is not None else "store"
+        t = Table(title=f"{where}: {len(df)} records (local = done, not in the ledger yet)")
+        for col in ("experiment", "method", "dataset", *cols):
+            t.add_column(col, justify="right" if col in cols else "left")
+        for (exp, m, d), c in counts.sort_index().iterrows():
+            t.add_row(exp, m, d, *(str(int(c.get(s, 0))) for s in cols))
         console.print(t)
     hints: dict[str, None] = {}
-    for r in recs:
+    store = Store(store_dir, ledger=led)
+    for row in df[df["status"].isin(["failed", "skipped"])].to_dict("records") if len(df) else []:
+        r = {**(store.get(row["key"]) or {}), **row}  # the full record: a SLURM job's details
         if r["status"] == "failed":
             label, error = "failed", r.get("error")
             if r.get("cluster"):  # a SLURM job ended without this run: "timeout: ...", ...
@@ -314,12 +352,12 @@ def status(
                 f"[red]{label}[/] {r['method']} | {r['dataset']} | seed {r['seed']} | "
                 f"fold {r['fold']}: {error}  ({r['key']})"
             )
-        elif r["status"] == "skipped":
+        else:
             console.print(f"[yellow]skipped[/] {r['method']} | {r['dataset']}: {r.get('reason')}")
     for hint in hints:
         if hint:
             console.print(f"  fix: {hint}", highlight=False)
-    _print_problems(store.problems)
+    _print_problems(problems)
     _print_pending_slurm(store_dir)
 
 
@@ -591,47 +629,114 @@ def ledger_show() -> None:
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def fetch(ctx: typer.Context) -> None:
+def fetch(
+    ctx: typer.Context,
+    overrides: list[str] = typer.Argument(
+        None,
+        help="dataset=… or experiment=…",
+        autocompletion=lambda incomplete: complete(incomplete),
+    ),
+    verify: bool = typer.Option(
+        False,
+        "--verify",
+        help="check the mirror instead of fetching: files, sha256, parsed shape and classes",
+    ),
+) -> None:
     """Fill the data cache: ``treebench fetch dataset=letter`` or ``treebench fetch experiment=NAME``.
 
     Files are verified by sha256; a mirror (``TREEBENCH_MIRROR`` or ``data.mirror=DIR_OR_URL``) is
     tried before the upstream URL. ``dataset=a,b`` fetches several datasets.
+
+    ``treebench fetch --verify`` downloads nothing: it checks every dataset (or those given by
+    ``dataset=a,b`` or ``experiment=NAME``) in the local mirror, or in the data cache when the mirror
+    is not a local directory: each configured file present with its sha256, each part parsed to the
+    configured features and classes (row counts from the mirror's MANIFEST.csv), the whole dataset to
+    the configured shape. Exit status 1 when a present file is wrong; absent files are listed only.
     """
-    from hydra import compose, initialize_config_dir
-
+    from treebench.config import compose
     from treebench.data.fetch import fetch_datasets, sweep_datasets
-    from treebench.schema import register_schema
 
-    register_schema()
-
-    args = list(ctx.args)
+    args = [*(overrides or []), *ctx.args]
     check_choices(args)
     datasets = [a for a in args if a.startswith("dataset=")]
-    others = [a for a in args if not a.startswith("dataset=")]
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=others, return_hydra_config=True)
-        if datasets:
-            names = [
-                n.strip() for a in datasets for n in a.split("=", 1)[1].split(",") if n.strip()
-            ]
-        else:
-            names = sweep_datasets(cfg)
-        data_dir = Path(cfg.paths.data).expanduser().resolve()
-        console.print(
-            f"data cache: {data_dir}" + (f"; mirror: {cfg.data.mirror}" if cfg.data.mirror else "")
+    settings = [a for a in args if a.startswith("dataset.")]  # e.g. dataset.data_id=61
+    others = [a for a in args if not a.startswith(("dataset=", "dataset."))]
+    searchpath = [a for a in others if a.lstrip("+").startswith("hydra.searchpath=")]
+    cfg = compose(others, return_hydra_config=True)
+    if datasets:
+        names = [n.strip() for a in datasets for n in a.split("=", 1)[1].split(",") if n.strip()]
+    elif verify and not any(a.startswith("experiment=") for a in others):
+        names = sorted(group_choices("dataset", others))
+    else:
+        names = sweep_datasets(cfg)
+    data_dir = Path(cfg.paths.data).expanduser().resolve()
+    if verify:
+        _verify_datasets(
+            names, cfg, data_dir, lambda n: compose([*searchpath, f"dataset={n}", *settings])
         )
-        results = fetch_datasets(
-            names,
-            lambda n: compose("config", overrides=[f"dataset={n}"]).dataset,
-            data_dir,
-            cfg.data.mirror,
-            console=console,
-        )
+        return
+    console.print(
+        f"data cache: {data_dir}" + (f"; mirror: {cfg.data.mirror}" if cfg.data.mirror else "")
+    )
+    results = fetch_datasets(
+        names,
+        lambda n: compose([*searchpath, f"dataset={n}", *settings]).dataset,
+        data_dir,
+        cfg.data.mirror,
+        console=console,
+    )
     failed = [n for n, e in results if e]
     if failed:
         err.print(
             f"[red]{len(failed)} of {len(results)} datasets not available:[/] {', '.join(failed)}"
         )
+        raise typer.Exit(1)
+
+
+def _dataset_node(name: str, compose_dataset):
+    """A dataset's config node: its YAML read directly when it is self-contained (composing
+    through Hydra costs ~0.3 s per dataset), else composed."""
+    from omegaconf import OmegaConf
+
+    path = Path(CONF_DIR) / "dataset" / f"{name}.yaml"
+    if path.is_file():
+        node = OmegaConf.load(path)
+        if "defaults" not in node:
+            return node
+    return compose_dataset(name).dataset
+
+
+def _verify_datasets(names, cfg, data_dir: Path, compose_dataset) -> None:
+    """``treebench fetch --verify``: one line per dataset, exit 1 when any is wrong."""
+    import time
+
+    from treebench.data.cache import _local_dir
+    from treebench.data.fetch import read_manifest, verify_dataset
+
+    root = _local_dir(cfg.data.mirror) or data_dir
+    console.print(f"verifying {len(names)} datasets in {root}")
+    manifest = read_manifest(root)
+    t0 = time.perf_counter()
+    results = []
+    for name in names:
+        r = verify_dataset(_dataset_node(name, compose_dataset), root, manifest)
+        results.append(r)
+        colour = {"ok": "green", "missing": "yellow", "failed": "red", "skipped": "dim"}[r.status]
+        have = r.files - len(r.missing)
+        console.print(
+            f"[{colour}]{name}[/]: {r.status} ({have}/{r.files} files, {r.seconds:.1f} s)"
+            + (f"; not in the mirror: {', '.join(r.missing)}" if r.missing else "")
+        )
+        for p in r.problems:
+            console.print(f"    [red]{p}[/]")
+    failed = [r.name for r in results if r.status == "failed"]
+    n = {s: sum(r.status == s for r in results) for s in ("ok", "missing", "skipped")}
+    console.print(
+        f"{n['ok']} ok, {n['missing']} with files missing, {len(failed)} failed, {n['skipped']} "
+        f"without mirror files; {time.perf_counter() - t0:.0f} s"
+    )
+    if failed:
+        err.print(f"[red]verify failed:[/] {', '.join(failed)}")
         raise typer.Exit(1)
 
 
@@ -641,6 +746,7 @@ def _inspect_model(target: str, outputs: str | None, refit: bool):
 
     from treebench.inspect import export_graph
     from treebench.inspect.graph import GraphEnsemble
+    from treebench.inspect.saved import name_graph
     from treebench.inspect.show import RefitError, find_record, model_path, refit_record
 
     out = _outputs(outputs)
@@ -655,15 +761,15 @@ def _inspect_model(target: str, outputs: str | None, refit: bool):
     if rec.get("status") != "ok":
         raise ValueError(f"record {rec['key']} has status {rec.get('status')!r}, nothing to show")
     try:
-        est, X_tr, y_tr, X_te, y_te, names, image_shape = refit_record(rec)
+        fit = refit_record(rec)
     except RefitError as exc:  # would fit something else than the run: say what and stop
         err.print(str(exc), style="red", markup=False, highlight=False)
         raise typer.Exit(1) from exc
-    model = export_graph(est, X_tr, y_tr)
-    if names is not None and len(names) == model.n_features and model.feature_names is None:
-        model.feature_names = names
-    if model.image_shape is None and image_shape is not None:
-        model.image_shape = [int(v) for v in image_shape]
+    X_tr, X_te, y_te = fit.X_train, fit.X_test, fit.y_test
+    model = export_graph(fit.est, X_tr, fit.y_train)
+    name_graph(model, fit.feature_names, fit.class_names)
+    if model.image_shape is None and fit.image_shape is not None:
+        model.image_shape = [int(v) for v in fit.image_shape]
     metric = "test_accuracy" if rec["task"] == "classification" else "test_r2"
     got = None
     if rec["task"] == "classification":

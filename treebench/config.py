@@ -25,6 +25,25 @@ def ledger_dir() -> Path | None:
     return PROJECT_DIR / "results"
 
 
+def search_dirs(overrides=()) -> list[Path]:
+    """Config directories: :data:`CONF_DIR`, then those a ``hydra.searchpath=[file://DIR,...]``
+    override adds (a user's own configs, e.g. ``DIR/dataset/mydata.yaml``; ``pkg://`` entries
+    are left to Hydra)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    dirs = [Path(CONF_DIR)]
+    wanted = [o for o in overrides if o.lstrip("+~").startswith("hydra.searchpath=")]
+    for o in OverridesParser.create().parse_overrides(wanted):
+        value = o.value()
+        for entry in value if isinstance(value, list) else [value]:
+            entry = str(entry)
+            if entry.startswith("file://"):
+                dirs.append(Path(entry[len("file://") :]).expanduser())
+            elif "://" not in entry:
+                dirs.append(Path(entry).expanduser())
+    return dirs
+
+
 def compose(overrides=(), return_hydra_config: bool = False):
     """Compose ``treebench/conf/config.yaml`` with command-line style overrides (``dataset=letter``, ...)."""
     from hydra import compose as hydra_compose

@@ -1,4 +1,5 @@
-"""Method parameters checked while a job is planned: unknown names and values the estimator rejects."""
+"""A job checked while it is planned: its dataset config resolves, and its method parameters are
+names and values the estimator takes."""
 
 from __future__ import annotations
 
@@ -12,11 +13,32 @@ from treebench.methods.base import get_entry, suggest
 
 
 class ParamError(ValueError):
-    """A method parameter the estimator does not take, or a value its declared constraints reject."""
+    """A method parameter the estimator does not take, a value its declared constraints reject, or
+    a dataset setting that is missing or names no usable file."""
 
 
 def _plain(node) -> Any:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+
+def check_dataset(cfg: DictConfig) -> None:
+    """The job's dataset config resolves: required settings given (``dataset=csv`` needs
+    ``dataset.path`` and ``dataset.target``), the user's file exists. Raises :class:`ParamError`."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    node = cfg.dataset
+    missing = [f"dataset.{k}=…" for k in node if OmegaConf.is_missing(node, k)]
+    if missing:
+        raise ParamError(
+            f"this dataset config needs {' '.join(missing)} ({node.get('description', '')})"
+        )
+    try:
+        _plain(node)
+    except OmegaConfBaseException as exc:  # a resolver's error, e.g. no such file
+        cause = exc
+        while cause.__cause__ is not None or cause.__context__ is not None:
+            cause = cause.__cause__ or cause.__context__
+        raise ParamError(f"dataset: {cause}") from None
 
 
 def check_params(cfg: DictConfig) -> None:
@@ -37,6 +59,7 @@ def check_params(cfg: DictConfig) -> None:
     ParamError
         Naming the method, the parameter and its allowed values (or the close names).
     """
+    check_dataset(cfg)
     method = cfg.method.name
     cls = get_entry(method).classes.get(cfg.dataset.get("task"))
     if cls is None:  # the runner records the unsupported task as a skip

@@ -7,6 +7,7 @@ import json
 import threading
 from pathlib import Path
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from treebench.results.store import Store
@@ -82,3 +83,61 @@ class SweepProgress:
                 bar.update(task, completed=s["finished"], detail=detail)
                 if stopping:
                     break
+
+
+class FitProgress:
+    """Renders the progress a method reports (:mod:`treebench.methods.progress`) for one job.
+
+    On a terminal: a rich bar per phase (epochs, iterations, grow rounds, teacher fits), removed
+    when the job ends. Off a terminal (nohup, SLURM, ``tee``): a plain line at most every
+    ``every`` seconds, so a log shows a long fit moving without filling up.
+    """
+
+    def __init__(self, label: str, console=None, every: float = 30.0):
+        import time
+
+        self.label = label
+        self.console = console or make_console(stderr=True)
+        self.every = every
+        self._time = time.monotonic
+        self._last = self._time()
+        self._start = self._last
+        self._bar: Progress | None = None
+        self._tasks: dict[str, int] = {}
+
+    def __enter__(self) -> FitProgress:
+        if self.console.is_terminal:
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def __call__(self, phase: str, done: int, total: int | None) -> None:
+        if self._bar is not None:
+            if phase not in self._tasks:
+                self._tasks[phase] = self._bar.add_task(
+                    escape(f"{self.label} {phase}"), total=total
+                )
+            self._bar.update(self._tasks[phase], completed=done, total=total)
+            return
+        now = self._time()
+        if now - self._last >= self.every or (total is not None and done >= total):
+            if now - self._start < self.every:  # a fit shorter than one interval says nothing
+                return
+            self._last = now
+            of = f"/{total}" if total is not None else ""
+            self.console.print(
+                f"{self.label} {phase} {done}{of} ({now - self._start:.0f} s)",
+                highlight=False,
+                markup=False,
+            )

@@ -200,17 +200,84 @@ class Skip(Exception):
     """A job that cannot run for a recorded reason (wrong task type, unusable data)."""
 
 
-def _fit_preprocess(cfg: DictConfig, fold, ds):
-    """The dataset's preprocessor fitted on the fold's train part."""
+def data_context(cfg: DictConfig, mirror: str | None = None, allow_fetch: bool | None = None):
+    """Where a composed config's data live: ``paths.data``, ``data.mirror`` and ``data.fetch``
+    (``mirror`` and ``allow_fetch``, when given, replace the config's)."""
+    return DataContext(
+        Path(cfg.paths.data),
+        cfg.data.mirror if mirror is None else mirror,
+        bool(cfg.data.fetch) if allow_fetch is None else bool(allow_fetch),
+    )
+
+
+@dataclass
+class PreparedFold:
+    """One fold of a dataset, split and preprocessed as the runner does it.
+
+    Attributes
+    ----------
+    ds : Dataset
+        The loaded dataset (``image_shape``, ``categorical`` ...).
+    fold : Fold
+        The split's fold (``index``, ``split_id``, ``train``, ``test``, ``val``).
+    preprocessor : Preprocessor
+        The dataset's preprocessing, fitted on the fold's train part.
+    X_train, y_train, X_test, y_test : array
+        The fold's parts after preprocessing.
+    """
+
+    ds: Any
+    fold: Any
+    preprocessor: Any
+    X_train: Any
+    y_train: Any
+    X_test: Any
+    y_test: Any
+
+
+def preprocess_fold(cfg: DictConfig, fold, ds) -> PreparedFold:
+    """Fit the dataset's preprocessing on the fold's train part and transform both parts."""
     pre = instantiate(cfg.dataset.preprocess)
     pre.fit(fold.train.X, fold.train.y, categorical=ds.categorical)
-    return pre
+    X_tr, X_te = pre.transform(fold.train.X), pre.transform(fold.test.X)
+    return PreparedFold(ds, fold, pre, X_tr, fold.train.y, X_te, fold.test.y)
 
 
-def preprocess_fold(cfg: DictConfig, fold, ds) -> tuple:
-    """The dataset's preprocessing fitted on the fold's train part: (X_train, y_train, X_test, y_test)."""
-    pre = _fit_preprocess(cfg, fold, ds)
-    return pre.transform(fold.train.X), fold.train.y, pre.transform(fold.test.X), fold.test.y
+def prepare_fold(job: Job, fold: int, data_ctx: DataContext | None = None, ds=None) -> PreparedFold:
+    """Load (unless ``ds`` is given), split and preprocess fold ``fold`` of the job's dataset.
+
+    The data path of the runner, of :func:`treebench.api.load_fold` and of refitting a record.
+    """
+    if ds is None:
+        ds = load_dataset(job.cfg.dataset, data_ctx or data_context(job.cfg))
+    return preprocess_fold(job.cfg, job.split_fold(ds, fold), ds)
+
+
+def build_estimator(
+    method: str,
+    task: str,
+    params: dict | None,
+    *,
+    threads: int = 1,
+    random_state: int | None = None,
+    image_shape=None,
+):
+    """The estimator of a registered method, as the runner builds it.
+
+    ``params`` (a method config's ``params``, ``_target_`` nodes included) are instantiated and
+    passed to the method's class for ``task``; the runner-owned parameters the config leaves unset
+    (``random_state``, ``n_jobs``, ``image_shape``) are filled from the other arguments.
+
+    Raises
+    ------
+    UnsupportedTaskError
+        The method has no estimator for ``task``.
+    """
+    cls = get_method(method, task)
+    kwargs = instantiate(params, _convert_="all") if params else {}
+    est = cls(**kwargs)
+    _set_context_params(est, threads, random_state, image_shape)
+    return est
 
 
 def eval_set_kwargs(est, X_te, y_te) -> dict:
@@ -265,36 +332,40 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
     Skip
         The method does not support the dataset's task, or the train part has one class.
     """
-    cfg = job.cfg
-    task = cfg.dataset.task
+    task = job.cfg.dataset.task
     try:
-        cls = get_method(job.method, task)
+        get_method(job.method, task)
     except UnsupportedTaskError as exc:
         raise Skip(str(exc)) from exc
     if task == "classification" and np.unique(fold.train.y).size < 2:
         raise Skip("training data has a single class")
 
-    pre = _fit_preprocess(cfg, fold, ds)
-    X_tr, y_tr = pre.transform(fold.train.X), fold.train.y
-    X_te, y_te = pre.transform(fold.test.X), fold.test.y
-
-    params = instantiate(job.params, _convert_="all") if job.params else {}
-    est = cls(**params)
+    pf = preprocess_fold(job.cfg, fold, ds)
+    X_tr, y_tr, X_te, y_te = pf.X_train, pf.y_train, pf.X_test, pf.y_test
     method_seed = derive_seed(job.seed, job.dataset, fold.index, job.method)
-    _set_context_params(est, threads, method_seed, ds.image_shape)
+    est = build_estimator(
+        job.method,
+        task,
+        job.params,
+        threads=threads,
+        random_state=method_seed,
+        image_shape=ds.image_shape,
+    )
     fit_kw = eval_set_kwargs(est, X_te, y_te)
 
     with threadpool_limits(limits=threads):
         t0 = time.perf_counter()
         est.fit(X_tr, y_tr, **fit_kw)
         fit_s = time.perf_counter() - t0
-    return FittedFold(est, pre, X_tr, y_tr, X_te, y_te, method_seed, bool(fit_kw), fit_s)
+    return FittedFold(
+        est, pf.preprocessor, X_tr, y_tr, X_te, y_te, method_seed, bool(fit_kw), fit_s
+    )
 
 
 def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
     """Fit and evaluate one fold; return the measured fields of the record.
 
-    ``on_fit(est, X_train, y_train)``, if given, runs after fitting and returns extra record fields
+    ``on_fit(fitted_fold, ds)``, if given, runs after fitting and returns extra record fields
     (used to save the model when ``save_model=true``).
     """
     task = job.cfg.dataset.task
@@ -330,8 +401,28 @@ def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
         "resolved_params": {k: repr(v) for k, v in est.get_params(deep=False).items()},
     }
     if on_fit is not None:
-        out.update(on_fit(est, X_tr, y_tr))
+        out.update(on_fit(ff, ds))
     return out
+
+
+def display_names(ff: FittedFold, ds) -> tuple[list | None, list | None]:
+    """(feature names after preprocessing, class names by class index) to show a fitted model with.
+
+    Features: the preprocessor's output names (one-hot columns named by their value), else the
+    dataset's own names when the columns kept their count (numpy inputs come out as x0, x1, ...).
+    Classes: the dataset's names for its labels (``setosa``), else its original labels.
+    """
+    try:
+        names = [
+            str(n).split("__", 1)[-1] for n in ff.preprocessor.transformer_.get_feature_names_out()
+        ]
+    except Exception:  # numpy inputs without names
+        names = None
+    if names is None or all(n.startswith("x") and n[1:].isdigit() for n in names):
+        own = ds.meta.get("feature_names") or []
+        names = [str(n) for n in own] if len(own) == ff.X_train.shape[1] else None
+    classes = ds.meta.get("class_names") or ds.meta.get("classes")
+    return names, ([str(c) for c in classes] if ds.task == "classification" and classes else None)
 
 
 def job_keys(cfg: DictConfig) -> list[str]:
@@ -415,7 +506,9 @@ def _model_saver(cfg: DictConfig, store: Store, key: str):
         return None
     from treebench.inspect.saved import save_fitted_model
 
-    return lambda est, X, y: save_fitted_model(store.root, key, est, X, y)
+    return lambda ff, ds: save_fitted_model(
+        store.root, key, ff.est, ff.X_train, ff.y_train, *display_names(ff, ds)
+    )
 
 
 def summary_line(rec: dict) -> str:

@@ -7,7 +7,7 @@ from enum import Enum
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 
 class Profile(Enum):
@@ -55,6 +55,23 @@ class TreebenchConf:
     data: DataConf = field(default_factory=DataConf)
 
 
+def _file_sha256(path: str) -> str:
+    from treebench.data.sources.local import file_sha256
+
+    return file_sha256(path)
+
+
+def _file_stem(path: str) -> str:
+    from pathlib import Path
+
+    name = Path(str(path)).name
+    return name.split(".", 1)[0] or name
+
+
 def register_schema() -> None:
-    """Store the schema as ``treebench_schema`` (first entry of the config's defaults list)."""
+    """Store the schema as ``treebench_schema`` (first entry of the config's defaults list) and
+    register the resolvers dataset configs use (``file_stem``, ``file_sha256`` of a user's file)."""
     ConfigStore.instance().store(name="treebench_schema", node=TreebenchConf)
+    for name, fn in (("file_sha256", _file_sha256), ("file_stem", _file_stem)):
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn, use_cache=True)

@@ -17,6 +17,9 @@ REQUIRED = (
 ).split()
 IMAGES = {"mnist": [28, 28], "fashion_mnist": [28, 28], "usps": [16, 16], "optdigits": [8, 8]}
 ALL = sorted(p.stem for p in CONF.glob("*.yaml"))
+#: configs for the user's own data (a file, an OpenML id): a required ``???`` setting, no shape
+TEMPLATES = ["csv", "openml"]
+DATASETS = [n for n in ALL if n not in TEMPLATES]
 
 
 def _load(name):
@@ -36,7 +39,11 @@ def test_every_required_dataset_has_a_config():
     assert not set(REQUIRED) - set(ALL)
 
 
-@pytest.mark.parametrize("name", ALL)
+def test_templates_are_the_configs_with_required_settings():
+    assert [n for n in ALL if "???" in _load(n).values()] == TEMPLATES
+
+
+@pytest.mark.parametrize("name", DATASETS)
 def test_config_keys(name):
     cfg = _load(name)
     assert cfg["name"] == name
@@ -50,7 +57,7 @@ def test_config_keys(name):
     assert cfg["split"]["_target_"].startswith("treebench.data.splits.")
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", DATASETS)
 def test_file_specs_have_real_urls_and_manifest_checksums(name):
     cfg = _load(name)
     specs = list(_specs(cfg["loader"]))

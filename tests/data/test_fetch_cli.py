@@ -26,3 +26,23 @@ def test_fetch_dataset_and_experiment(tmp_path, mirror, monkeypatch):
 def test_fetch_unknown_dataset_lists_choices():
     res = CliRunner().invoke(app, ["fetch", "dataset=lettr"])
     assert res.exit_code == 2
+
+
+def test_sweep_datasets_reads_params_and_rows():
+    from omegaconf import OmegaConf
+
+    from treebench.data.fetch import sweep_datasets
+
+    cfg = OmegaConf.create(
+        {
+            "dataset": {"name": "digits"},
+            "hydra": {
+                "sweeper": {
+                    "params": {"dataset": "iris,wine", "seed": "0,1"},
+                    "rows": ["dataset=letter method=tnt", "method=cart dataset=iris", "method=rf"],
+                }
+            },
+        }
+    )
+    assert sweep_datasets(cfg) == ["iris", "wine", "letter"]
+    assert sweep_datasets(OmegaConf.create({"dataset": {"name": "digits"}})) == ["digits"]

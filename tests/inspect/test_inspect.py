@@ -296,7 +296,8 @@ def test_render_calls_dot_in_the_dot_files_folder(tmp_path, monkeypatch, data, w
 def test_cnn_split_tree_is_not_exportable():
     from types import SimpleNamespace
 
-    from treebench.inspect.export import NotExportableError, e2edt_graph
+    from treebench.inspect.export import NotExportableError
+    from treebench.methods.e2edt.export import e2edt_graph
 
     est = SimpleNamespace(struct_=None, bank_=SimpleNamespace(kind="cnn"), n_features_in_=4)
     with pytest.raises(NotExportableError, match="split_features='linear'"):

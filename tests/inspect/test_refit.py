@@ -12,6 +12,7 @@ from tests.conftest import REPO, compose_config, run_cli
 from tests.data.tb_data_helpers import MIRROR
 from treebench.api import load_fold
 from treebench.inspect import load_graph
+from treebench.inspect.explain import rules_text
 from treebench.inspect.show import RefitError, record_job, refit_overrides, refit_record
 from treebench.runner import Job
 
@@ -67,12 +68,13 @@ def test_refit_record_reproduces_the_run_in_process(crx_ordinal, monkeypatch):
     _, env, rec = crx_ordinal
     monkeypatch.setenv("TREEBENCH_MIRROR", env["TREEBENCH_MIRROR"])
     assert load_fold("crx", seed=0).X_train.shape[1] == 46  # the config's one-hot encoding
-    est, X_tr, y_tr, X_te, y_te, names, _ = refit_record(rec)
+    fit = refit_record(rec)
+    est, X_tr, y_tr, X_te, y_te = fit.est, fit.X_train, fit.y_train, fit.X_test, fit.y_test
     assert X_tr.shape == (rec["n_train"], 15) and len(y_te) == rec["n_test"]
     assert float(est.score(X_te, y_te)) == rec["metrics"]["test_accuracy"]
     assert float(est.score(X_tr, y_tr)) == rec["metrics"]["train_accuracy"]
     assert est.random_state == rec["method_seed"]
-    assert len(names) == 15
+    assert len(fit.feature_names) == 15
 
 
 @needs_crx
@@ -94,8 +96,10 @@ def test_record_without_overrides_refits_when_its_key_matches(tmp_path, outputs)
     assert r.returncode == 0, r.stderr[-2000:]
     (rec,) = _records(outputs)
     del rec["overrides"]
-    est, _, _, X_te, y_te, _, _ = refit_record(rec)
-    assert float(est.score(X_te, y_te)) == rec["metrics"]["test_accuracy"]
+    fit = refit_record(rec)
+    assert float(fit.est.score(fit.X_test, fit.y_test)) == rec["metrics"]["test_accuracy"]
+    assert fit.feature_names[2] == "petal length (cm)"  # the dataset's own names
+    assert fit.class_names == ["setosa", "versicolor", "virginica"]
 
 
 def _fake_record(overrides: list[str], with_overrides: bool = True) -> dict:
@@ -230,3 +234,18 @@ def test_experiment_rows_and_params_refit(tmp_path):
     got, want = _refit_accuracy(r.stdout)
     assert got == want and want == pytest.approx(iris["metrics"]["test_accuracy"], abs=5e-5)
     assert load_graph(tmp_path / "iris.json").n_features == 4
+
+
+def test_saved_and_refitted_models_use_the_dataset_names(tmp_path, outputs):
+    from treebench.inspect.graph import GraphEnsemble
+
+    r = run_cli(
+        ["run", "method=cart", "dataset=iris", "save_model=true", "threads=1"], cwd=tmp_path
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    (rec,) = _records(outputs)
+    saved = GraphEnsemble.load(rec["model_path"])
+    assert saved.feature_names[3] == "petal width (cm)"
+    assert saved.class_names == ["setosa", "versicolor", "virginica"]
+    assert saved.classes == [0, 1, 2]  # predictions keep the labels the records are scored on
+    assert "then class setosa" in rules_text(saved)

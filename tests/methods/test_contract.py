@@ -120,6 +120,17 @@ def test_invalid_values_raise_invalid_parameter_error(name, task, data):
             est.fit(X, y)
 
 
+@pytest.mark.parametrize(("name", "task"), CASES)
+def test_parameters_are_declared_the_sklearn_way(name, task):
+    """Every parameter has a ``_parameter_constraints`` entry ("no_validation" where fit judges it)
+    and a value of a wrong type is rejected by fit before any work (scikit-learn's own check)."""
+    from sklearn.utils.estimator_checks import check_param_validation
+
+    est = smoke_estimator(name, task)
+    assert set(est._parameter_constraints) == set(est.get_params(deep=False))
+    check_param_validation(type(est).__name__, est)
+
+
 # ----------------------------------------------------------------------------- scikit-learn's checks
 
 # Settings for scikit-learn's estimator checks, on top of smoke_params: fast, and each reaches the

@@ -13,8 +13,11 @@ torch = pytest.importorskip("torch")
 from sklearn.base import clone  # noqa: E402
 from sklearn.datasets import load_digits, load_iris  # noqa: E402
 
-from treebench.methods import _e2edt_core as core  # noqa: E402
-from treebench.methods.e2edt import E2EDFClassifier, E2EDTClassifier  # noqa: E402
+from treebench.methods.e2edt import (  # noqa: E402
+    E2EDFClassifier,
+    E2EDTClassifier,
+    core,  # noqa: E402
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 torch.set_num_threads(1)
@@ -565,7 +568,7 @@ def test_module_import_does_not_import_torch():
 # ----------------------------------------------------------------------------- compiled kernels
 
 
-kn = pytest.importorskip("treebench.methods._e2edt_kernels")
+kn = pytest.importorskip("treebench.methods.e2edt.kernels")
 
 
 @pytest.fixture

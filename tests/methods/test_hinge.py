@@ -13,7 +13,6 @@ from sklearn.datasets import load_diabetes, load_digits, load_iris
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
-from treebench.methods._hinge_torch import HingeForest, HingeNet, RunningBatchNorm  # noqa: E402
 from treebench.methods.base import InvalidParameterError  # noqa: E402
 from treebench.methods.hinge import (  # noqa: E402
     HingeFernClassifier,
@@ -21,6 +20,7 @@ from treebench.methods.hinge import (  # noqa: E402
     HingeForestClassifier,
     HingeForestRegressor,
 )
+from treebench.methods.hinge.net import HingeForest, HingeNet, RunningBatchNorm  # noqa: E402
 
 CONF = Path(__file__).resolve().parents[2] / "treebench" / "conf" / "method"
 
@@ -223,7 +223,7 @@ def test_sklearn_contract_and_iris(cls):
 def test_rowwise_inference_matches_batch_forward(pool):
     """Predictions are per row (the float32 BLAS sums of the pool and head depend on the batch
     size; they are accumulated in float64 at inference) and equal those of the batched forward
-    pass used before: the same classes, probabilities within float32 rounding."""
+    pass: the same classes, probabilities within float32 rounding."""
     X, y = load_digits(return_X_y=True)
     X, y = X[:400], y[:400]
     kw = {"features": "conv", "n_features": 6, "image_shape": (8, 8)} if pool == "conv" else {}
@@ -391,7 +391,7 @@ def test_compiled_path_equals_gather_path(kind):
 def test_hinge_adam_equals_torch_adam():
     """HingeAdam (numba; sparse leaf rows consumed without materialising zeros) == torch.optim.Adam
     fed the same gradients densely, over steps where many entries get no gradient."""
-    from treebench.methods._hinge_torch import HingeAdam
+    from treebench.methods.hinge.net import HingeAdam
 
     gen = torch.Generator().manual_seed(0)
     p0 = [torch.randn(6, 8, 3, generator=gen), torch.randn(17, generator=gen)]
@@ -425,7 +425,7 @@ def test_compiled_uci_training_equals_torch_path(kind, task):
     gives the torch path's parameters, BN statistics and losses (float64, 150 steps)."""
     import copy
 
-    from treebench.methods._hinge_torch import (
+    from treebench.methods.hinge.net import (
         CompiledUCITrainer,
         _kernels,
         make_optimizer,

@@ -13,6 +13,8 @@ from treebench.methods.onestage import (
     OneStageGumbelClassifier,
     OneStageJointClassifier,
     OneStageRegressor,
+)
+from treebench.methods.onestage.core import (
     collapse_neutral_splits,
     node_values,
     reachable,
@@ -197,7 +199,7 @@ def test_closed_form_values_equal_brute_force_means():
 
 
 def test_compiled_router_matches_numpy_router():
-    import treebench.methods.onestage as mod
+    import treebench.methods.onestage.core as mod
 
     rng = np.random.RandomState(0)
     Xa = np.hstack([rng.randn(5000, 7), np.ones((5000, 1))]).astype(np.float32)
@@ -308,12 +310,9 @@ def test_bagging_and_adaboost_accept_it():
 
 
 def test_regression_gamma_step_prunes_a_useless_tree_early():
-    """The regression step (0.1 on the standardised MSE) prunes a tree that is worse than the mean on
-    validation within a few epochs (here pure-noise targets: the root goes in epoch 2; in epoch 4 with
-    ``router_init='data'``); a 10x smaller
-    step keeps every node over the same epochs -- the trade-off of the session-5 diagnosis (early
-    pruning freezes untrained subtrees on fri589/fri620; without it fri586/housing overfit). The
-    classification default stays 1.0."""
+    """The regression gamma step (0.1 on the standardised MSE) prunes the whole tree on pure-noise
+    targets within 6 epochs; a 10x smaller step keeps every node. Classification's step is 1.0.
+    (Why 0.1: docs/methods/onestage.md.)"""
     assert OneStageRegressor()._gamma_step() == 0.1
     assert OneStageClassifier()._gamma_step() == 1.0
     rng = np.random.RandomState(0)
@@ -326,10 +325,9 @@ def test_regression_gamma_step_prunes_a_useless_tree_early():
 
 
 def test_pruned_subtree_and_one_sided_last_split_get_no_router_gradient():
-    """The two ways a regression fit loses capacity for good (session-5 diagnosis): the routers below
-    a pruned node get no gradient (the subtree is frozen while pruned), and a one-sided split just
-    above the leaves, whose empty child copies its parent's value (Eq. 17 + empty-node rule), has
-    equal children and so a zero router gradient."""
+    """The routers below a pruned node get no gradient (the subtree is frozen while pruned), and a
+    one-sided split just above the leaves, whose empty child copies its parent's value (Eq. 17 +
+    empty-node rule), has equal children and so a zero router gradient."""
     est, Xa, t, W, V, keep, D, rng = _setup("regression", D=3, n=60)
     keep[:] = True
     keep[1] = False  # node 1 pruned: its children 3, 4 are split nodes of a frozen subtree
@@ -399,7 +397,7 @@ def test_data_router_init_centres_every_reached_split():
     splits of a depth-6 tree are one-sided on shifted data; after centring each bias on the median of
     its node's rows, every split reached by two or more rows sends rows both ways, all 63 are reached,
     the directions are unchanged and each node's mean bias is kept."""
-    from treebench.methods.onestage import center_router_biases
+    from treebench.methods.onestage.core import center_router_biases
 
     rng = np.random.RandomState(0)
     n, d, D = 300, 5, 6

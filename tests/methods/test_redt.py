@@ -9,13 +9,13 @@ from sklearn.datasets import load_iris
 from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from treebench.methods._softcart import HAVE_NUMBA, best_split_numpy, build_tree
 from treebench.methods.base import get_method
 from treebench.methods.redt import (
     ReDTClassifier,
     jackknife_soft_labels,
     pair_heldout_soft_labels,
 )
+from treebench.methods.redt.softcart import HAVE_NUMBA, best_split_numpy, build_tree
 
 BACKENDS = ["numpy"] + (["numba"] if HAVE_NUMBA else [])
 

@@ -93,8 +93,7 @@ def test_bad_backend():
 
 def test_e2edt_predict_matches_torch_routing(digits):
     pytest.importorskip("torch")
-    from treebench.methods import _e2edt_core as core
-    from treebench.methods.e2edt import E2EDFClassifier, E2EDTClassifier
+    from treebench.methods.e2edt import E2EDFClassifier, E2EDTClassifier, core
 
     X, y = digits
     for est in (
@@ -119,7 +118,7 @@ def test_e2edt_predict_matches_torch_routing(digits):
 @pytest.mark.parametrize("depth", [1, 3, 6])
 def test_hinge_compiled_route_matches_torch(depth):
     torch = pytest.importorskip("torch")
-    from treebench.methods import _hinge_torch as H
+    from treebench.methods.hinge import net as H
 
     if H.numba is None:
         pytest.skip("numba not installed")

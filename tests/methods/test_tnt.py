@@ -10,17 +10,16 @@ from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
 from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeClassifier
 
+from treebench.methods._flatgraph import compact, dag_depth
 from treebench.methods.base import get_method
 from treebench.methods.tnt import (
     NDGClassifier,
     TnTAdaBoost,
     TnTBagging,
     TnTClassifier,
-    _TnTBuilder,
-    compact,
-    dag_depth,
     graph_predict_nodes,
 )
+from treebench.methods.tnt.builder import _TnTBuilder
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +94,7 @@ def test_micro_tree_kernel_matches_sklearn_ccp():
     on tie-free data; the kernel's branch-and-bound growth must not change the pruned tree at any C);
     C = 0 grows to purity without pruning (scikit-learn also splits nodes whose
     impurity is a rounding error above 0, so node counts are not compared there)."""
-    from treebench.methods import _tnt_core as core
+    from treebench.methods.tnt import core
 
     rs = np.random.RandomState(1)
     n, d, K = 1500, 6, 3
@@ -155,7 +154,7 @@ def test_vectorized_predict_equals_slow_traversal(seed):
     leaf2, steps2 = slow_traverse(X, f, t, lft, rgt)
     np.testing.assert_array_equal(leaf, leaf2)
     np.testing.assert_array_equal(steps, steps2)
-    leaf3, steps3 = graph_predict_nodes(X, f, t, lft, rgt, max_steps=len(f) + 1)  # numpy loop
+    leaf3, steps3 = graph_predict_nodes(X, f, t, lft, rgt, backend="numpy")
     np.testing.assert_array_equal(leaf3, leaf2)
     np.testing.assert_array_equal(steps3, steps2)
     assert dag_depth(lft, rgt) >= steps.max()
@@ -181,12 +180,8 @@ def test_handmade_corners_graph_needs_4_splits_while_cart_needs_6():
 
 @pytest.mark.parametrize("backend", ["numba", "sklearn"])
 def test_tnt_on_corners_keeps_the_6_split_tree_like_the_reference(backend):
-    """Fig. 2's 4-split graph is representable (test above) but Algorithm 2 does not reach it from the
-    6-split CART of phase 1: at every internal node the care set only holds samples routed there, and
-    they are separated again by the node's own test (e.g. at the root only x <= 0.75 reaches the
-    differing subgraphs, learnt as x <= 0.25), so no micro tree ever wires two leaves to one child.
-    The public reference code gives the same 6 splits (measured for C in {1e-3, 1e-2, 3e-2}, seeds
-    0-3), so this is the algorithm's behaviour, not an implementation gap."""
+    """On Fig. 2's corners TnT keeps phase 1's 6-split CART, as the reference code does (not the
+    paper's 4-split graph; why: docs/methods/tnt.md, "Fig. 2")."""
     X, y = corners()
     cart = DecisionTreeClassifier(ccp_alpha=1e-3, random_state=0).fit(X, y)
     tnt = TnTClassifier(ccp_alpha=1e-3, N1=3, random_state=0)

@@ -118,6 +118,15 @@ def test_for_experiment_merges_unavailable():
             "needs 'name', 'x' and 'y'",
         ),
         ("targets: [1, 2", "not valid YAML"),
+        (
+            "targets:\n  - {id: a, kind: relation, experiment: e, lhs: {methd: a}, rhs: b, metric: x}",
+            "(id a): lhs: unknown keys ['methd']",
+        ),
+        (
+            "targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, metric: x, runs: 0}",
+            "(id a): runs must be >= 1, got 0",
+        ),
+        ("defaults: {op: '=='}\ntargets: []", "defaults.op: must be one of"),
     ],
 )
 def test_bad_files_give_clear_errors(tmp_path, body, message):
@@ -136,3 +145,13 @@ def test_error_names_the_target(tmp_path):
     )
     with pytest.raises(TargetError, match=r"targets\[0\] \(id t1/x\): tolerance must be >= 0"):
         load_paper(p)
+
+
+def test_paper_setting_names_the_experiment_and_number():
+    from treebench.report.targets import load_all, paper_setting
+
+    papers = load_all()
+    line = paper_setting("hinge_forest", "letter", papers)
+    assert line is not None and "experiment=rhf_table3 dataset=letter" in line
+    assert "Random Hinge Forest" in line
+    assert paper_setting("cart", "iris", papers) is None  # only CI guards know iris

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from treebench.results import JobBusyError, Store, collect, run_key
@@ -65,7 +66,9 @@ def test_collect_flattens(tmp_path):
     df = collect(tmp_path / "store", tmp_path / "results")
     assert len(df) == 2 and {"param.a", "test_accuracy", "n_splits"} <= set(df.columns)
     assert (tmp_path / "results" / "results.parquet").exists()
-    assert (tmp_path / "results" / "results.csv").exists()
+    assert not (tmp_path / "results" / "results.csv").exists()  # CSV on request only
+    collect(tmp_path / "store", tmp_path / "results", csv=True)
+    assert len(pd.read_csv(tmp_path / "results" / "results.csv")) == 2
 
 
 def test_collect_writes_parquet_with_mixed_param_types(tmp_path):

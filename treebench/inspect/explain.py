@@ -135,7 +135,7 @@ def leaf_parts(model: GraphEnsemble, g: DecisionGraph, i: int) -> tuple[str, str
             if model.classes is None:
                 name = k
             else:
-                name = model.classes[-1] if v.shape[0] == 1 else model.classes[k]
+                name = model.class_name(len(model.classes) - 1 if v.shape[0] == 1 else k)
             head = f"score[{name}] {_fmt(v[k])}"
         else:
             kind = "logits" if g.soft else "scores"
@@ -143,7 +143,7 @@ def leaf_parts(model: GraphEnsemble, g: DecisionGraph, i: int) -> tuple[str, str
     else:
         k = int(np.argmax(v))
         tot = v.sum()
-        head = f"class {model.classes[k]}"
+        head = f"class {model.class_name(k)}"
         if 0 < v[k] < tot:
             stats.append(f"p={v[k] / tot:.2f}")
     if g.n_samples is not None:

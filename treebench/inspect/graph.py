@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from treebench.methods import _flatgraph as flatgraph
+
 FORMAT = "treebench.decision_graph/1"
 COMBINES = ("mean", "sum", "linear", "samme", "median")
 OUTPUTS = ("proba", "normalize", "softmax", "logistic", "samme", "identity")
@@ -32,6 +34,10 @@ _ARRAYS = (
     "class_counts",
 )
 _INT_ARRAYS = ("left", "right", "feature", "weight_feature")
+
+
+class NotExportableError(TypeError):
+    """A fitted model whose splits a decision graph cannot represent (e.g. CNN-feature splits)."""
 
 
 def _sigmoid(z):
@@ -143,46 +149,19 @@ class DecisionGraph:
 
     def reachable(self) -> np.ndarray:
         """Boolean mask of the nodes reachable from the root."""
-        seen = np.zeros(self.n_nodes, dtype=bool)
-        frontier = np.array([self.root])
-        while frontier.size:
-            frontier = frontier[~seen[frontier]]
-            seen[frontier] = True
-            inner = frontier[self.left[frontier] >= 0]
-            frontier = np.unique(np.concatenate([self.left[inner], self.right[inner]]))
-        return seen
+        return flatgraph.reachable(self.left, self.right, self.root)
 
     def topo_order(self) -> np.ndarray:
-        """Reachable nodes, every node after all of its parents (Kahn's algorithm, level by level)."""
-        reach = self.reachable()
-        inner = np.flatnonzero(reach & (self.left >= 0))
-        indeg = np.bincount(
-            np.concatenate([self.left[inner], self.right[inner]]), minlength=self.n_nodes
-        )
-        order, frontier = [], np.array([self.root])
-        while frontier.size:
-            order.append(frontier)
-            inner = frontier[self.left[frontier] >= 0]
-            kids = np.concatenate([self.left[inner], self.right[inner]])
-            np.subtract.at(indeg, kids, 1)
-            frontier = np.unique(kids[indeg[kids] == 0])
-        return np.concatenate(order)
+        """Reachable nodes, every node after all of its parents."""
+        return flatgraph.topo_order(self.left, self.right, self.root)
 
     def parents(self) -> np.ndarray:
         """Number of parents of every node (more than one = a shared child of a DAG)."""
-        inner = np.flatnonzero(self.reachable() & (self.left >= 0))
-        return np.bincount(
-            np.concatenate([self.left[inner], self.right[inner]]), minlength=self.n_nodes
-        )
+        return flatgraph.in_degree(self.left, self.right, self.root)
 
     def depth(self) -> int:
         """Longest root-to-leaf path (number of tests)."""
-        lvl = np.zeros(self.n_nodes, dtype=np.int64)
-        for i in self.topo_order():
-            if self.left[i] >= 0:
-                for c in (self.left[i], self.right[i]):
-                    lvl[c] = max(lvl[c], lvl[i] + 1)
-        return int(lvl[self.reachable()].max())
+        return flatgraph.dag_depth(self.left, self.right, self.root)
 
     # ------------------------------------------------------------------ evaluation
     def _split_value(self, X, rows, nodes):
@@ -462,6 +441,8 @@ class GraphEnsemble:
     output_scale, output_shift : float
         Regression: prediction = score * scale + shift (standardised targets).
     feature_names : list of str or None
+    class_names : list of str or None
+        Display names of ``classes`` (same order), e.g. the dataset's ``setosa`` for class 0.
     image_shape : list of int or None
     meta : dict
         Method name, estimator class, parameters and notes.
@@ -484,6 +465,7 @@ class GraphEnsemble:
     feature_names: list | None = None
     image_shape: list | None = None
     meta: dict = field(default_factory=dict)
+    class_names: list | None = None
 
     def __post_init__(self):
         if self.combine not in COMBINES:
@@ -668,6 +650,7 @@ class GraphEnsemble:
             "output_scale": float(self.output_scale),
             "output_shift": float(self.output_shift),
             "feature_names": _plain(self.feature_names),
+            "class_names": _plain(self.class_names),
             "image_shape": _plain(self.image_shape),
             "meta": _plain(self.meta),
             "graphs": [g.to_dict() for g in self.graphs],
@@ -707,6 +690,12 @@ class GraphEnsemble:
         if self.feature_names is not None and 0 <= j < len(self.feature_names):
             return str(self.feature_names[j])
         return f"x{j}"
+
+    def class_name(self, k: int) -> str:
+        """Display name of class index ``k``: its ``class_names`` entry, else its label."""
+        if self.class_names is not None and 0 <= k < len(self.class_names):
+            return str(self.class_names[k])
+        return str(self.classes[k])
 
     @property
     def n_outputs(self) -> int:

@@ -16,8 +16,21 @@ def model_path(store_root, key: str) -> Path:
     return Path(store_root) / key[:2] / f"{key}{MODEL_SUFFIX}"
 
 
-def save_fitted_model(store_root, key: str, est, X=None, y=None) -> dict:
-    """Export ``est`` (annotated with its training data) next to the record of ``key``.
+def name_graph(model, feature_names=None, class_names=None) -> None:
+    """Give ``model`` the dataset's feature and class names where it has none and they fit."""
+    if feature_names is not None and model.feature_names is None:
+        if len(feature_names) == model.n_features:
+            model.feature_names = list(feature_names)
+    if class_names and model.classes is not None and model.class_names is None:
+        if len(class_names) == len(model.classes):
+            model.class_names = list(class_names)
+
+
+def save_fitted_model(
+    store_root, key: str, est, X=None, y=None, feature_names=None, class_names=None
+) -> dict:
+    """Export ``est`` (annotated with its training data, labelled with the dataset's feature and
+    class names) next to the record of ``key``.
 
     Returns the fields to add to the record: ``model_path`` or, when the estimator cannot be
     exported, ``model_error`` (the run itself is not failed).
@@ -30,5 +43,6 @@ def save_fitted_model(store_root, key: str, est, X=None, y=None) -> dict:
         model = export_graph(est, X, y)
     except Exception as exc:  # recorded, never fails the run
         return {"model_error": f"{type(exc).__name__}: {exc}"}
+    name_graph(model, feature_names, class_names)
     p = atomic_write_bytes(model_path(store_root, key), gzip.compress(model.to_json().encode()))
     return {"model_path": str(p)}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -105,7 +107,8 @@ def _record_split(rec: dict):
 
 
 def _experiment_files(name: str, profile: str) -> list[str]:
-    """``treebench/conf/experiment`` files that set ``experiment_name: name`` at ``profile``."""
+    """``treebench/conf/experiment`` files that run ``experiment_name: name`` at ``profile`` (with
+    ``profile=reduced`` appended where that is the file's ``reduced`` plan)."""
     import yaml
 
     from treebench.config import CONF_DIR
@@ -116,8 +119,13 @@ def _experiment_files(name: str, profile: str) -> list[str]:
             data = yaml.safe_load(p.read_text()) or {}
         except yaml.YAMLError:
             continue
-        if data.get("experiment_name") == name and (data.get("profile") or "full") == profile:
+        if data.get("experiment_name") != name:
+            continue
+        reduced_plan = ((data.get("hydra") or {}).get("sweeper") or {}).get("reduced")
+        if (data.get("profile") or "full") == profile:
             out.append(p.stem)
+        elif profile == "reduced" and reduced_plan:
+            out.append(f"{p.stem} profile=reduced")
     return out
 
 
@@ -191,7 +199,7 @@ def record_job(rec: dict):
         The overrides do not compose, or the composed job's run key is not the record's: refitting
         would fit something else than the run (other features, split, parameters or version).
     """
-    from treebench.api import compose_config
+    from treebench.config import compose as compose_config
     from treebench.runner import Job
 
     seed, fold = int(rec["seed"]), int(rec["fold"])
@@ -231,7 +239,21 @@ def record_job(rec: dict):
     )
 
 
-def refit_record(rec: dict, threads: int | None = None):
+@dataclass
+class Refit:
+    """A record's run fitted again, with its data and the names to show it with."""
+
+    est: Any
+    X_train: Any
+    y_train: Any
+    X_test: Any
+    y_test: Any
+    feature_names: list | None  # after preprocessing (one-hot columns named by their value)
+    class_names: list | None  # the dataset's label of each class index
+    image_shape: tuple | None
+
+
+def refit_record(rec: dict, threads: int | None = None) -> Refit:
     """Refit the run of a record: the same data, fold, preprocessing, parameters and seed.
 
     The job is composed from the record (:func:`record_job`, which checks its run key) and fitted
@@ -248,8 +270,7 @@ def refit_record(rec: dict, threads: int | None = None):
 
     Returns
     -------
-    tuple
-        ``(estimator, X_train, y_train, X_test, y_test, feature_names, image_shape)``.
+    Refit
 
     Raises
     ------
@@ -257,13 +278,11 @@ def refit_record(rec: dict, threads: int | None = None):
         The record's job cannot be composed again with its run key, or the refit's data shape is
         not the record's.
     """
-    from treebench.data import DataContext, load_dataset
-    from treebench.runner import fit_fold
+    from treebench.data import load_dataset
+    from treebench.runner import data_context, display_names, fit_fold
 
     job = record_job(rec)
-    cfg = job.cfg
-    ctx = DataContext(data_dir=Path(cfg.paths.data), mirror=cfg.data.mirror, allow_fetch=False)
-    ds = load_dataset(cfg.dataset, ctx)
+    ds = load_dataset(job.cfg.dataset, data_context(job.cfg, allow_fetch=False))
     fold = job.split_fold(ds, int(rec["fold"]))
     threads = int(threads or rec.get("threads") or 1)
     ff = fit_fold(job, fold, ds, threads)
@@ -279,16 +298,9 @@ def refit_record(rec: dict, threads: int | None = None):
             f"record {rec['key']}: the refit differs from the run in "
             + ", ".join(f"{k} (run {a}, refit {b})" for k, (a, b) in bad.items())
         )
-    names = None
-    try:
-        names = [
-            str(n).split("__", 1)[-1] for n in ff.preprocessor.transformer_.get_feature_names_out()
-        ]
-    except Exception:  # numpy inputs without names
-        names = None
-    if names is not None and all(n.startswith("x") and n[1:].isdigit() for n in names):
-        names = None
-    return ff.est, ff.X_train, ff.y_train, ff.X_test, ff.y_test, names, ds.image_shape
+    return Refit(
+        ff.est, ff.X_train, ff.y_train, ff.X_test, ff.y_test, *display_names(ff, ds), ds.image_shape
+    )
 
 
 # ----------------------------------------------------------------------------- report files

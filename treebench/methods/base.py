@@ -1,4 +1,4 @@
-"""The method contract: capabilities, size report, registry and shared helpers for every method."""
+"""The method contract: size report, registry, parameter-constraint shorthands and shared helpers."""
 
 from __future__ import annotations
 
@@ -6,49 +6,45 @@ import difflib
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.utils._param_validation import InvalidParameterError  # noqa: F401 - re-exported
+from sklearn.base import _fit_context  # noqa: F401 - re-exported for the estimators' fit
+from sklearn.utils._param_validation import (  # noqa: F401 - re-exported
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+)
 from sklearn.utils.validation import _check_sample_weight
+
+from treebench.methods._flatgraph import node_depths
+
+# Shorthands for the estimators' scikit-learn ``_parameter_constraints`` (validated at the start of
+# ``fit`` by ``_fit_context`` and while a job is planned by :func:`treebench.params.check_params`).
+POSITIVE_INT = Interval(Integral, 1, None, closed="left")
+NON_NEGATIVE_INT = Interval(Integral, 0, None, closed="left")
+POSITIVE = Interval(Real, 0, None, closed="neither")
+NON_NEGATIVE = Interval(Real, 0, None, closed="left")
+OPEN_UNIT = Interval(Real, 0, 1, closed="neither")
+UNIT = Interval(Real, 0, 1, closed="both")
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
 TASKS = (CLASSIFICATION, REGRESSION)
 
 
-@dataclass(frozen=True)
-class Capabilities:
-    """What a method supports, so the runner can skip with a reason instead of crashing.
-
-    Parameters
-    ----------
-    needs_validation : bool
-        The method holds out its own validation split from the training data it is given.
-    image_input : bool
-        The method can use image shape metadata (``image_shape`` fit parameter).
-    requires_torch : bool
-        The method imports torch (lazily, inside ``fit``).
-    sample_weight : bool
-        ``fit`` accepts ``sample_weight`` (needed by AdaBoost).
-    """
-
-    needs_validation: bool = False
-    image_input: bool = False
-    requires_torch: bool = False
-    sample_weight: bool = False
-
-
 SIZE_KEYS = ("n_trees", "n_splits", "n_leaves", "depth", "mean_depth", "split_evals")
 
 
 class SizeMixin:
-    """Mixin for treebench estimators: capability flags and a model-size report.
+    """Mixin for treebench estimators: a model-size report.
 
-    Subclasses set ``capabilities`` and implement :meth:`size_report`.
+    Subclasses implement :meth:`size_report`; ``requires_torch = True`` marks estimators whose ``fit``
+    imports PyTorch (the bench imports it once in the parent before forking its workers).
     """
 
-    capabilities = Capabilities()
+    requires_torch = False
 
     def size_report(self, X) -> dict[str, float]:
         """Size of the fitted model, measured with the samples ``X``.
@@ -112,12 +108,17 @@ def register(name: str, task: str, description: str = ""):
 
 
 def discover() -> dict[str, MethodEntry]:
-    """Import every module of :mod:`treebench.methods` once so all methods register."""
+    """Import every method package of :mod:`treebench.methods` once so all methods register.
+
+    A method is a subpackage ``treebench/methods/<method>/`` (its name not starting with ``_``)
+    whose import registers its estimators with :func:`register`; modules beside the packages
+    (``base``, ``_routing``, ...) are shared helpers and are not imported here.
+    """
     global _DISCOVERED
     if not _DISCOVERED:
         pkg = importlib.import_module("treebench.methods")
         for mod in pkgutil.iter_modules(pkg.__path__):
-            if not mod.name.startswith("_") and mod.name != "base":
+            if mod.ispkg and not mod.name.startswith("_"):
                 importlib.import_module(f"treebench.methods.{mod.name}")
         _DISCOVERED = True
     return _REGISTRY
@@ -226,20 +227,6 @@ def expected_failed_checks(estimator, inherited: bool = True) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------- size helpers
-
-
-def node_depths(children_left: np.ndarray, children_right: np.ndarray, root: int = 0) -> np.ndarray:
-    """Depth of every node of a binary tree given as child arrays (-1 = no child), level by level."""
-    n = len(children_left)
-    depth = np.full(n, -1, dtype=np.int64)
-    frontier = np.array([root])
-    d = 0
-    while frontier.size:
-        depth[frontier] = d
-        kids = np.concatenate([children_left[frontier], children_right[frontier]])
-        frontier = np.unique(kids[kids >= 0])
-        d += 1
-    return depth
 
 
 def sklearn_tree_size(estimator, X) -> dict[str, float]:

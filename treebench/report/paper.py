@@ -60,27 +60,19 @@ def _tex_escape(s) -> str:
 
 
 def to_latex(df: pd.DataFrame, caption: str = "", label: str = "") -> str:
-    """A booktabs table (escaped), with a caption."""
-    cols = list(df.columns)
-    align = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in cols)
-    lines = [
-        r"\begin{table}[ht]",
-        r"\centering",
-        r"\small",
-        rf"\begin{{tabular}}{{{align}}}",
-        r"\toprule",
-        " & ".join(_tex_escape(c) for c in cols) + r" \\",
-        r"\midrule",
-    ]
-    for _, row in df.iterrows():
-        lines.append(" & ".join(_tex_escape("" if v is None else v) for v in row.tolist()) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}"]
-    if caption:
-        lines.append(rf"\caption{{{_tex_escape(caption)}}}")
-    if label:
-        lines.append(rf"\label{{{label}}}")
-    lines.append(r"\end{table}")
-    return "\n".join(lines) + "\n"
+    """A booktabs table (escaped, pandas' ``Styler.to_latex``), captioned above."""
+    align = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
+    st = df.rename(columns=_tex_escape).style.hide(axis="index")
+    st = st.format(lambda v: _tex_escape("" if v is None else v))
+    st = st.set_table_styles([{"selector": "small", "props": ":;"}])  # \small
+    return st.to_latex(
+        column_format=align,
+        position="ht",
+        position_float="centering",
+        hrules=True,
+        caption=_tex_escape(caption) if caption else None,
+        label=label or None,
+    )
 
 
 def to_markdown(df: pd.DataFrame) -> str:

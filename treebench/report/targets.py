@@ -28,32 +28,35 @@ a dataset's name: everything is data.
 
 Any target may carry ``lowered: {from: <previous value>, reason: "..."}``: why a regression guard was
 made looser (``treebench.report.guards`` refuses a loosened guard without one); ``check`` shows it.
+
+The file's schema is :mod:`treebench.report.target_schema` (pydantic models); this module turns a
+validated file into :class:`Target` objects and words errors as "<file>: <entry>: <field> <problem>".
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
-KINDS = ("value", "relation", "stat")
-OPS = ("~", ">=", "<=", ">", "<")
-UNITS = ("percent", "fraction", "count", "seconds")
-PROFILES = ("full", "reduced")
-STAT_TESTS = ("friedman", "nemenyi", "wilcoxon")
-#: size fields a value target may carry next to its metric (paper "#S", "nodes", ...)
-SIZE_FIELDS = (
-    "n_splits",
-    "n_leaves",
-    "n_nodes",
-    "n_trees",
-    "depth",
-    "mean_depth",
-    "split_evals",
-    "n_splits_per_tree",
+from treebench.report.target_schema import (  # noqa: F401 - KINDS ... SIZE_FIELDS re-exported
+    ENTRIES,
+    KINDS,
+    OPS,
+    PROFILES,
+    SIZE_FIELDS,
+    STAT_TESTS,
+    UNITS,
+    Defaults,
+    PaperFile,
+    RelationEntry,
+    SelectorIn,
+    StatEntry,
+    ValueEntry,
+    describe,
 )
 
 
@@ -176,220 +179,23 @@ class PaperSpec:
 
 # --------------------------------------------------------------------------------------------- load
 
-_TOP = {
-    "paper",
-    "title",
-    "units",
-    "defaults",
-    "unavailable",
-    "experiments",
-    "targets",
-    "notes",
-    "source",
-}
-_VALUE_KEYS = {
-    "id",
-    "kind",
-    "experiment",
-    "source",
-    "table",
-    "dataset",
-    "method",
-    "where",
-    "metric",
-    "value",
-    "sd",
-    "units",
-    "op",
-    "tolerance",
-    "tolerance_sd",
-    "rtol",
-    "runs",
-    "fixed",
-    "deviation",
-    "why",
-    "best_over",
-    "best",
-    "best_by",
-    "check",
-    "note",
-    "lowered",
-    "size",
-    "nearest",
-    *SIZE_FIELDS,
-}
-_REASONS = {"deviation", "why"}
-_REL_KEYS = {
-    "id",
-    "kind",
-    "experiment",
-    "source",
-    "lhs",
-    "rhs",
-    "metric",
-    "op",
-    "per",
-    "require",
-    "margin",
-    "claim",
-    "check",
-    "note",
-    "lowered",
-    "dataset",
-    "where",
-    "table",
-    *_REASONS,
-}
-_STAT_KEYS = {
-    "id",
-    "kind",
-    "experiment",
-    "source",
-    "test",
-    "groups",
-    "lhs",
-    "rhs",
-    "metric",
-    "alpha",
-    "expect",
-    "statistic",
-    "p",
-    "check",
-    "note",
-    "lowered",
-    "claim",
-    "per",
-    *_REASONS,
-}
-_DEFAULT_KEYS = {
-    "metric",
-    "tolerance",
-    "tolerance_sd",
-    "runs",
-    "profile",
-    "rtol",
-    "op",
-    "units",
-    "size_rtol",
-    "size_check",
-    "experiment",
-    "check",
-    "alpha",
-    "best",
-    "require",
-}
-_SELECTOR_KEYS = {
-    "method",
-    "dataset",
-    "where",
-    "experiment",
-    "largest",
-    "best_over",
-    "best",
-    "best_by",
-}
-_EXPERIMENT_KEYS = {
-    "title",
-    "tables",
-    "figures",
-    "stats",
-    "description",
-    "metric",
-    "fixed",
-    "items",
-}
-
 
 def _err(path, where: str, msg: str) -> TargetError:
     return TargetError(f"{path}: {where}: {msg}")
 
 
-def _number(path, where, name, v, allow_none=True) -> float | None:
-    if v is None and allow_none:
-        return None
-    if (
-        isinstance(v, bool)
-        or not isinstance(v, (int, float))
-        or (isinstance(v, float) and math.isnan(v))
-    ):
-        raise _err(path, where, f"{name} must be a number, got {v!r}")
-    return float(v)
-
-
-def _selector(
-    path, where, d, defaults: dict, experiment: str | None = None, metric: str | None = None
-) -> Selector:
-    if isinstance(d, str):
-        d = {"method": d}
-    if not isinstance(d, dict):
-        raise _err(path, where, f"a selector must be a mapping with 'method', got {d!r}")
-    unknown = set(d) - _SELECTOR_KEYS
-    if unknown:
-        raise _err(
-            path,
-            where,
-            f"unknown selector keys {sorted(unknown)}; allowed: {sorted(_SELECTOR_KEYS)}",
-        )
-    if not d.get("method") or not isinstance(d["method"], str):
-        raise _err(path, where, "selector needs 'method' (a method name, e.g. cart)")
-    w = d.get("where") or {}
-    if not isinstance(w, dict):
-        raise _err(
-            path, where, f"'where' must map columns to values (e.g. param.teacher: rf), got {w!r}"
-        )
-    w = {_column(k): v for k, v in w.items()}
-    largest = d.get("largest")
-    if largest is not None and (not isinstance(largest, str) or not largest):
-        raise _err(
-            path, where, f"'largest' must name a column (e.g. n_estimators), got {largest!r}"
-        )
-    best_over = d.get("best_over") or ()
-    if isinstance(best_over, str):
-        best_over = (best_over,)
-    if not isinstance(best_over, (list, tuple)) or not all(
-        isinstance(b, str) and b for b in best_over
-    ):
-        raise _err(
-            path,
-            where,
-            f"'best_over' must list columns (e.g. [n_estimators, max_depth]), got {best_over!r}",
-        )
-    best, best_by = d.get("best"), d.get("best_by") or metric
-    if best_over:
-        if best not in ("min", "max"):
-            raise _err(path, where, f"'best_over' needs best: min or max, got {best!r}")
-        if not isinstance(best_by, str) or not best_by:
-            raise _err(path, where, "'best_over' needs 'best_by' (a metric column)")
-    elif best is not None or d.get("best_by") is not None:
-        raise _err(path, where, "'best' and 'best_by' only go with 'best_over'")
-    return Selector(
-        method=d["method"],
-        dataset=d.get("dataset"),
-        where=w,
-        experiment=d.get("experiment") or experiment,
-        largest=None if largest is None else _column(largest),
-        best_over=tuple(_column(b) for b in best_over),
-        best_by=best_by if best_over else None,
-        best=best if best_over else "min",
-    )
-
-
-def _lowered(path, where, e: dict) -> dict:
-    """The entry's ``lowered`` annotation, validated: ``reason`` (text) and optional ``from`` (number)."""
-    low = e.get("lowered")
-    if low is None:
-        return {}
-    if not isinstance(low, dict) or set(low) - {"from", "reason"}:
-        raise _err(
-            path, where, f"lowered must be {{from: <previous value>, reason: ...}}, got {low!r}"
-        )
-    reason = low.get("reason")
-    if not isinstance(reason, str) or not reason.strip():
-        raise _err(path, where, "lowered needs a non-empty 'reason' (why the guard may be looser)")
-    out = {"reason": reason.strip()}
-    if low.get("from") is not None:
-        out["from"] = _number(path, where, "lowered.from", low["from"], allow_none=False)
-    return out
+def _validate(model, data, path, where: str = ""):
+    """``model`` validated from ``data``; a :class:`TargetError` naming the file, the entry
+    (``where``) and the field otherwise."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        field, msg = describe(exc)[0]
+        if not where:
+            raise _err(path, field or "top level", msg) from None
+        if field:  # "value must be a number", "lhs: unknown keys [...]"
+            msg = f"{field} {msg}" if msg.startswith("must ") else f"{field}: {msg}"
+        raise _err(path, where, msg) from None
 
 
 def _column(k: str) -> str:
@@ -397,300 +203,164 @@ def _column(k: str) -> str:
     return k if "." in k or k in ("profile", "split") else f"param.{k}"
 
 
-def _to_record_units(units: str, v: float | None) -> float | None:
-    if v is None:
-        return None
-    return v / 100.0 if units == "percent" else v
-
-
-def _check_entry(path, where, e: dict, d: dict, allowed: set, required: tuple) -> str:
-    """Check an entry's keys and required fields; return its metric (entry, else defaults)."""
-    unknown = set(e) - allowed
-    if unknown:
-        raise _err(path, where, f"unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}")
-    for req in required:
-        if not e.get(req):
-            raise _err(path, where, f"missing '{req}'")
-    metric = e.get("metric", d.get("metric"))
-    if not metric:
-        raise _err(path, where, "missing 'metric' (and no defaults.metric)")
-    return metric
-
-
-def _load_value(path, where, e: dict, d: dict, paper: str, file_units: str) -> list[Target]:
-    metric = _check_entry(path, where, e, d, _VALUE_KEYS, ("id", "experiment", "method", "dataset"))
-    op = e.get("op", d.get("op", "~"))
-    if op not in OPS:
-        raise _err(path, where, f"op must be one of {OPS}, got {op!r}")
-    units = e.get("units", d.get("units", file_units))
-    if units not in UNITS:
-        raise _err(path, where, f"units must be one of {UNITS}, got {units!r}")
-    best = e.get("best", d.get("best", "max"))
-    if best not in ("max", "min"):
-        raise _err(path, where, f"best must be 'max' or 'min', got {best!r}")
-    best_over = e.get("best_over") or ()
-    if isinstance(best_over, str):
-        best_over = (best_over,)
-    best_over = tuple(b if "." in b else f"param.{b}" for b in best_over)
-    sel = _selector(
-        path, where, {k: e[k] for k in ("method", "dataset", "where") if k in e}, d, e["experiment"]
+def _selector(s: SelectorIn, experiment: str, metric: str | None = None, **given) -> Selector:
+    best_by = s.best_by or metric
+    if s.best_over and not best_by:
+        raise ValueError("'best_over' needs 'best_by' (a metric column)")
+    return Selector(
+        method=s.method,
+        dataset=s.dataset or given.get("dataset"),
+        where={_column(k): v for k, v in (s.where or given.get("where") or {}).items()},
+        experiment=s.experiment or experiment,
+        largest=None if s.largest is None else _column(s.largest),
+        best_over=tuple(_column(b) for b in s.best_over),
+        best_by=best_by if s.best_over else None,
+        best=s.best if s.best_over else "min",
     )
-    nearest = e.get("nearest") or {}
-    if not isinstance(nearest, dict) or len(nearest) > 1:
-        raise _err(
-            path,
-            where,
-            f"nearest must map one column to a value (e.g. n_splits: 1000), got {nearest!r}",
-        )
-    for k, v in nearest.items():
-        _number(path, where, f"nearest.{k}", v, allow_none=False)
-    value = (
-        _number(path, where, "value", e.get("value"), allow_none=False) if "value" in e else None
-    )
-    sd = _number(path, where, "sd", e.get("sd"))
-    tol = _number(path, where, "tolerance", e.get("tolerance", d.get("tolerance", 0.0)))
-    tol_sd = _number(path, where, "tolerance_sd", e.get("tolerance_sd", d.get("tolerance_sd", 0.0)))
-    rtol = _number(path, where, "rtol", e.get("rtol", d.get("rtol", 0.0)))
-    for n, v in (("tolerance", tol), ("tolerance_sd", tol_sd), ("rtol", rtol)):
-        if v is not None and v < 0:
-            raise _err(path, where, f"{n} must be >= 0, got {v}")
+
+
+def _records(units: str, v: float | None) -> float | None:
+    """A number as the file writes it in record units (percent → fraction)."""
+    return None if v is None else (v / 100.0 if units == "percent" else v)
+
+
+def _common(e, d: Defaults, paper: str, metric: str) -> dict:
+    """The fields every kind of target takes from its entry (else ``defaults``)."""
+    return {
+        "id": e.id,
+        "paper": paper,
+        "experiment": e.experiment,
+        "source": e.source,
+        "metric": metric,
+        "runs": e.given("runs", d.runs),
+        "profile": d.profile,
+        "fixed": getattr(e, "fixed", ""),
+        "deviation": e.deviation,
+        "why": e.why,
+        "check": bool(e.given("check", d.check)),
+        "note": e.note,
+        "lowered": e.lowered.as_dict() if e.lowered else {},
+    }
+
+
+def _value_targets(e: ValueEntry, d: Defaults, common: dict, file_units: str) -> list[Target]:
+    units = e.given("units", d.units) or file_units
+    tol = e.given("tolerance", d.tolerance)
     base = Target(
-        id=str(e["id"]),
-        paper=paper,
-        experiment=str(e["experiment"]),
+        **common,
         kind="value",
-        source=str(e.get("source", "")),
-        metric=metric,
-        select=sel,
-        value=_to_record_units(units, value),
-        sd=_to_record_units(units, sd),
-        paper_value=value,
-        paper_sd=sd,
+        select=_selector(
+            SelectorIn(method=e.method, dataset=e.dataset, where=e.where), e.experiment
+        ),
+        value=_records(units, e.value),
+        sd=_records(units, e.sd),
+        paper_value=e.value,
+        paper_sd=e.sd,
         units=units,
-        op=op,
-        tolerance=_to_record_units(units, tol) or 0.0,
-        tolerance_sd=tol_sd or 0.0,
-        rtol=rtol or 0.0,
-        **_protocol(path, where, e, d),
-        best_over=best_over,
-        best=best,
-        best_metric=e.get("best_by"),  # pick the best config by this column (default: metric)
-        nearest=dict(nearest),
-        check=bool(e.get("check", d.get("check", True))),
-        table=e.get("table"),
-        note=str(e.get("note", "")),
-        lowered=_lowered(path, where, e),
+        op=e.given("op", d.op) or "~",
+        tolerance=_records(units, tol) or 0.0,
+        tolerance_sd=e.given("tolerance_sd", d.tolerance_sd) or 0.0,
+        rtol=e.given("rtol", d.rtol) or 0.0,
+        best_over=tuple(_column(b) for b in e.best_over),
+        best=e.given("best", d.best) or "max",
+        best_metric=e.best_by,  # pick the best config by this column (default: metric)
+        nearest=dict(e.nearest),
+        table=e.table,
     )
-    if value is None and not any(k in e for k in SIZE_FIELDS) and "size" not in e:
-        raise _err(path, where, "missing 'value' (or a size field such as n_splits)")
-    out = [base] if value is not None else []
-    sizes = dict(e.get("size") or {})
-    sizes.update({k: e[k] for k in SIZE_FIELDS if k in e})
-    for k, v in sizes.items():
-        if k not in SIZE_FIELDS:
-            raise _err(path, where, f"unknown size field {k!r}; allowed: {SIZE_FIELDS}")
-        own = {}  # a size given as {value, fixed, lowered} carries its own annotations
-        if isinstance(v, dict):
-            bad = set(v) - {"value", "fixed", "lowered"}
-            if bad or "value" not in v:
-                raise _err(path, where, f"{k} must be a number or {{value, fixed, lowered}}")
-            own, v = v, v["value"]
-        v = _number(path, where, k, v, allow_none=False)
+    out = [base] if e.value is not None else []
+    for k, size in e.sizes().items():  # one count target per size field, e.g. the paper's #S
         out.append(
             replace(
                 base,
                 id=f"{base.id}/{k}",
                 metric=k,
-                value=v,
+                value=size.value,
                 sd=None,
-                paper_value=v,
+                paper_value=size.value,
                 paper_sd=None,
                 units="count",
                 op="~",
                 tolerance=0.0,
                 tolerance_sd=0.0,
-                rtol=float(d.get("size_rtol", 0.5)),
+                rtol=float(d.size_rtol),
                 best_metric=base.metric,
-                check=bool(d.get("size_check", True)) and base.check,
-                note=base.note,
-                fixed=str(own.get("fixed", "")),
-                lowered=_lowered(path, f"{where}.{k}", own),
+                check=bool(d.size_check) and base.check,
+                fixed=size.fixed,
+                lowered=size.lowered.as_dict() if size.lowered else {},
             )
         )
     return out
 
 
-def _protocol(path, where, e: dict, d: dict) -> dict:
-    """The protocol and reason fields a target of any kind carries."""
-    runs = e.get("runs", d.get("runs"))
-    if runs is not None and (isinstance(runs, bool) or not isinstance(runs, int) or runs < 1):
-        raise _err(path, where, f"runs must be a positive integer, got {runs!r}")
-    profile = d.get("profile", "full")
-    if profile not in PROFILES:
-        raise _err(path, "defaults.profile", f"must be one of {PROFILES}, got {profile!r}")
-    return {
-        "runs": runs,
-        "profile": profile,
-        "fixed": str(e.get("fixed", "")),
-        "deviation": str(e.get("deviation", "")),
-        "why": str(e.get("why", "")),
-    }
-
-
-def _load_relation(path, where, e: dict, d: dict, paper: str) -> Target:
-    metric = _check_entry(path, where, e, d, _REL_KEYS, ("id", "experiment", "lhs", "rhs"))
-    op = e.get("op", ">=")
-    if op not in OPS[1:]:
-        raise _err(path, where, f"relation op must be one of {OPS[1:]}, got {op!r}")
-    per = e.get("per", ["dataset"])
-    per = (per,) if isinstance(per, str) else tuple(per or ())
-    require = e.get("require", d.get("require", 1.0))
-    if require in ("all", "every"):
-        require = 1.0
-    elif require in ("most", "majority"):
-        require = 0.5 + 1e-9
-    require = _number(path, where, "require", require, allow_none=False)
-    if not 0 < require <= 1:
-        raise _err(path, where, f"require must be in (0, 1], 'all' or 'most', got {require}")
-    lhs = _selector(path, where + ".lhs", e["lhs"], d, e["experiment"], metric)
-    rhs_value = None
-    if isinstance(e["rhs"], (int, float)) and not isinstance(e["rhs"], bool):
-        rhs, rhs_value = None, float(e["rhs"])  # a constant, in record units
-    else:
-        rhs = _selector(path, where + ".rhs", e["rhs"], d, e["experiment"], metric)
-    if e.get("dataset"):  # a dataset given at the relation level applies to both sides
-        lhs = replace(lhs, dataset=lhs.dataset or e["dataset"])
-        if rhs is not None:
-            rhs = replace(rhs, dataset=rhs.dataset or e["dataset"])
+def _relation_target(e: RelationEntry, d: Defaults, common: dict) -> Target:
+    at = {"dataset": e.dataset}  # a dataset at the relation level applies to both sides
+    const = isinstance(e.rhs, float)
     return Target(
-        id=str(e["id"]),
-        paper=paper,
-        experiment=str(e["experiment"]),
+        **common,
         kind="relation",
-        source=str(e.get("source", "")),
-        metric=metric,
-        lhs=lhs,
-        rhs=rhs,
-        rhs_value=rhs_value,
-        op=op,
-        per=per,
-        require=require,
-        margin=_number(path, where, "margin", e.get("margin", 0.0)) or 0.0,
-        claim=str(e.get("claim", "")),
-        check=bool(e.get("check", d.get("check", True))),
-        note=str(e.get("note", "")),
-        lowered=_lowered(path, where, e),
-        table=e.get("table"),
-        **_protocol(path, where, e, d),
+        lhs=_selector(e.lhs, e.experiment, common["metric"], **at),
+        rhs=None if const else _selector(e.rhs, e.experiment, common["metric"], **at),
+        rhs_value=e.rhs if const else None,
+        op=e.op,
+        per=e.per,
+        require=e.given("require", d.require) or 1.0,
+        margin=e.margin or 0.0,
+        claim=e.claim,
+        table=e.table,
     )
 
 
-def _load_stat(path, where, e: dict, d: dict, paper: str) -> Target:
-    metric = _check_entry(path, where, e, d, _STAT_KEYS, ("id", "experiment", "test"))
-    if e["test"] not in STAT_TESTS:
-        raise _err(path, where, f"test must be one of {STAT_TESTS}, got {e['test']!r}")
-    expect = e.get("expect", "significant")
-    if expect not in ("significant", "not_significant"):
-        raise _err(
-            path, where, f"expect must be 'significant' or 'not_significant', got {expect!r}"
-        )
-    if e["test"] in ("friedman", "nemenyi"):
-        groups = e.get("groups")
-        if not isinstance(groups, list) or len(groups) < 3:
-            raise _err(path, where, f"{e['test']} needs 'groups': a list of >= 3 selectors")
-        groups = tuple(
-            _selector(path, f"{where}.groups[{i}]", g, d, e["experiment"], metric)
-            for i, g in enumerate(groups)
-        )
-        lhs = rhs = None
-        if e["test"] == "nemenyi":  # the claim: lhs differs from every other group
-            if e.get("lhs") is None:
-                raise _err(path, where, "nemenyi needs 'lhs': the group compared with the others")
-            lhs = _selector(path, where + ".lhs", e["lhs"], d, e["experiment"], metric)
-            if lhs.label() not in [g.label() for g in groups]:
-                raise _err(path, where, f"nemenyi lhs {lhs.label()} must be one of the groups")
-    else:
-        if not e.get("lhs") or not e.get("rhs"):
-            raise _err(path, where, "wilcoxon needs 'lhs' and 'rhs' selectors")
-        groups = ()
-        lhs = _selector(path, where + ".lhs", e["lhs"], d, e["experiment"], metric)
-        rhs = _selector(path, where + ".rhs", e["rhs"], d, e["experiment"], metric)
-    per = e.get("per", ["dataset"])
+def _stat_target(e: StatEntry, d: Defaults, common: dict) -> Target:
+    metric = common["metric"]
+    groups = tuple(_selector(g, e.experiment, metric) for g in e.groups or ())
+    lhs = _selector(e.lhs, e.experiment, metric) if e.lhs is not None else None
+    rhs = _selector(e.rhs, e.experiment, metric) if e.test == "wilcoxon" else None
+    if e.test == "nemenyi" and lhs.label() not in [g.label() for g in groups]:
+        raise ValueError(f"nemenyi lhs {lhs.label()} must be one of the groups")
+    if e.test == "friedman":
+        lhs = None
     return Target(
-        id=str(e["id"]),
-        paper=paper,
-        experiment=str(e["experiment"]),
+        **common,
         kind="stat",
-        source=str(e.get("source", "")),
-        metric=metric,
-        test=e["test"],
+        test=e.test,
         groups=groups,
         lhs=lhs,
         rhs=rhs,
-        alpha=_number(path, where, "alpha", e.get("alpha", d.get("alpha", 0.05))),
-        expect=expect,
-        paper_statistic=_number(path, where, "statistic", e.get("statistic")),
-        paper_p=_number(path, where, "p", e.get("p")),
-        claim=str(e.get("claim", "")),
-        per=(per,) if isinstance(per, str) else tuple(per),
-        check=bool(e.get("check", d.get("check", True))),
-        note=str(e.get("note", "")),
-        **_protocol(path, where, e, d),
-        lowered=_lowered(path, where, e),
+        alpha=e.given("alpha", d.given("alpha", 0.05)),
+        expect=e.expect,
+        paper_statistic=e.statistic,
+        paper_p=e.p,
+        claim=e.claim,
+        per=e.per,
     )
 
 
-def _check_experiments(path, exps) -> dict:
-    if exps is None:
-        return {}
-    if not isinstance(exps, dict):
-        raise _err(path, "experiments", "must map experiment names to report settings")
-    for name, spec in exps.items():
-        spec = spec or {}
-        if not isinstance(spec, dict):
-            raise _err(path, f"experiments.{name}", "must be a mapping")
-        unknown = set(spec) - _EXPERIMENT_KEYS
-        if unknown:
-            raise _err(
-                path,
-                f"experiments.{name}",
-                f"unknown keys {sorted(unknown)}; allowed: {sorted(_EXPERIMENT_KEYS)}",
-            )
-        fixed = spec.get("fixed") or {}
-        if not isinstance(fixed, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) and v for k, v in fixed.items()
-        ):
-            raise _err(
-                path,
-                f"experiments.{name}.fixed",
-                "must map a metric to why the config sets it (e.g. n_splits: 'target_splits')",
-            )
-        for i, fig in enumerate(spec.get("figures") or []):
-            if (
-                not isinstance(fig, dict)
-                or not fig.get("name")
-                or not fig.get("x")
-                or not fig.get("y")
-            ):
-                raise _err(
-                    path, f"experiments.{name}.figures[{i}]", "a figure needs 'name', 'x' and 'y'"
-                )
-        for i, tab in enumerate(spec.get("tables") or []):
-            if not isinstance(tab, dict) or not tab.get("name") or not tab.get("table"):
-                raise _err(
-                    path,
-                    f"experiments.{name}.tables[{i}]",
-                    "a table layout needs 'name' and 'table' (the targets' table label)",
-                )
-        for i, st in enumerate(spec.get("stats") or []):
-            if not isinstance(st, dict) or st.get("test") not in STAT_TESTS or not st.get("metric"):
-                raise _err(
-                    path,
-                    f"experiments.{name}.stats[{i}]",
-                    f"a stats entry needs 'test' in {STAT_TESTS} and 'metric'",
-                )
-        exps[name] = spec
-    return exps
+def _targets(path, i: int, e, f: PaperFile, paper: str) -> list[Target]:
+    """The targets of entry ``i`` of the file."""
+    where = f"targets[{i}]" + (
+        f" (id {e.get('id')})" if isinstance(e, dict) and e.get("id") else ""
+    )
+    if not isinstance(e, dict):
+        raise _err(path, where, "each target must be a mapping")
+    d = f.defaults
+    if d.experiment:
+        e = {"experiment": d.experiment, **e}
+    kind = e.get("kind", "value")
+    if kind not in ENTRIES:
+        raise _err(path, where, f"kind must be one of {KINDS}, got {kind!r}")
+    entry = _validate(ENTRIES[kind], e, path, where)
+    metric = entry.given("metric", d.metric)
+    if not metric:
+        raise _err(path, where, "missing 'metric' (and no defaults.metric)")
+    common = _common(entry, d, paper, metric)
+    try:
+        if kind == "value":
+            return _value_targets(entry, d, common, f.units)
+        if kind == "relation":
+            return [_relation_target(entry, d, common)]
+        return [_stat_target(entry, d, common)]
+    except ValueError as exc:
+        raise _err(path, where, str(exc)) from None
 
 
 def load_paper(path: str | Path, text: str | None = None) -> PaperSpec:
@@ -705,43 +375,11 @@ def load_paper(path: str | Path, text: str | None = None) -> PaperSpec:
         raise TargetError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise TargetError(f"{path}: must be a mapping with 'paper' and 'targets'")
-    unknown = set(data) - _TOP
-    if unknown:
-        raise _err(path, "top level", f"unknown keys {sorted(unknown)}; allowed: {sorted(_TOP)}")
-    paper = data.get("paper") or path.stem
-    units = data.get("units", "fraction")
-    if units not in ("percent", "fraction"):
-        raise _err(path, "units", f"must be 'percent' or 'fraction', got {units!r}")
-    d = data.get("defaults") or {}
-    if not isinstance(d, dict):
-        raise _err(path, "defaults", "must be a mapping")
-    bad = set(d) - _DEFAULT_KEYS
-    if bad:
-        raise _err(
-            path, "defaults", f"unknown keys {sorted(bad)}; allowed: {sorted(_DEFAULT_KEYS)}"
-        )
-    entries = data.get("targets") or []
-    if not isinstance(entries, list):
-        raise _err(path, "targets", "must be a list")
-    targets: list[Target] = []
-    for i, e in enumerate(entries):
-        where = f"targets[{i}]" + (
-            f" (id {e.get('id')})" if isinstance(e, dict) and e.get("id") else ""
-        )
-        if not isinstance(e, dict):
-            raise _err(path, where, "each target must be a mapping")
-        e = {"experiment": d.get("experiment"), **e} if d.get("experiment") else e
-        kind = e.get("kind", "value")
-        if kind not in KINDS:
-            raise _err(path, where, f"kind must be one of {KINDS}, got {kind!r}")
-        if kind == "value":
-            targets.extend(_load_value(path, where, e, d, paper, units))
-        elif kind == "relation":
-            targets.append(_load_relation(path, where, e, d, paper))
-        else:
-            targets.append(_load_stat(path, where, e, d, paper))
-    experiments = _check_experiments(path, data.get("experiments"))
-    targets = [
+    f = _validate(PaperFile, data, path)
+    paper = f.paper or path.stem
+    targets = [t for i, e in enumerate(f.targets) for t in _targets(path, i, e, f, paper)]
+    experiments = {k: v or {} for k, v in (data.get("experiments") or {}).items()}
+    targets = [  # a metric the experiment's config sets: shown as info, never a pass
         replace(t, fixed=fixed)
         if not t.fixed
         and (fixed := (experiments.get(t.experiment, {}).get("fixed") or {}).get(t.metric))
@@ -753,18 +391,15 @@ def load_paper(path: str | Path, text: str | None = None) -> PaperSpec:
         if t.id in seen:
             raise _err(path, f"target {t.id}", "duplicate id")
         seen.add(t.id)
-    unavailable = data.get("unavailable") or {}
-    if not isinstance(unavailable, dict):
-        raise _err(path, "unavailable", "must map dataset names to reasons")
     return PaperSpec(
         paper=paper,
-        title=str(data.get("title", paper)),
+        title=str(f.title or paper),
         path=path,
-        units=units,
+        units=f.units,
         targets=targets,
         experiments=experiments,
-        unavailable={str(k): str(v) for k, v in unavailable.items()},
-        notes=str(data.get("notes", "")),
+        unavailable={str(k): v for k, v in f.unavailable.items()},
+        notes=f.notes,
     )
 
 
@@ -779,6 +414,26 @@ def papers_dir(conf_dir: str | Path | None = None) -> Path:
 def load_all(conf_dir: str | Path | None = None) -> list[PaperSpec]:
     """Every paper file under ``<conf>/papers``, sorted by name."""
     return [load_paper(p) for p in sorted(papers_dir(conf_dir).glob("*.yaml"))]
+
+
+def paper_setting(method: str, dataset: str, papers: list[PaperSpec]) -> str | None:
+    """One line naming the experiment that runs ``method`` on ``dataset`` as a paper did, with the
+    paper's number, or None when no paper reports that pair (the CI guards do not count)."""
+    for spec in papers:
+        if spec.paper == "ci":
+            continue
+        for t in spec.targets:
+            s = t.select
+            if t.kind != "value" or s is None or t.paper_value is None:
+                continue
+            if s.method == method and s.dataset == dataset:
+                unit = "%" if t.units == "percent" else ""
+                return (
+                    f"paper setting: {spec.title.split(' (')[0]} reports {t.paper_value:g}{unit} "
+                    f"{t.metric} ({t.source}) for {method} on {dataset}; run it with "
+                    f"`treebench run -m experiment={t.experiment} dataset={dataset}`"
+                )
+    return None
 
 
 def experiment_names(papers: list[PaperSpec]) -> list[str]:

@@ -95,6 +95,10 @@ class Ledger:
     def get(self, key: str) -> dict | None:
         return self._by_key.get(key)
 
+    def keys(self) -> set[str]:
+        """The run keys in the ledger."""
+        return set(self._by_key)
+
     def __contains__(self, key: str) -> bool:
         return key in self._by_key
 

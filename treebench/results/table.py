@@ -7,10 +7,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from treebench.results.ledger import Ledger, combined_records
-from treebench.results.store import Store
+from treebench.results.index import concat, store_rows
+from treebench.results.ledger import Ledger, merge_labels
+from treebench.results.store import DONE_STATUSES
 
 _NESTED = ("params", "size", "metrics", "info", "provenance")
+ALSO = "__also_experiments"  # a record's extra experiment labels, until rows are expanded
+COLS = "__columns"  # a row's column names in order (joined by _SEP)
+_SEP = "\x1f"
 
 
 def _flatten(rec: dict) -> dict:
@@ -57,6 +61,79 @@ def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _row(rec: dict) -> dict:
+    """A record's flat row, with its extra experiment labels (for :func:`_expand`) and its column
+    names in order (for :func:`_columns`)."""
+    row = _flatten(rec)
+    cols = _SEP.join(row)
+    row[ALSO] = list(rec.get("also_experiments") or []) or None
+    row[COLS] = cols
+    return row
+
+
+def _columns(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its columns in order of first appearance over its rows, as
+    ``pd.DataFrame(list_of_rows)`` orders them (reports list parameters in that order)."""
+    order: dict[str, None] = {}
+    for names in pd.unique(df[COLS].astype(object)):
+        order.update(dict.fromkeys(names.split(_SEP)))
+    return df[[*order, ALSO]]
+
+
+def _expand(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per (record, experiment it belongs to), as :func:`per_experiment` gives."""
+    if df.empty or ALSO not in df.columns:
+        return df.drop(columns=[ALSO], errors="ignore")
+    also = df[ALSO]
+    if also.isna().all():
+        return df.drop(columns=[ALSO]).reset_index(drop=True)
+    labels = [
+        [e, *(a for a in (x or []) if a != e)] if isinstance(x, list) else [e]
+        for e, x in zip(df["experiment"], also, strict=True)
+    ]
+    out = df.drop(columns=[ALSO]).assign(experiment=labels).explode("experiment")
+    return out.reset_index(drop=True)
+
+
+def records_frame(
+    store_dir: str | os.PathLike | None, ledger: Ledger | None = None, problems=None
+) -> pd.DataFrame:
+    """The rows of ledger + store, one per (run key, experiment): :func:`to_frame` of
+    :func:`~treebench.results.ledger.combined_records`, read through the store's shard caches
+    (:mod:`treebench.results.index`) so that 100,000 records take seconds."""
+    probs: list = [] if problems is None else problems
+    local = store_rows(Path(store_dir), _row, probs) if store_dir is not None else pd.DataFrame()
+    led = (
+        pd.DataFrame([_row(r) for r in ledger.records()]) if ledger is not None else pd.DataFrame()
+    )
+    if led.empty and local.empty:
+        return pd.DataFrame()
+    if led.empty or local.empty:
+        return _expand(_columns(led if local.empty else local))
+    in_led = local["key"].isin(set(led["key"]))
+    # a key in both keeps the store's record (the newer run) unless that one failed
+    mine = local[in_led & local["status"].isin(DONE_STATUSES)]
+    if not mine.empty:
+        theirs = led.set_index("key").loc[mine["key"]]
+        merged = [
+            merge_labels(
+                {"experiment": e, "also_experiments": a or []},
+                {"experiment": oe, "also_experiments": oa or []},
+            ).get("also_experiments")
+            or None
+            for e, a, oe, oa in zip(
+                mine["experiment"], mine[ALSO], theirs["experiment"], theirs[ALSO], strict=True
+            )
+        ]
+        mine = mine.assign(**{ALSO: merged})
+        pos = pd.Series(range(len(led)), index=led["key"])
+        top = pd.concat([led[~led["key"].isin(set(mine["key"]))], mine], ignore_index=True)
+        top = top.iloc[pos.loc[top["key"]].argsort(kind="stable")]
+    else:
+        top = led
+    return _expand(_columns(concat([top, local[~in_led]])))
+
+
 def collect(
     store_dir: str | os.PathLike | None,
     out_dir: str | os.PathLike | None = None,
@@ -64,18 +141,16 @@ def collect(
     status: str | None = None,
     ledger: Ledger | None = None,
     problems: list | None = None,
+    csv: bool = False,
 ) -> pd.DataFrame:
-    """Merge records into one table, optionally written as Parquet and CSV to ``out_dir``.
+    """Merge records into one table, optionally written as Parquet (and with ``csv``, CSV) to
+    ``out_dir``.
 
     Reads the local store at ``store_dir`` (None: none) and the committed ``ledger``, one record per
     run key (see :func:`~treebench.results.ledger.combined_records`). The ``(path, reason)`` of each
     unreadable store record is appended to ``problems`` when given.
     """
-    store = Store(store_dir) if store_dir is not None else None
-    local = store.records() if store is not None else ()
-    df = to_frame(combined_records(local, ledger))
-    if problems is not None and store is not None:
-        problems.extend(store.problems)
+    df = records_frame(store_dir, ledger, problems)
     if not df.empty:
         if experiment is not None:
             df = df[df["experiment"] == experiment]
@@ -88,7 +163,10 @@ def collect(
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         stem = f"results-{experiment}" if experiment else "results"
-        for suffix, write in ((".parquet", _parquet_safe(df).to_parquet), (".csv", df.to_csv)):
+        writers = [(".parquet", _parquet_safe(df).to_parquet)] + (
+            [(".csv", df.to_csv)] if csv else []
+        )
+        for suffix, write in writers:
             tmp = out / f".{stem}{suffix}.tmp"
             write(tmp, index=False)
             os.replace(tmp, out / f"{stem}{suffix}")

@@ -37,5 +37,11 @@ def load(name: str, task: str, image_shape: list[int] | None = None, ctx=None) -
         task=task,
         parts={"all": Part(X, y)},
         image_shape=tuple(image_shape) if image_shape else None,
-        meta={"source": "sklearn", "feature_names": list(getattr(bunch, "feature_names", []))},
+        meta={
+            "source": "sklearn",
+            "feature_names": list(getattr(bunch, "feature_names", [])),
+            "class_names": [str(c) for c in getattr(bunch, "target_names", [])]
+            if task == "classification"
+            else [],
+        },
     )

@@ -1,13 +1,25 @@
 """OpenML datasets through the ``openml`` package, cached inside treebench's data directory.
 
-Used only where the mirror holds no file for a dataset (configs keep the real OpenML id). The
-package's cache is pointed at ``<data_dir>/openml``; with ``allow_fetch`` off and the dataset not
-in that cache, loading raises :class:`DatasetUnavailableError` with the fetch command.
+Used by ``dataset=openml dataset.data_id=<id>`` and where the mirror holds no file for a dataset
+(configs keep the real OpenML id). The package's cache is pointed at ``<data_dir>/openml``; with
+``allow_fetch`` off and the dataset not in that cache, loading raises
+:class:`DatasetUnavailableError` with the fetch command.
+
+The REST API is ``https://www.openml.org/api/v1/xml`` unless ``TREEBENCH_OPENML_SERVER`` names
+another one (an OpenML mirror or test server, a local stand-in). ``openml`` keeps one cache per
+server, under ``<data_dir>/openml/<host name reversed>`` (``org/openml/www`` for the default), so
+runs must see the same ``TREEBENCH_OPENML_SERVER`` as the ``treebench fetch`` that filled it.
+With ``download_qualities`` and ``download_features_meta_data`` off, a download asks for the
+dataset description ``<server>/data/<id>`` and then the file it names: the parquet file of
+``oml:parquet_url`` when present (falling back to ARFF when that fails), else the ARFF file of
+``oml:url``.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from urllib.parse import urlparse
 
 import numpy as np
 import pandas as pd
@@ -15,14 +27,37 @@ import pandas as pd
 from treebench.data.base import DataError, Dataset, DatasetUnavailableError
 from treebench.data.sources._common import assemble
 
+DEFAULT_SERVER = "https://www.openml.org/api/v1/xml"
+SERVER_ENV = "TREEBENCH_OPENML_SERVER"
+
+
+def server() -> str:
+    """The OpenML REST API to download from: ``$TREEBENCH_OPENML_SERVER``, else OpenML's own."""
+    return os.environ.get(SERVER_ENV) or DEFAULT_SERVER
+
 
 def cache_dir(ctx) -> Path:
     return Path(ctx.data_dir) / "openml"
 
 
+def server_cache_dir(ctx) -> Path:
+    """``openml``'s cache for :func:`server` (its rule: the host name's parts reversed)."""
+    return cache_dir(ctx).joinpath(*urlparse(server()).netloc.split(".")[::-1])
+
+
+def fetch_command(dataset: str, data_id: int) -> str:
+    """The ``treebench fetch`` that downloads this dataset: by config name for a shipped config
+    (``dataset=isolet_openml``), else through the generic one (``dataset=openml_61`` is no config)."""
+    from treebench.config import CONF_DIR
+
+    if (Path(CONF_DIR) / "dataset" / f"{dataset}.yaml").is_file():
+        return f"treebench fetch dataset={dataset}"
+    return f"treebench fetch dataset=openml dataset.data_id={int(data_id)}"
+
+
 def is_cached(ctx, data_id: int) -> bool:
     """The dataset's data file is in the OpenML cache (no network needed)."""
-    d = cache_dir(ctx) / "org" / "openml" / "www" / "datasets" / str(int(data_id))
+    d = server_cache_dir(ctx) / "datasets" / str(int(data_id))
     return d.is_dir() and any(p.suffix in (".arff", ".pq", ".pkl", ".parquet") for p in d.iterdir())
 
 
@@ -49,12 +84,13 @@ def load(
     if not getattr(ctx, "allow_fetch", True) and not is_cached(ctx, data_id):
         raise DatasetUnavailableError(
             f"dataset {dataset!r} (OpenML {data_id}) is not in the OpenML cache under "
-            f"{cache_dir(ctx)}; download it with `treebench fetch dataset={dataset}`"
+            f"{cache_dir(ctx)}; download it with `{fetch_command(dataset, data_id)}`"
         )
     import openml
 
     cache_dir(ctx).mkdir(parents=True, exist_ok=True)
     openml.config.set_root_cache_directory(str(cache_dir(ctx)))
+    openml.config.server = server()
     try:
         od = openml.datasets.get_dataset(
             int(data_id),
@@ -95,6 +131,6 @@ def load(
         meta={
             "source": "openml",
             "openml_id": int(data_id),
-            "files": [f"https://www.openml.org/d/{int(data_id)}"],
+            "files": [f"{server().split('/api')[0]}/d/{int(data_id)}"],
         },
     )

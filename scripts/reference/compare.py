@@ -1,0 +1,53 @@
+"""treebench against a paper's public reference implementation, side by side, one thread.
+
+    python scripts/reference/compare.py METHOD [--ref CHECKOUT] [options]
+    python scripts/reference/compare.py tnt --ref ~/src/TnTDecisionGraph --dataset letter --C 1.2e-4
+    python scripts/reference/compare.py METHOD --help
+
+METHOD is one of tnt, onestage, e2edt, hinge (one module ``<method>_ref.py`` each). Both
+implementations get the same data (``treebench.api.load_fold``, the runner's loading) and the same
+hyperparameters in one process; wall and CPU seconds are printed for both (on a shared machine the CPU
+seconds and the ratios are the numbers to read). Without ``--ref`` only treebench is timed. The
+reference code is never part of this repository: clone it yourself (scripts/README.md lists the
+repositories) and pass the checkout's path; it is imported from there at run time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parents[1]))  # this checkout's treebench
+
+METHODS = ("tnt", "onestage", "e2edt", "hinge")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = ap.add_subparsers(dest="method", required=True)
+    for name in METHODS:
+        mod = importlib.import_module(f"{name}_ref")
+        p = sub.add_parser(
+            name,
+            help=mod.__doc__.splitlines()[0],
+            description=mod.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.add_argument("--ref", default=None, help=f"path of a checkout of {mod.REPOSITORY}")
+        mod.add_arguments(p)
+        p.set_defaults(run=mod.run)
+    args = ap.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""E2EDT: greedy and finetune seconds, treebench vs the authors' endtoenddecisiontrees code.
+
+Both train one tree on the same data with the same settings (depth, epochs per split, steepness
+increment 0.1, batch 1000), torch with 1 thread. treebench: greedy seconds and test accuracy of a fit
+without finetuning, then finetune seconds per epoch (``fit_info_``) and test accuracy of a fit with
+``--finetune-epochs``. Reference: ``fit_greedy`` (EM), then ``--ref-finetune-epochs`` of ``refine``
+(it is slow), the first (leaves-only) epoch reported apart. The reference is imported from the
+checkout, neither copied nor modified; one shim is applied at run time for modern PyTorch: boolean
+masks where the 2018 code uses uint8 masks (``Tensor.byte`` on masks).
+
+Data: letter = LIBSVM Letter 15000/5000, standardised on train; usps = ESL zip 7291/2007, pixels
+rescaled to [0, 1]; mnist = 60000/10000, normalised as the reference ((x/255 - 0.1307) / 0.3081).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from _common import fold, ratio, timed, use_reference
+
+REPOSITORY = "github.com/tomsal/endtoenddecisiontrees"
+
+DATA = {  # dataset: (treebench dataset, overrides, pixel transform)
+    "letter": ("letter_libsvm", ["++dataset.preprocess.scale=standard"], lambda X: X),
+    "usps": ("usps", [], lambda X: (X + 1) / 2),
+    "mnist": ("mnist", [], lambda X: (X / 255 - 0.1307) / 0.3081),
+}
+
+
+def add_arguments(p):
+    p.add_argument("--dataset", default="letter", choices=sorted(DATA))
+    p.add_argument("--depth", type=int, default=8)
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--finetune-epochs", type=int, default=20)
+    p.add_argument(
+        "--ref-finetune-epochs",
+        type=int,
+        default=3,
+        help="Finetune epochs to time on the reference (it is slow)",
+    )
+
+
+def load(name):
+    ds, overrides, scale = DATA[name]
+    Xtr, ytr, Xte, yte = fold(ds, 0, overrides)
+    f = np.float32
+    return scale(Xtr).astype(f), ytr.astype(int), scale(Xte).astype(f), yte.astype(int)
+
+
+def run(a):
+    import torch
+
+    from treebench.api import make_estimator
+
+    torch.set_num_threads(1)
+    Xtr, ytr, Xte, yte = load(a.dataset)
+    classes, y_enc = np.unique(ytr, return_inverse=True)
+    yte_enc = np.searchsorted(classes, yte)
+    print(
+        f"data {a.dataset}: train {Xtr.shape}, test {Xte.shape}, classes {len(classes)}; "
+        f"depth {a.depth}, {a.epochs} epochs per split, torch threads 1"
+    )
+
+    # ------------------------------------------------------------------ treebench
+    def ours(finetune_epochs):
+        est = make_estimator(
+            "e2edt",
+            params={"max_depth": a.depth, "epochs": a.epochs, "finetune_epochs": finetune_epochs},
+            random_state=0,
+        )
+        with timed() as t:
+            est.fit(Xtr, ytr)
+        return est, t, float((est.predict(Xte) == yte).mean())
+
+    est, t, acc_g = ours(0)
+    tb_greedy, tb_greedy_cpu = est.fit_info_["greedy_seconds"], t.cpu
+    est_f, t_f, acc_f = ours(a.finetune_epochs)
+    fe = max(1, est_f.fit_info_.get("finetune_epochs", a.finetune_epochs))
+    tb_ft = est_f.fit_info_["finetune_seconds"] / fe
+    print(
+        f"treebench: greedy {tb_greedy:.2f} s wall / {tb_greedy_cpu:.2f} s CPU "
+        f"({est.size_report(Xte)['n_splits']} splits), greedy test acc {acc_g:.4f}; finetune "
+        f"{tb_ft:.3f} s/epoch wall (mean over {fe} epochs, the leaves-only first one included), "
+        f"finetuned test acc {acc_f:.4f} (deterministic)"
+    )
+    if not a.ref:
+        return
+    use_reference(a.ref)
+    import time
+
+    # ------------------------------------------------------------------ reference
+    _orig_byte = torch.Tensor.byte
+    torch.Tensor.byte = lambda self: (
+        self.bool() if self.dtype in (torch.bool, torch.uint8) or self.dim() else _orig_byte(self)
+    )
+    from e2edt import DecisionTree  # the reference package, from the --ref checkout
+
+    ds = torch.utils.data.TensorDataset(
+        torch.from_numpy(Xtr), torch.from_numpy(y_enc.astype(np.int64))
+    )
+    torch.manual_seed(0)  # the reference draws from the global RNG
+    model = DecisionTree(Xtr.shape[1], len(classes), initial_steepness=1.0, batch_size=1000)
+    t0, c0 = time.perf_counter(), time.process_time()
+    model.fit_greedy(ds, epochs=a.epochs, algo="EM", steepness_inc=0.1, max_depth=a.depth)
+    ref_greedy = time.perf_counter() - t0
+    ref_greedy_cpu = time.process_time() - c0
+    nodes = [0]
+    model.root.foreach(lambda nd: nodes.__setitem__(0, nodes[0] + int(not nd._path_end)))
+    Xte_t = torch.from_numpy(Xte)
+    with torch.no_grad():
+        ref_acc_g = float((model(Xte_t, discrete=True).argmax(1).numpy() == yte_enc).mean())
+    stamps, cpu = [time.perf_counter()], [time.process_time()]
+    for _ in model.refine(ds, a.ref_finetune_epochs, "EM"):
+        model.root.set_steepness(inc_value=0.1)
+        stamps.append(time.perf_counter())
+        cpu.append(time.process_time())
+    rep = np.diff(stamps)
+    ref_ft = float(rep[1:].mean()) if len(rep) > 1 else float(rep[0])
+    ref_ft_cpu = float(np.diff(cpu)[1:].mean())
+    print(
+        f"reference: greedy {ref_greedy:.2f} s wall / {ref_greedy_cpu:.2f} s CPU "
+        f"({nodes[0]} splits), greedy test acc "
+        f"{ref_acc_g:.4f}; finetune {ref_ft:.3f} s/epoch wall / {ref_ft_cpu:.3f} CPU over {len(rep) - 1} full epochs "
+        f"(first, leaves-only epoch {rep[0]:.3f} s)"
+    )
+    print(
+        f"reference/treebench: greedy {ratio(ref_greedy, tb_greedy)} wall, "
+        f"{ratio(ref_greedy_cpu, tb_greedy_cpu)} CPU; finetune per epoch (all epochs) "
+        f"{ratio(float(rep.mean()), tb_ft)} wall"
+    )

@@ -1,0 +1,124 @@
+"""The store's row cache: the same table as parsing every record, kept current as records change."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from treebench.config import PROJECT_DIR
+from treebench.results import Ledger, Store
+from treebench.results.index import CACHE_NAME
+from treebench.results.ledger import combined_records
+from treebench.results.table import records_frame, to_frame
+
+LEDGER = PROJECT_DIR / "results"
+
+
+def _ledger_records(n=None):
+    recs = []
+    for p in sorted(LEDGER.glob("*.jsonl.gz")):
+        with gzip.open(p, "rt") as f:
+            recs += [json.loads(ln) for ln in f]
+    return recs[:n]
+
+
+def _direct(store_dir, ledger=None):
+    """The table without the cache: every record parsed, as before the cache existed."""
+    return to_frame(combined_records(Store(store_dir).records(), ledger))
+
+
+def _mixed_store(root, n=300):
+    """Store records cloned from the committed ledger (every method's params and info fields),
+    with mixed-type values (verbose False/0), also_experiments labels and a failed record."""
+    s = Store(root)
+    recs = _ledger_records()
+    step = max(1, len(recs) // n)
+    for i, rec in enumerate(recs[::step][:n]):
+        rec = {**rec, "key": f"{i:02x}{rec['key'][2:]}"}
+        if i % 7 == 0:
+            rec["params"] = {**rec["params"], "verbose": [False, 0, None][i % 3]}
+        if i % 11 == 0:
+            rec["also_experiments"] = ["other"]
+        if i % 13 == 0:
+            rec = {**rec, "status": "failed", "error": "boom", "metrics": {}}
+        s.write(rec)
+    return s
+
+
+def _assert_same(a: pd.DataFrame, b: pd.DataFrame):
+    assert list(a.columns) == list(b.columns)
+    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
+
+
+@pytest.mark.skipif(not LEDGER.is_dir(), reason="no committed ledger in this checkout")
+def test_cached_rows_equal_parsed_rows(tmp_path):
+    s = _mixed_store(tmp_path / "store")
+    first = records_frame(s.root)  # builds the cache
+    assert (s.root / CACHE_NAME).is_file()
+    _assert_same(first, _direct(s.root))
+    _assert_same(records_frame(s.root), first)  # read from the cache
+
+
+@pytest.mark.skipif(not LEDGER.is_dir(), reason="no committed ledger in this checkout")
+def test_store_over_ledger_equals_combined_records(tmp_path):
+    led = Ledger(tmp_path / "ledger")
+    recs = _ledger_records(120)
+    led.add(recs)
+    s = Store(tmp_path / "store")
+    s.write({**recs[0], "experiment": "rerun"})  # same key, done: the store's record, both labels
+    s.write({**recs[1], "status": "failed", "error": "x"})  # failed rerun: the ledger's record
+    s.write({**recs[2], "key": "ff" + recs[2]["key"][2:]})  # local only
+    _assert_same(records_frame(s.root, led), _direct(s.root, led))
+    _assert_same(records_frame(s.root, led), _direct(s.root, led))
+
+
+def test_cache_follows_written_replaced_and_removed_records(tmp_path):
+    s = Store(tmp_path / "store")
+    for i in range(5):
+        s.write({"key": f"k{i}", "status": "ok", "experiment": "e", "seed": i, "params": {"a": i}})
+    assert len(records_frame(s.root)) == 5
+    s.write({"key": "k9", "status": "ok", "experiment": "e", "seed": 9, "params": {"b": "new"}})
+    rec = s.get("k0")
+    s.write({**rec, "status": "failed", "error": "again"})
+    os.remove(s.path("k1"))
+    df = records_frame(s.root)
+    _assert_same(df, _direct(s.root))
+    assert sorted(df["key"]) == ["k0", "k2", "k3", "k4", "k9"]
+    assert df.set_index("key").loc["k0", "status"] == "failed"
+
+
+def test_unreadable_record_is_reported_every_time(tmp_path):
+    s = Store(tmp_path / "store")
+    s.write({"key": "aa1", "status": "ok", "experiment": "e"})
+    bad = s.root / "aa" / "aa2.json"
+    bad.write_text("{not json")
+    for _ in range(2):
+        problems: list = []
+        df = records_frame(s.root, problems=problems)
+        assert list(df["key"]) == ["aa1"]
+        assert [p for p, _ in problems] == [bad] and "not valid JSON" in problems[0][1]
+
+
+def test_unwritable_store_works_without_cache(tmp_path, monkeypatch):
+    s = Store(tmp_path / "store")
+    s.write({"key": "ab1", "status": "ok", "experiment": "e"})
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied", str(dst))
+
+    monkeypatch.setattr("treebench.results.index.os.replace", refuse)  # a shared read-only store
+    assert list(records_frame(s.root)["key"]) == ["ab1"]
+    assert not (s.root / CACHE_NAME).exists()
+    assert not list(s.root.glob(".tmp-*")), "no temporary cache left behind"
+
+
+def test_corrupt_cache_is_rebuilt(tmp_path):
+    s = Store(tmp_path / "store")
+    s.write({"key": "ac1", "status": "ok", "experiment": "e"})
+    records_frame(s.root)
+    (s.root / CACHE_NAME).write_bytes(b"garbage")
+    assert list(records_frame(s.root)["key"]) == ["ac1"]

@@ -1,0 +1,415 @@
+"""A bench run: the sections (main table, inference target, threads, scaling) over forked workers.
+
+Every section sends jobs to :class:`~treebench.bench.worker.Worker` processes, a warm-up job first
+(lazy imports, numba compilation and first-call caches are not timed; the warm-up also traces
+Python allocations). The main table interleaves repeats over the methods, so that the load of a
+shared machine hits all methods alike; ratios are against the reference method (CART) measured in
+the same run.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import socket
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from treebench.bench.config import (
+    CLASSIFICATION,
+    SECTIONS,
+    basis_columns,
+    load_config,
+    method_settings,
+    output_dir,
+    registered_methods,
+)
+from treebench.bench.data import load_bench_data
+from treebench.bench.measure import measure
+from treebench.bench.summary import RAW_COLUMNS
+from treebench.bench.worker import DATA, Worker
+from treebench.bench.write import write_outputs
+
+
+class Bench:
+    """One benchmark run: config, data, workers, raw rows, log."""
+
+    def __init__(
+        self,
+        cfg: dict,
+        methods: list[str],
+        datasets: list[str],
+        log=print,
+        data_dir: str | None = None,
+    ):
+        self.cfg, self.methods, self.datasets, self.log = cfg, methods, datasets, log
+        self.ref = cfg["reference"]
+        self.seed = int(cfg.get("seed", 0))
+        self.threads = int(cfg.get("threads", 1))
+        self.timeout = float(cfg.get("timeout", 300))
+        self.basis = cfg.get("time_basis", "cpu")
+        self.FIT, self.PRED = basis_columns(self.basis)
+        self.data_dir = data_dir
+        self.rows: list[dict] = []
+        self.profiles: dict[str, str] = {}
+        self.runs: dict[str, dict] = {}  # section -> when/how it ran (sections may come from runs)
+        self.settings = {m: method_settings(m, cfg) for m in methods}
+        self._preimport()
+
+    def params(self, method: str, dataset: str) -> dict:
+        """The method's bench parameters with its config composed for ``dataset``."""
+        return method_settings(method, self.cfg, dataset)["params"]
+
+    def _preimport(self) -> None:
+        """Import torch (no ops: fork-safe) and the numba routers once in the parent, so workers
+        do not each pay the import (seconds of CPU per worker)."""
+        from treebench.methods.base import get_method
+
+        if any(get_method(m, CLASSIFICATION).requires_torch for m in self.methods):
+            try:
+                import torch  # noqa: F401
+            except ImportError:  # pragma: no cover - depends on the environment
+                pass
+        import treebench.methods._routing  # noqa: F401
+
+    def data(self, name, max_train=None, max_test=None) -> tuple:
+        """Load (once) and return the key of a dataset subset in ``DATA``; before forking workers."""
+        key = (name, max_train, max_test)
+        if key not in DATA:
+            DATA[key] = load_bench_data(name, max_train, max_test, self.seed, self.data_dir)
+        return key
+
+    def _run(
+        self,
+        worker,
+        section,
+        method,
+        key,
+        params,
+        *,
+        repeat=0,
+        warmup=False,
+        threads=None,
+        param=None,
+        value=None,
+        record=True,
+        **kw,
+    ) -> dict:
+        threads = self.threads if threads is None else threads
+        res = worker.call(measure, (method, params, key, threads, self.seed), kw, self.timeout)
+        data = DATA[key]
+        row = {c: None for c in RAW_COLUMNS}
+        row.update(
+            section=section,
+            dataset=data.name,
+            method=method,
+            repeat=repeat,
+            warmup=warmup,
+            n_train=len(data.y_train),
+            n_test=len(data.y_test),
+            n_features=data.X_train.shape[1],
+            threads=threads,
+            param=param,
+            value=value,
+        )
+        row.update({k: v for k, v in res.items() if k in RAW_COLUMNS})
+        if res.get("profile"):
+            self.profiles[method] = res["profile"]
+        if row["status"] != "ok":
+            self.log(f"  {method} on {data.name}: {row['status']} {row['error']}")
+        if record:
+            self.rows.append(row)
+        return row
+
+    # -- main table
+    def main(self, repeats: int) -> None:
+        """Per dataset: one worker per method; warm-up (memory traced), then interleaved repeats."""
+        min_p = float(self.cfg.get("predict_min_seconds", 0.2))
+        for ds in self.datasets:
+            spec = self.cfg["datasets"].get(ds) or {}
+            key = self.data(ds, spec.get("max_train"), spec.get("max_test"))
+            data = DATA[key]
+            self.log(f"[main] {ds}: train {data.X_train.shape}, test {data.X_test.shape}")
+            workers = {m: Worker() for m in self.methods}
+            try:
+                for r in range(repeats + 1):
+                    for m in self.methods:
+                        if not workers[m].alive:
+                            continue
+                        row = self._run(
+                            workers[m],
+                            "main",
+                            m,
+                            key,
+                            self.params(m, ds),
+                            repeat=r,
+                            warmup=(r == 0),
+                            traced=(r == 0),
+                            min_predict_s=min_p,
+                        )
+                        if row["status"] != "ok":
+                            workers[m].kill()
+                        else:
+                            self.log(
+                                f"  {'warm-up' if r == 0 else f'r{r}':7s} {m:16s} fit {row[self.FIT]:8.3f}s  predict "
+                                f"{row[self.PRED]:12.0f}/s  "
+                                f"acc {row['accuracy']:.3f}"
+                            )
+            finally:
+                for w in workers.values():
+                    w.close()
+
+    def _series(self, section, m, key, points, cap):
+        """Fit-only points (param, value, params, n_train) in one worker after a warm-up fit."""
+        w = Worker()
+        try:
+            first = points[0]
+            self._run(w, section, m, key, first[2], n_train=first[3], predict=False, record=False)
+            for param, value, params, n in points:
+                row = self._run(
+                    w, section, m, key, params, param=param, value=value, n_train=n, predict=False
+                )
+                if row["status"] != "ok":
+                    break
+                self.log(f"[{section}] {m:16s} {param}={value} fit {row[self.FIT]:.3f}s")
+                if row[self.FIT] > cap:
+                    break
+        finally:
+            w.close()
+
+    # -- scaling
+    def scaling(self) -> None:
+        sc = self.cfg["scaling"]
+        key = self.data(sc["dataset"], max(sc["sizes"]), sc.get("n_test"))
+        n_max = len(DATA[key].y_train)
+        ps = self.cfg["param_scaling"]
+        pkey = self.data(ps["dataset"], ps.get("max_train"), 200)
+        for m in self.methods:
+            base = self.params(m, sc["dataset"])
+            pts = [("n_samples", n, base, n) for n in sc["sizes"] if n <= n_max]
+            self._series("scaling_n", m, key, pts, float(sc.get("time_cap", 6)))
+        for m in self.methods:
+            sw = self.settings[m]["sweep"]
+            if not sw:
+                continue
+            pts = [
+                (sw["param"], v, {**self.params(m, ps["dataset"]), sw["param"]: v}, None)
+                for v in sw["values"][: ps.get("max_values")]
+            ]
+            self._series("scaling_param", m, pkey, pts, float(ps.get("time_cap", 6)))
+
+    # -- inference target
+    def inference(self) -> None:
+        ic = self.cfg["inference"]
+        key = self.data(ic["dataset"], ic.get("max_train"), None)
+        for m in self.methods:
+            inf = self.settings[m]["inference"]
+            if inf is None:
+                continue
+            params = {**self.params(m, ic["dataset"]), **inf}
+            w = Worker()
+            try:
+                yard = (
+                    self.ref,
+                    {
+                        **self.params(self.ref, ic["dataset"]),
+                        **(self.settings[self.ref]["inference"] or {}),
+                    },
+                )
+                row = self._run(
+                    w,
+                    "inference",
+                    m,
+                    key,
+                    params,
+                    tile_to=int(ic["n_samples"]),
+                    min_predict_s=0.5,
+                    yardstick=yard,
+                )
+                if row["status"] == "ok":
+                    self.log(
+                        f"[inference] {m:16s} depth {row['depth']} {row[self.PRED]:12.0f} samples/s"
+                    )
+                    ratio = row[self.PRED] / (
+                        row["ref_cpu_samples_per_s" if self.basis == "cpu" else "ref_samples_per_s"]
+                        or np.inf
+                    )
+                    if row[self.PRED] < float(ic["target"]) or ratio < float(
+                        ic.get("profile_below_ratio", 0.5)
+                    ):
+                        self._run(
+                            w,
+                            "inference_profile",
+                            m,
+                            key,
+                            params,
+                            tile_to=int(ic["n_samples"]),
+                            min_predict_s=0.0,
+                            profile_top=int(ic.get("profile_top", 8)),
+                            record=False,
+                        )
+            finally:
+                w.close()
+
+    # -- threads
+    def threading(self) -> None:
+        tc = self.cfg["threading"]
+        key = self.data(tc["dataset"], tc.get("max_train"), None)
+        for m in self.methods:
+            if not self.settings[m]["threads"]:
+                continue
+            w = Worker()
+            try:
+                self._run(
+                    w,
+                    "threads",
+                    m,
+                    key,
+                    self.params(m, tc["dataset"]),
+                    threads=1,
+                    min_predict_s=0.0,
+                    record=False,
+                )  # warm-up
+                for t in tc["threads"]:
+                    row = self._run(
+                        w,
+                        "threads",
+                        m,
+                        key,
+                        self.params(m, tc["dataset"]),
+                        threads=t,
+                        min_predict_s=0.2,
+                    )
+                    if row["status"] == "ok":
+                        self.log(
+                            f"[threads] {m:16s} {t} threads: fit {row['fit_s']:.3f}s "
+                            f"predict {row['predict_samples_per_s']:.0f}/s"
+                        )
+            finally:
+                w.close()
+
+
+def run(
+    methods: list[str] | None = None,
+    datasets: list[str] | None = None,
+    repeats: int | None = None,
+    quick: bool = False,
+    out: str | Path | None = None,
+    sections: list[str] | None = None,
+    timeout: float | None = None,
+    log=print,
+    command: str = "treebench bench",
+    config: str | None = None,
+    update: bool = False,
+) -> dict[str, Path]:
+    """Run the benchmark and write its outputs (see :func:`output_dir`); returns the written files."""
+    out = output_dir(out, update)
+    cfg = load_config(quick, config)
+    if timeout is not None:
+        cfg["timeout"] = timeout
+    allm = registered_methods()
+    ref = cfg["reference"]
+    chosen = allm if not methods else list(methods)
+    unknown = [m for m in chosen if m not in allm]
+    if unknown:
+        raise ValueError(f"unknown or non-classification methods {unknown}; choices: {allm}")
+    chosen = [ref] + [m for m in chosen if m != ref]  # the reference is always measured
+    dsets = list(datasets) if datasets else list(cfg["datasets"])
+    sections = list(sections) if sections else list(SECTIONS)
+    if sections == ["none"]:  # with --update: only rewrite BENCHMARKS.md from the stored results
+        sections = []
+    bad = [s for s in sections if s not in SECTIONS]
+    if bad:
+        raise ValueError(f"unknown sections {bad}; choices: {SECTIONS}")
+    reps = int(repeats if repeats is not None else cfg.get("repeats", 3))
+    cfg["datasets"] = {d: (cfg["datasets"].get(d) or {}) for d in dsets}
+    meta = {
+        "command": command,
+        "repeats": reps,
+        "load_start": _load(),
+        "started": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        **_machine(),
+    }
+    bench = Bench(cfg, chosen, dsets, log=log)
+    if update:
+        _load_previous(bench, Path(out), sections)
+    t0 = time.perf_counter()
+    steps = {
+        "main": lambda: bench.main(reps),
+        "inference": bench.inference,
+        "threads": bench.threading,
+        "scaling": bench.scaling,
+    }
+    files = {}
+    for name in SECTIONS:
+        if name not in sections:
+            continue
+        started, load0 = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), _load()
+        steps[name]()
+        bench.runs[name] = {
+            "command": command,
+            "started": started,
+            "finished": _dt.datetime.now(_dt.UTC).strftime("%H:%M UTC"),
+            "load_start": load0,
+            "load_end": _load(),
+            "repeats": reps,
+            "git_sha": meta["git_sha"],
+        }
+        meta.update(load_end=_load(), finished=_dt.datetime.now(_dt.UTC).strftime("%H:%M UTC"))
+        files = write_outputs(bench, Path(out), meta)  # after every section: partial results kept
+    if not files:
+        files = write_outputs(bench, Path(out), meta)
+    log(f"bench done in {time.perf_counter() - t0:.0f} s; wrote {files['md']}")
+    return files
+
+
+def _raw_section(sec: str) -> str:
+    return "scaling" if sec.startswith("scaling") else sec.replace("_profile", "")
+
+
+def _load_previous(bench: Bench, out: Path, sections: list[str]) -> None:
+    """Keep the rows, run records and profiles of the sections not re-run (``--update``)."""
+    d = out / "docs" / "bench"
+    if (d / "bench_raw.csv").exists():
+        old = pd.read_csv(d / "bench_raw.csv")
+        old = old[~old["section"].map(_raw_section).isin(sections)]
+        old = old.astype(object).where(old.notna(), None)
+        bench.rows.extend(old.to_dict("records"))
+    if (d / "runs.json").exists():
+        prev = json.loads((d / "runs.json").read_text())
+        bench.runs.update({k: v for k, v in prev.items() if k not in sections})
+    if "inference" not in sections and (d / "profiles.json").exists():
+        bench.profiles.update(json.loads((d / "profiles.json").read_text()))
+
+
+def _load() -> str:
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def _machine() -> dict:
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(
+                (ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu
+            )
+    except OSError:
+        pass
+    from treebench.runner import git_sha, package_versions
+
+    return {
+        "host": socket.gethostname(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "packages": package_versions(),
+        "git_sha": git_sha(),
+    }

@@ -1,0 +1,254 @@
+"""Bench outputs: ``BENCHMARKS.md`` from ``templates/BENCHMARKS.md``, CSVs, JSON and plots."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+from string import Template
+
+import numpy as np
+import pandas as pd
+
+from treebench.bench.plots import plot_overview, plot_scaling
+from treebench.bench.summary import RAW_COLUMNS, SUMMARY_COLUMNS, scaling_summary, summarize
+
+TEMPLATE = Path(__file__).with_name("templates") / "BENCHMARKS.md"
+
+#: (column, header) of the tables
+MAIN_COLUMNS = {
+    "method": "method",
+    "fit": "fit s (median [min, max])",
+    "fit_ratio_cart": "fit × CART",
+    "fit_wall_s_median": "fit wall s",
+    "pred": "predict/s (median [min, max])",
+    "predict_ratio_cart": "predict × CART",
+    "peak_rss_mb": "peak RSS MB",
+    "peak_traced_mb": "traced MB",
+    "split_evals": "split evals",
+    "n_splits": "splits",
+    "accuracy": "test acc",
+}
+THREAD_COLUMNS = {
+    "method": "method",
+    "threads": "threads",
+    "fit_s": "fit s",
+    "fit_cpu_s": "fit CPU s (this process)",
+    "fit_speedup": "fit speedup",
+    "predict_sps": "predict/s",
+    "predict_speedup": "predict speedup",
+}
+SCALING_COLUMNS = ["method", "axis", "model", "points", "range", "fit_s_range", "slope"]
+SCALING_COLUMNS += ["expected", "flag"]
+
+
+@cache
+def templates() -> dict[str, Template]:
+    """The parts of the template file by name (a part starts at a ``@@ name`` line)."""
+    parts = re.split(r"^@@ (\w+)\n", TEMPLATE.read_text(), flags=re.M)[1:]
+    return {name: Template(text) for name, text in zip(parts[::2], parts[1::2], strict=True)}
+
+
+def fill(part: str, **fields) -> str:
+    return templates()[part].substitute(**fields)
+
+
+def fmt(v, nd=3) -> str:
+    """A table cell: ``-`` for missing, integers as such, floats to ``nd`` significant digits."""
+    if isinstance(v, str):
+        return v
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "-"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    v = float(v)
+    if v == 0:
+        return "0"
+    if abs(v) >= 1e5:
+        return f"{v:.3g}"
+    return f"{v:.{nd}g}"
+
+
+def md_table(df: pd.DataFrame, columns) -> str:
+    """``df``'s ``columns`` (a list, or a dict column → header) as a Markdown table."""
+    headers = columns if isinstance(columns, dict) else {c: c for c in columns}
+    t = df[list(headers)].astype(object).map(fmt).rename(columns=headers)
+    return t.to_markdown(index=False, disable_numparse=True)
+
+
+def _range(median, lo, hi, status, missing):
+    return [
+        f"{fmt(a)} [{fmt(b)}, {fmt(c)}]" if r == "ok" else (r if missing is None else missing)
+        for a, b, c, r in zip(median, lo, hi, status, strict=True)
+    ]
+
+
+def _main(summary: pd.DataFrame) -> str:
+    out = [fill("main")]
+    for ds, g in summary.groupby("dataset", sort=False):
+        g = g.copy()
+        g["fit"] = _range(g["fit_s_median"], g["fit_s_min"], g["fit_s_max"], g["status"], None)
+        g["pred"] = _range(
+            g["predict_sps_median"], g["predict_sps_min"], g["predict_sps_max"], g["status"], "-"
+        )
+        r0 = g.iloc[0]
+        out.append(
+            fill(
+                "main_dataset",
+                dataset=ds,
+                n_train=r0["n_train"],
+                n_test=r0["n_test"],
+                n_features=r0["n_features"],
+                table=md_table(g, MAIN_COLUMNS),
+            )
+        )
+    out.append(fill("main_figure"))
+    return "".join(out)
+
+
+def _inference(bench, raw: pd.DataFrame, d: Path) -> str:
+    ic = bench.cfg["inference"]
+    inf = raw[raw["section"] == "inference"].copy()
+    ref = inf[(inf["method"] == bench.ref) & (inf["status"] == "ok")]
+    P = bench.PRED
+    base = float(ref[P].iloc[0]) if len(ref) else float("nan")
+    RP = "ref_cpu_samples_per_s" if bench.basis == "cpu" else "ref_samples_per_s"
+    if RP not in inf:
+        inf[RP] = np.nan
+    adj = inf[RP].astype(float)
+    inf["ratio"] = inf[P].astype(float) / adj.where(adj.notna(), base)
+    inf["target"] = [
+        "met" if s == "ok" and v >= float(ic["target"]) else ("below" if s == "ok" else s)
+        for s, v in zip(inf["status"], inf[P], strict=True)
+    ]
+    inf.to_csv(d / "inference.csv", index=False)
+    columns = {
+        "method": "method",
+        "depth": "depth",
+        "n_splits": "splits",
+        "split_evals": "split evals",
+        P: f"samples/s ({bench.basis})",
+        "predict_samples_per_s": "samples/s (wall)",
+        RP: "CART samples/s (adjacent)",
+        "ratio": "× CART",
+        "target": "≥ target",
+    }
+    text = fill(
+        "inference",
+        dataset=ic["dataset"],
+        n_train=inf["n_train"].iloc[0],
+        n_samples=ic["n_samples"],
+        basis=bench.basis,
+        target=f"{float(ic['target']):.0f}",
+        table=md_table(inf, columns),
+    )
+    if bench.profiles:
+        text += fill("profiles", ratio=ic.get("profile_below_ratio", 0.5))
+        for m, prof in bench.profiles.items():
+            text += fill("profile", method=m, profile=prof)
+    return text
+
+
+def _threads(bench, raw: pd.DataFrame, d: Path) -> str:
+    thr = raw[(raw["section"] == "threads") & (raw["status"] == "ok")]
+    rows = []
+    for m, g in thr.groupby("method", sort=False):
+        g = g.set_index("threads")
+        one = g.loc[g.index.min()]
+        for t, r in g.iterrows():
+            rows.append(
+                {
+                    "method": m,
+                    "threads": t,
+                    "fit_s": r["fit_s"],
+                    "fit_cpu_s": r["fit_cpu_s"],
+                    "fit_speedup": one["fit_s"] / r["fit_s"],
+                    "predict_sps": r["predict_samples_per_s"],
+                    "predict_speedup": r["predict_samples_per_s"] / one["predict_samples_per_s"],
+                }
+            )
+    tt = pd.DataFrame(rows)
+    tt.to_csv(d / "threads.csv", index=False)
+    return fill(
+        "threads",
+        dataset=bench.cfg["threading"]["dataset"],
+        n_train=thr["n_train"].iloc[0],
+        n_test=thr["n_test"].iloc[0],
+        table=md_table(tt, THREAD_COLUMNS),
+    )
+
+
+def _scaling(bench, raw: pd.DataFrame, d: Path, files: dict) -> str:
+    slopes = scaling_summary(raw, bench.cfg, bench.settings, bench.basis)
+    slopes.to_csv(d / "scaling.csv", index=False)
+    plot_scaling(raw, slopes, d / "scaling.png", bench.FIT)
+    files["scaling"] = d / "scaling.png"
+    sc, ps = bench.cfg["scaling"], bench.cfg["param_scaling"]
+    return fill(
+        "scaling",
+        dataset=sc["dataset"],
+        sizes=sc["sizes"],
+        param_dataset=ps["dataset"],
+        param_rows=ps.get("max_train"),
+        tolerance=sc.get("tolerance", 0.3),
+        table=md_table(slopes, SCALING_COLUMNS),
+    )
+
+
+def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
+    """Write BENCHMARKS.md, CSVs and PNGs under ``out`` (plots and CSVs in ``out/docs/bench``)."""
+    out = Path(out)
+    d = out / "docs" / "bench"
+    d.mkdir(parents=True, exist_ok=True)
+    raw = pd.DataFrame(bench.rows, columns=RAW_COLUMNS)
+    files = {
+        "raw": d / "bench_raw.csv",
+        "summary": d / "bench_summary.csv",
+        "md": out / "BENCHMARKS.md",
+    }
+    raw.to_csv(files["raw"], index=False)
+    summary = (
+        summarize(raw, bench.ref, bench.basis)
+        if (raw["section"] == "main").any()
+        else pd.DataFrame(columns=SUMMARY_COLUMNS)
+    )
+    summary.to_csv(files["summary"], index=False)
+    (d / "runs.json").write_text(json.dumps(bench.runs, indent=1))
+    (d / "profiles.json").write_text(json.dumps(bench.profiles, indent=1))
+
+    runs = "".join(
+        fill("run", section=sec, **{**r, "git_sha": str(r.get("git_sha"))[:7]})
+        for sec, r in bench.runs.items()
+    )
+    md = [
+        fill(
+            "head",
+            runs=runs.rstrip("\n"),
+            cores=meta["cores"],
+            cpu=meta["cpu"],
+            host=meta["host"],
+            python=meta["python"],
+            git_sha=meta["git_sha"],
+            packages=", ".join(f"{k} {v}" for k, v in meta["packages"].items()),
+            timeout=f"{bench.timeout:g}",
+            threads=bench.threads,
+            repeats=bench.runs.get("main", meta)["repeats"],
+            basis=bench.basis,
+            basis_note=fill(f"basis_{bench.basis}").strip(),
+            predict_min_seconds=bench.cfg.get("predict_min_seconds"),
+        )
+    ]
+    if len(summary):
+        md.append(_main(summary))
+        plot_overview(summary, d / "overview.png")
+        files["overview"] = d / "overview.png"
+    if (raw["section"] == "inference").any():
+        md.append(_inference(bench, raw, d))
+    if ((raw["section"] == "threads") & (raw["status"] == "ok")).any():
+        md.append(_threads(bench, raw, d))
+    if raw["section"].isin(["scaling_n", "scaling_param"]).any():
+        md.append(_scaling(bench, raw, d, files))
+    md.append(fill("footer"))
+    files["md"].write_text("".join(md))
+    return files

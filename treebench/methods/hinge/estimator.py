@@ -1,0 +1,485 @@
+"""Random Hinge Forest and Random Hinge Ferns (Lay et al., arXiv 1802.03882, 2018).
+
+ReLU "hinge" trees whose output is ``w_leaf * |r*|`` with r* the smallest-|margin| decision on the
+sample's path, trained end to end in PyTorch together with a learnable feature pool (inner products
+or 5x5/stride-3 convolutions) behind the paper's running-statistics batch normalisation.
+
+Registered as ``hinge_forest`` and ``hinge_fern`` for classification and regression. Torch is
+imported only inside ``fit``/``predict`` (see ``net.py`` for the modules).
+
+Model selection: minibatch training for ``n_iterations`` steps with a snapshot every
+``snapshot_every`` steps. ``selection="validation"`` (default) keeps the snapshot with the lowest
+loss on a validation part held out from the training data; ``"last"`` keeps the final state;
+``"test"`` is the papers' protocol for Letter/USPS/MNIST (*best test error over model states*): it
+needs ``fit(..., eval_set=(X_test, y_test))``, is optimistic and is labelled in ``fit_info_``. With
+an ``eval_set``, ``fit_info_`` also records its error at the best, the selected and the last state.
+The runner passes its test part as ``eval_set`` only when :meth:`wants_eval_set` is true.
+
+Initialisation: ``weight_init="torch"`` (PyTorch's Kaiming-uniform default) or ``"bleak"`` (the
+authors' framework: pool and head weights ~ N(0, 1)); ``conv_bn`` picks per-``"channel"`` or
+per-``"position"`` batch norm statistics for the conv pool.
+
+Training speed: the UCI network (linear pool of <= 64 inputs, scalar leaves, linear head, AdaGrad)
+runs its whole step in one numba kernel (:class:`~treebench.methods.hinge.net.CompiledUCITrainer`,
+tested equal to the torch path); everything else runs the torch step with the compiled forest
+forward/backward and :class:`HingeAdam`. Details and measurements: ``docs/methods/hinge.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
+
+from treebench.methods.base import (
+    CLASSIFICATION,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    REGRESSION,
+    Interval,
+    InvalidParameterError,
+    SizeMixin,
+    StrOptions,
+    _fit_context,
+    import_torch,
+    register,
+    torch_generator,
+    validate_sample_weight,
+)
+from treebench.methods.progress import report
+
+_OPTIMIZERS = ("adagrad", "adam")
+_SELECTIONS = ("validation", "last", "test")
+_PROTOCOLS = {  # recorded in fit_info_["protocol"]: how the kept model state was chosen
+    "validation": "lowest validation loss over model states",
+    "last": "last model state",
+    "test": "best test error over model states (paper protocol, optimistic)",
+}
+
+
+class _HingeBase(SizeMixin, BaseEstimator):
+    """Shared implementation; subclasses fix ``_kind`` ("tree"/"fern") and the task."""
+
+    requires_torch = True
+    _kind = "tree"
+    _is_classifier = True
+    _compiled_training = True  # the UCI network's one-kernel step when it applies (tests switch it)
+    _expected_failed_checks = {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "minibatch SGD and a validation part drawn by row: repeated rows change both, so "
+            "weights equal repeats in distribution only (tests/methods/test_sample_weight.py)"
+        ),
+    }
+
+    def __init__(
+        self,
+        n_estimators=100,
+        max_depth=10,
+        features="linear",
+        n_features=100,
+        aggregation="linear",
+        optimizer="adagrad",
+        learning_rate=0.05,
+        n_iterations=40000,
+        batch_size=53,
+        snapshot_every=500,
+        selection="validation",
+        validation_fraction=0.25,
+        threshold_init=3.0,
+        leaf_init_std=0.01,
+        weight_init="torch",
+        conv_bn="channel",
+        image_shape=None,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.features = features
+        self.n_features = n_features
+        self.aggregation = aggregation
+        self.optimizer = optimizer
+        self.learning_rate = learning_rate
+        self.n_iterations = n_iterations
+        self.batch_size = batch_size
+        self.snapshot_every = snapshot_every
+        self.selection = selection
+        self.validation_fraction = validation_fraction
+        self.threshold_init = threshold_init
+        self.leaf_init_std = leaf_init_std
+        self.weight_init = weight_init
+        self.conv_bn = conv_bn
+        self.image_shape = image_shape
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ validation
+    _parameter_constraints = {
+        "n_estimators": [POSITIVE_INT],
+        "max_depth": [Interval(Integral, 1, 30, closed="both")],
+        "features": [StrOptions({"linear", "conv", "none"})],
+        "n_features": [POSITIVE_INT],
+        "aggregation": [StrOptions({"linear", "sum"})],
+        "optimizer": [StrOptions(set(_OPTIMIZERS))],
+        "learning_rate": [POSITIVE],
+        "n_iterations": [POSITIVE_INT],
+        "batch_size": [POSITIVE_INT],
+        "snapshot_every": [POSITIVE_INT],
+        "selection": [StrOptions(set(_SELECTIONS))],
+        "validation_fraction": [Interval(Real, 0, 1, closed="left")],
+        "threshold_init": [NON_NEGATIVE],
+        "leaf_init_std": [NON_NEGATIVE],
+        "weight_init": [StrOptions({"torch", "bleak"})],
+        "conv_bn": [StrOptions({"channel", "position"})],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+        "verbose": ["verbose"],
+        "image_shape": "no_validation",
+    }
+
+    def _check_params(self):
+        """Checks across parameters (single values: ``_parameter_constraints``)."""
+        if self.selection == "validation" and self.validation_fraction == 0:
+            raise InvalidParameterError("selection='validation' needs validation_fraction > 0")
+
+    # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, eval_set=None):
+        """Train the whole network; ``eval_set=(X, y)`` is only needed for ``selection="test"``."""
+        self._check_params()
+        X, y = validate_data(self, X, y, dtype=np.float32, y_numeric=not self._is_classifier)
+        if self._is_classifier:
+            check_classification_targets(y)
+        sample_weight = validate_sample_weight(sample_weight, X)
+        if self.selection == "test" and eval_set is None:
+            raise InvalidParameterError(
+                "selection='test' (best test error over model states) needs "
+                "fit(..., eval_set=(X_test, y_test))"
+            )
+        torch = import_torch(self._torch_threads())
+        from treebench.methods.hinge.net import (
+            CompiledUCITrainer,
+            HingeNet,
+            make_optimizer,
+            torch_train_steps,
+        )
+
+        rs = check_random_state(self.random_state)
+        gen = torch_generator(rs)
+        n = X.shape[0]
+        sw = (
+            np.ones(n, dtype=np.float32)
+            if sample_weight is None
+            else sample_weight.astype(np.float32)
+        )
+        sw = sw * (n / float(sw.sum()))  # mean 1: the loss keeps its scale
+
+        if self._is_classifier:
+            self._le = LabelEncoder().fit(y)
+            self.classes_ = self._le.classes_
+            yt = self._le.transform(y).astype(np.int64)
+            n_out = len(self.classes_)
+            self._y_mu, self._y_sd = 0.0, 1.0
+        else:
+            y = y.astype(np.float64)
+            self._y_mu = float(y.mean())
+            self._y_sd = float(y.std()) or 1.0
+            yt = ((y - self._y_mu) / self._y_sd).astype(np.float32)
+            n_out = 1
+
+        idx = np.arange(n)
+        if self.selection == "validation":
+            strat = yt if self._is_classifier and np.bincount(yt).min() >= 2 else None
+            try:
+                tr, va = train_test_split(
+                    idx,
+                    test_size=self.validation_fraction,
+                    random_state=rs.randint(2**31 - 1),
+                    stratify=strat,
+                )
+            except ValueError:
+                tr, va = train_test_split(
+                    idx, test_size=self.validation_fraction, random_state=rs.randint(2**31 - 1)
+                )
+        else:
+            tr, va = idx, idx[:0]
+        if not sw[tr].any():
+            raise ValueError(
+                "sample_weight: all weights of the training part are zero "
+                "(the validation part holds every positive weight)"
+            )
+
+        net = HingeNet(
+            X.shape[1],
+            n_out,
+            self.n_estimators,
+            self.max_depth,
+            self._kind,
+            pool=self.features,
+            n_features=self.n_features,
+            aggregation=self.aggregation,
+            image_shape=self.image_shape,
+            threshold_range=self.threshold_init,
+            leaf_std=self.leaf_init_std,
+            generator=gen,
+            weight_init=self.weight_init,
+            conv_bn=self.conv_bn,
+        )
+        opt = make_optimizer(self.optimizer, net, float(self.learning_rate))
+
+        Xt = torch.from_numpy(np.ascontiguousarray(X))
+        Yt = torch.from_numpy(yt)
+        Wt = torch.from_numpy(sw)
+        X_tr, Y_tr, W_tr = Xt[tr], Yt[tr], Wt[tr]
+        X_va, Y_va = Xt[va], Yt[va]
+        uniform_w = sample_weight is None
+        if eval_set is not None:
+            Xe = np.asarray(validate_data(self, eval_set[0], dtype=np.float32, reset=False))
+            Xe = torch.from_numpy(np.ascontiguousarray(Xe))
+            ye = np.asarray(eval_set[1])
+        n_tr = len(tr)
+        bs = min(self.batch_size, n_tr)
+
+        def loss_fn(out, yb, wb):
+            if self._is_classifier:
+                per = torch.nn.functional.cross_entropy(out, yb, reduction="none")
+            else:
+                per = (out.squeeze(-1) - yb) ** 2
+            return per.mean() if wb is None else (per * wb).mean()
+
+        def eval_error(Xs, ys):
+            pred = self._predict_net(net, Xs)
+            if self._is_classifier:
+                return float(np.mean(self.classes_[pred.argmax(1)] != ys))
+            pr = pred[:, 0] * self._y_sd + self._y_mu
+            return float(np.mean((pr - ys) ** 2))
+
+        best_state, best_score, best_it = None, np.inf, 0
+        eval_best, eval_curve = np.inf, []
+        loss_curve = []  # mean training loss per snapshot interval
+        compiled = None
+        if self._compiled_training and CompiledUCITrainer.applies(net, self.optimizer, X.dtype):
+            # the UCI network's whole step in one numba kernel (same arithmetic, no per-op cost)
+            compiled = CompiledUCITrainer(
+                net, X[tr], yt[tr], sw[tr], self._is_classifier, float(self.learning_rate)
+            )
+        perm, pos = torch.randperm(n_tr, generator=gen), 0
+
+        def next_batches(k):
+            nonlocal perm, pos
+            out = np.empty((k, bs), np.int64)
+            for j in range(k):
+                if pos + bs > n_tr:
+                    perm, pos = torch.randperm(n_tr, generator=gen), 0
+                out[j] = perm[pos : pos + bs].numpy()
+                pos += bs
+            return out
+
+        t0 = time.perf_counter()
+        net.train()
+        it = 0
+        while it < self.n_iterations:
+            stop = min((it // self.snapshot_every + 1) * self.snapshot_every, self.n_iterations)
+            batches = next_batches(stop - it)
+            if compiled is not None:
+                # one BLAS thread: the kernel's [B, P] x [P, F] products are tiny, and extra BLAS
+                # threads spinning on the shared machine cost ~10x (madelon, 8 ms -> 0.8 ms a step)
+                with threadpool_limits(limits=1, user_api="blas"):
+                    mean_loss = compiled.run(batches)
+            else:
+                mean_loss = torch_train_steps(
+                    net, opt, X_tr, Y_tr, None if uniform_w else W_tr, batches, loss_fn
+                )
+            it = stop
+            report("iterations", it, self.n_iterations)
+            loss_curve.append((it, mean_loss))
+            score = None
+            if self.selection == "validation":
+                with torch.no_grad():
+                    net.eval()
+                    score = float(loss_fn(self._forward_chunks(net, X_va), Y_va, None))
+                    net.train()
+            e_err = None
+            if eval_set is not None:
+                e_err = eval_error(Xe, ye)
+                eval_curve.append((it, e_err))
+                eval_best = min(eval_best, e_err)
+                if self.selection == "test":
+                    score = e_err
+            if self.selection == "last":
+                score = -it
+            if score < best_score:
+                best_score, best_it = score, it
+                best_state = copy.deepcopy(net.state_dict())
+            if self.verbose:
+                print(
+                    f"[hinge] it {it} loss {mean_loss:.4f} score {score:.4f} "
+                    f"eval {e_err} {time.perf_counter() - t0:.1f}s",
+                    flush=True,
+                )
+        train_s = time.perf_counter() - t0
+        net.load_state_dict(best_state)
+        net.eval()
+        self.net_ = net
+        self.n_features_pool_ = net.n_pool
+        info = {
+            "selection": self.selection,
+            "protocol": _PROTOCOLS[self.selection],
+            "best_iteration": int(best_it),
+            "n_iterations": int(self.n_iterations),
+            "n_train_used": int(n_tr),
+            "n_validation": int(len(va)),
+            "train_seconds": float(train_s),
+            "seconds_per_1000_iterations": float(1000 * train_s / self.n_iterations),
+            "n_parameters": int(sum(p.numel() for p in net.parameters())),
+            "compiled_training": compiled is not None,
+        }
+        if self.selection == "validation":
+            info["best_validation_loss"] = float(best_score)
+        info["train_loss_curve"] = " ".join(f"{i}:{v:.4g}" for i, v in loss_curve)
+        if eval_set is not None:
+            info["eval_best_error"] = float(eval_best)  # best over model states (optimistic)
+            info["eval_selected_error"] = float(dict(eval_curve)[best_it])
+            info["eval_last_error"] = float(eval_curve[-1][1])
+            # the whole curve, compactly ("iteration:error" per snapshot), to see where the best was
+            info["eval_curve"] = " ".join(f"{i}:{e:.5g}" for i, e in eval_curve)
+        self.fit_info_ = info
+        self.eval_curve_ = eval_curve
+        return self
+
+    def wants_eval_set(self):
+        """True when fit needs the test part (``selection="test"``, the papers' labelled protocol);
+        the runner then calls ``fit(X, y, eval_set=(X_test, y_test))``."""
+        return self.selection == "test"
+
+    def _torch_threads(self):
+        """Intra-op threads for training. The hinge forest itself runs in single-threaded compiled
+        kernels and, with the linear pool, every torch op is tiny (a 53 x 16 x 100 product): extra
+        threads only spin. Measured on the shared 2-core machine (Letter, 100 trees, depth 10):
+        2 threads took ~10x the CPU and wall time of 1. So ``n_jobs`` is used only by the conv
+        pool."""
+        return self.n_jobs if self.features == "conv" else 1
+
+    # ------------------------------------------------------------------ inference
+    @staticmethod
+    def _forward_chunks(net, Xt, chunk=8192):
+        torch = import_torch()
+        with torch.no_grad():
+            outs = [net(Xt[i : i + chunk]) for i in range(0, Xt.shape[0], chunk)]
+        return torch.cat(outs) if outs else net(Xt)
+
+    def _predict_net(self, net, Xt):
+        was = net.training
+        net.eval()
+        out = self._forward_chunks(net, Xt).numpy()
+        net.train(was)
+        return out
+
+    def _raw(self, X):
+        """Network outputs [n, K] (classification) or [n, 1] of the rows of ``X``, each row
+        independent of the others (:meth:`HingeNet.forward_rowwise`)."""
+        check_is_fitted(self, "net_")
+        X = validate_data(self, X, dtype=np.float32, reset=False)
+        torch = import_torch(self.n_jobs)
+        Xt = torch.from_numpy(np.ascontiguousarray(X))
+        net = self.net_
+        was = net.training
+        net.eval()
+        chunk = 8192
+        outs = [net.forward_rowwise(Xt[i : i + chunk]) for i in range(0, Xt.shape[0], chunk)]
+        net.train(was)
+        return (torch.cat(outs) if outs else net.forward_rowwise(Xt)).numpy()
+
+    def size_report(self, X):
+        check_is_fitted(self, "net_")
+        f = self.net_.forest
+        M, D = f.n_trees, f.depth
+        return {
+            "n_trees": int(M),
+            "n_splits": int(M * f.n_decisions),
+            "n_leaves": int(M * f.n_leaves),
+            "depth": int(D),
+            "mean_depth": float(D),
+            "split_evals": float(M * D),
+        }
+
+    def to_graph(self):
+        """Feature pool, batch norm, hinge trees/ferns and head as a
+        :class:`treebench.inspect.GraphEnsemble` (exact once the running statistics are fixed)."""
+        from treebench.methods.hinge.export import hinge_graph
+
+        return hinge_graph(self)
+
+
+class _HingeClassifier(ClassifierMixin, _HingeBase):
+    _is_classifier = True
+
+    def decision_function(self, X):
+        """Class scores (the logits) of shape (n_samples, n_classes); for two classes, as
+        scikit-learn's binary convention, the score of ``classes_[1]`` minus that of
+        ``classes_[0]`` (n_samples,), positive where :meth:`predict` gives ``classes_[1]``."""
+        z = self._raw(X)
+        if z.shape[1] == 2:
+            return z[:, 1].astype(np.float64) - z[:, 0].astype(np.float64)
+        return z
+
+    def predict_proba(self, X):
+        z = self._raw(X).astype(np.float64)
+        z -= z.max(1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(1, keepdims=True)
+
+    def predict(self, X):
+        z = self._raw(X)  # first: raises NotFittedError before classes_ is read
+        return self.classes_[z.argmax(1)]
+
+
+class _HingeRegressor(RegressorMixin, _HingeBase):
+    _is_classifier = False
+
+    def predict(self, X):
+        return self._raw(X)[:, 0].astype(np.float64) * self._y_sd + self._y_mu
+
+
+_DESC_F = "Random Hinge Forest (Lay et al. 2018): ReLU hinge trees trained end to end (PyTorch)"
+_DESC_R = "Random Hinge Ferns (Lay et al. 2018): ReLU hinge ferns trained end to end (PyTorch)"
+
+
+@register("hinge_forest", CLASSIFICATION, _DESC_F)
+class HingeForestClassifier(_HingeClassifier):
+    """Random Hinge Forest classifier (softmax loss)."""
+
+    _kind = "tree"
+
+
+@register("hinge_forest", REGRESSION)
+class HingeForestRegressor(_HingeRegressor):
+    """Random Hinge Forest regressor (L2 loss on the standardised target)."""
+
+    _kind = "tree"
+
+
+@register("hinge_fern", CLASSIFICATION, _DESC_R)
+class HingeFernClassifier(_HingeClassifier):
+    """Random Hinge Ferns classifier (softmax loss)."""
+
+    _kind = "fern"
+
+
+@register("hinge_fern", REGRESSION)
+class HingeFernRegressor(_HingeRegressor):
+    """Random Hinge Ferns regressor (L2 loss on the standardised target)."""
+
+    _kind = "fern"

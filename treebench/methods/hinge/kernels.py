@@ -1,0 +1,347 @@
+"""Compiled (numba) kernels of Random Hinge Forest / Ferns training. Imported by ``hinge.net``.
+
+* :func:`forest_forward` -- per tree and sample: walk the D decisions, keep the leaf, the first
+  minimum-|margin| decision v* and its signed margin r*, and write ``w[leaf] * |r*|`` (per tree, or
+  summed over trees).
+* :func:`forest_backward` -- the paper's sparse derivatives (Eqs. 11-12): per (sample, tree) only
+  ``w[leaf]``, ``t[v*]`` and ``z[f(v*)]`` receive gradient. Leaf-weight gradients come back either
+  dense or as coalesced rows (sorted unique (tree, leaf) pairs plus their summed K-vectors).
+* :func:`adam_dense` / :func:`adam_rows` -- one Adam step (torch.optim.Adam's arithmetic) on a dense
+  gradient, or on a gradient that is zero outside a set of rows: every entry's moments still decay
+  and every entry still moves (dense Adam), but the gradient is never materialised.
+
+All loops are single-threaded (``nogil``); the caller runs them on contiguous arrays.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def forest_forward(z, feats, thr, w, depth, fern, reduce, leaf_out, vstar_out, rstar_out, out):
+    """z [B, F]; feats/thr [M, N]; w [M, L, K]; out [B, 1, K] (reduce: summed over trees, zeroed by
+    the caller) or [B, M, K]. Trees: heap nodes (children 2g+1, 2g+2); ferns: node = level. Right
+    iff r > 0; strict < keeps the shallower decision on |r| ties. Tree-major (one tree's arrays stay
+    cached) and level-synchronous over the batch: the samples' walks are independent, so their
+    memory loads overlap instead of forming one dependent chain per sample."""
+    B = z.shape[0]
+    M = feats.shape[0]
+    K = w.shape[2]
+    g = np.empty(B, np.int64)
+    best = np.empty(B, z.dtype)
+    rbest = np.empty(B, z.dtype)
+    vbest = np.empty(B, np.int64)
+    for t in range(M):
+        f = feats[t]
+        th = thr[t]
+        wt = w[t]
+        for b in range(B):
+            g[b] = 0
+            best[b] = np.inf
+            rbest[b] = z[b, f[0]] - th[0]
+            vbest[b] = 0
+        for d in range(depth):
+            for b in range(B):
+                gb = g[b]
+                node = d if fern else gb
+                r = z[b, f[node]] - th[node]
+                a = abs(r)
+                if a < best[b]:
+                    best[b] = a
+                    rbest[b] = r
+                    vbest[b] = node
+                g[b] = 2 * gb + 1 + (1 if r > 0 else 0)
+        first_leaf = 2**depth - 1
+        for b in range(B):
+            leaf = g[b] - first_leaf
+            leaf_out[b, t] = leaf
+            vstar_out[b, t] = vbest[b]
+            rstar_out[b, t] = rbest[b]
+            a = abs(rbest[b])
+            wl = wt[leaf]
+            if reduce:
+                ob = out[b, 0]
+                for k in range(K):
+                    ob[k] += wl[k] * a
+            else:
+                obt = out[b, t]
+                for k in range(K):
+                    obt[k] = wl[k] * a
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _sign(r):
+    return 1.0 if r > 0 else (-1.0 if r < 0 else 0.0)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw_dense, sparse):
+    """G [B, 1, K] (reduce) or [B, M, K]. Accumulates into gz [B, F] (if need_z), gt [M, N] and, when
+    not ``sparse``, gw_dense [M, L, K]. With ``sparse`` returns (tree, leaf) index arrays and the
+    [nnz, K] leaf-gradient rows, sorted by (tree, leaf) and unique (coalesced)."""
+    B = leaf.shape[0]
+    M = leaf.shape[1]
+    K = w.shape[2]
+    for t in range(M):
+        f = feats[t]
+        wt = w[t]
+        for b in range(B):
+            gb = G[b, 0] if reduce else G[b, t]
+            lf = leaf[b, t]
+            r = rstar[b, t]
+            wl = wt[lf]
+            s = 0.0
+            for k in range(K):
+                s += gb[k] * wl[k]
+            s *= _sign(r)
+            v = vstar[b, t]
+            gt[t, v] -= s
+            if need_z:
+                gz[b, f[v]] += s
+            if not sparse:
+                a = abs(r)
+                gl = gw_dense[t, lf]
+                for k in range(K):
+                    gl[k] += gb[k] * a
+    if not sparse:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, K), gw_dense.dtype)
+    # coalesced rows: per tree, its unique leaves (stamp array), sorted, then summed per leaf
+    n = B * M
+    L = w.shape[1]
+    ti = np.empty(n, np.int64)
+    li = np.empty(n, np.int64)
+    vals = np.zeros((n, K), gw_dense.dtype)
+    stamp = np.full(L, -1, np.int64)
+    slot = np.empty(L, np.int64)
+    u = np.empty(B, np.int64)
+    nnz = 0
+    for t in range(M):
+        nu = 0
+        for b in range(B):
+            lf = leaf[b, t]
+            if stamp[lf] != t:
+                stamp[lf] = t
+                u[nu] = lf
+                nu += 1
+        us = u[:nu]
+        us.sort()
+        for j in range(nu):
+            ti[nnz + j] = t
+            li[nnz + j] = us[j]
+            slot[us[j]] = nnz + j
+        for b in range(B):
+            gb = G[b, 0] if reduce else G[b, t]
+            a = abs(rstar[b, t])
+            row = vals[slot[leaf[b, t]]]
+            for k in range(K):
+                row[k] += gb[k] * a
+        nnz += nu
+    return ti[:nnz].copy(), li[:nnz].copy(), vals[:nnz].copy()
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def adam_dense(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps):
+    """torch.optim.Adam's single-tensor step on flat arrays: m.lerp_(g, w1); v = b2 v + c2 g^2;
+    p -= step_size * m / (sqrt(v) / bc2_sqrt + eps)."""
+    _adam_dense_inline(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _adam_decay(p, m, v, w1, b2, step_size, bc2_sqrt, eps):
+    for i in range(p.shape[0]):
+        mi = m[i] + w1 * (-m[i])
+        vi = v[i] * b2
+        m[i] = mi
+        v[i] = vi
+        p[i] -= step_size * (mi / (np.sqrt(vi) / bc2_sqrt + eps))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def adam_rows(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
+    """Adam step where the gradient of the [R, K] arrays is ``gv`` on the sorted unique ``rows`` and
+    0 elsewhere: one pass in memory order, the zero-gradient update (vectorised) on the runs between
+    touched rows and the full update (same arithmetic as :func:`adam_dense`) on the touched rows."""
+    K = p.shape[1]
+    pf = p.reshape(-1)
+    mf = m.reshape(-1)
+    vf = v.reshape(-1)
+    prev = 0
+    for j in range(rows.shape[0] + 1):
+        r = rows[j] if j < rows.shape[0] else p.shape[0]
+        if r > prev:
+            lo, hi = prev * K, r * K
+            _adam_decay(pf[lo:hi], mf[lo:hi], vf[lo:hi], w1, b2, step_size, bc2_sqrt, eps)
+        if j < rows.shape[0]:
+            lo = r * K
+            _adam_dense_inline(
+                pf[lo : lo + K],
+                mf[lo : lo + K],
+                vf[lo : lo + K],
+                gv[j],
+                w1,
+                b2,
+                c2,
+                step_size,
+                bc2_sqrt,
+                eps,
+            )
+            prev = r + 1
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _adam_dense_inline(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps):
+    for i in range(p.shape[0]):
+        mi = m[i] + w1 * (g[i] - m[i])
+        vi = v[i] * b2 + c2 * (g[i] * g[i])
+        m[i] = mi
+        v[i] = vi
+        p[i] -= step_size * (mi / (np.sqrt(vi) / bc2_sqrt + eps))
+
+
+@numba.njit(cache=True, nogil=True)
+def strictly_increasing(a):
+    for i in range(1, a.shape[0]):
+        if a[i] <= a[i - 1]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _adagrad(p, acc, g, lr, eps):
+    """torch.optim.Adagrad's step (no decay, initial accumulator 0) on one entry."""
+    a = acc + g * g
+    return p - lr * g / (np.sqrt(a) + eps), a
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def uci_train_steps(
+    X, Y, sw, batches, classification,
+    Wp, rmean, rvar, n_upd, bn_eps, max_momentum,
+    feats, thr, w, depth, fern,
+    Wh, bh,
+    acc_Wp, acc_thr, acc_w, acc_Wh, acc_bh, lr, ada_eps,
+):  # fmt: skip
+    """Training steps of the UCI network, each the same computation as one step of the torch path:
+    inner products (Wp [F, P], no bias) -> running-statistics BN -> hinge trees/ferns with scalar
+    leaves -> Linear(M, K) head -> softmax cross-entropy (``classification``; Y holds class codes)
+    or L2 (K = 1) loss, mean of ``sw``-weighted per-sample losses -> backward (the paper's sparse
+    forest derivatives) -> torch.optim.Adagrad on every parameter (entries with zero gradient keep
+    their value and accumulator, so the forest's touched entries are the only ones visited) -> the
+    BN running statistics fold in the batch's mean / unbiased variance (``n_upd`` counts updates).
+
+    ``batches`` [S, B] holds training-row indices of the S minibatches. All arrays are updated in
+    place (numpy views of the torch parameters). Returns the mean minibatch loss."""
+    S, B = batches.shape
+    P = X.shape[1]
+    F = Wp.shape[0]
+    M = feats.shape[0]
+    K = Wh.shape[0]
+    dt = X.dtype
+    xb = np.empty((B, P), dt)
+    z = np.empty((B, F), dt)
+    bmean = np.empty(F, dt)
+    bvar = np.empty(F, dt)
+    std = np.empty(F, dt)
+    leaf = np.empty((B, M), np.int64)
+    vstar = np.empty((B, M), np.int64)
+    rstar = np.empty((B, M), dt)
+    out = np.empty((B, M, 1), dt)
+    dlog = np.empty((B, K), dt)
+    gz = np.zeros((B, F), dt)
+    gt = np.zeros(thr.shape, dt)
+    gw = np.zeros(w.shape, dt)
+    total = 0.0
+    for s in range(S):
+        for i in range(B):
+            xb[i] = X[batches[s, i]]
+        h = np.dot(xb, Wp.T)  # [B, F]
+        if B > 1:  # the batch's statistics, folded in after the step
+            for f in range(F):
+                m = 0.0
+                for i in range(B):
+                    m += h[i, f]
+                m /= B
+                v = 0.0
+                for i in range(B):
+                    d = h[i, f] - m
+                    v += d * d
+                bmean[f] = m
+                bvar[f] = v / (B - 1)
+        for f in range(F):
+            std[f] = np.sqrt(abs(rvar[f]) + bn_eps)
+        for i in range(B):
+            for f in range(F):
+                z[i, f] = (h[i, f] - rmean[f]) / std[f]
+        forest_forward(z, feats, thr, w, depth, fern, False, leaf, vstar, rstar, out)
+        o2 = out[:, :, 0].copy()
+        logits = np.dot(o2, Wh.T)  # [B, K]
+        loss = 0.0
+        for i in range(B):
+            wi = sw[batches[s, i]]
+            for k in range(K):
+                logits[i, k] += bh[k]
+            if classification:
+                c = int(Y[batches[s, i]])
+                mx = logits[i, 0]
+                for k in range(1, K):
+                    mx = max(mx, logits[i, k])
+                se = 0.0
+                for k in range(K):
+                    se += np.exp(logits[i, k] - mx)
+                loss += wi * (mx + np.log(se) - logits[i, c])
+                for k in range(K):
+                    dlog[i, k] = (
+                        (np.exp(logits[i, k] - mx) / se - (1.0 if k == c else 0.0)) * wi / B
+                    )
+            else:
+                r = logits[i, 0] - Y[batches[s, i]]
+                loss += wi * r * r
+                dlog[i, 0] = 2.0 * r * wi / B
+        total += loss / B
+        gWh = np.dot(dlog.T, o2)  # [K, M]
+        dout = np.dot(dlog, Wh)  # [B, M]
+        # forest backward: gt, gw (dense scratch, zero outside the touched entries) and gz
+        gz[:] = 0
+        forest_backward(
+            dout.reshape(B, M, 1), feats, w, leaf, vstar, rstar, False, True, gz, gt, gw, False
+        )
+        for i in range(B):
+            for f in range(F):
+                gz[i, f] /= std[f]
+        gWp = np.dot(gz.T, xb)  # [F, P]
+        # Adagrad: dense layers
+        for f in range(F):
+            for p in range(P):
+                Wp[f, p], acc_Wp[f, p] = _adagrad(Wp[f, p], acc_Wp[f, p], gWp[f, p], lr, ada_eps)
+        for k in range(K):
+            g = 0.0
+            for i in range(B):
+                g += dlog[i, k]
+            bh[k], acc_bh[k] = _adagrad(bh[k], acc_bh[k], g, lr, ada_eps)
+            for m in range(M):
+                Wh[k, m], acc_Wh[k, m] = _adagrad(Wh[k, m], acc_Wh[k, m], gWh[k, m], lr, ada_eps)
+        # Adagrad on the forest's touched entries (each once; the scratch is zeroed behind)
+        for i in range(B):
+            for m in range(M):
+                v = vstar[i, m]
+                g = gt[m, v]
+                if g != 0:
+                    thr[m, v], acc_thr[m, v] = _adagrad(thr[m, v], acc_thr[m, v], g, lr, ada_eps)
+                    gt[m, v] = 0
+                lf = leaf[i, m]
+                g = gw[m, lf, 0]
+                if g != 0:
+                    w[m, lf, 0], acc_w[m, lf, 0] = _adagrad(
+                        w[m, lf, 0], acc_w[m, lf, 0], g, lr, ada_eps
+                    )
+                    gw[m, lf, 0] = 0
+        if B > 1:
+            n = n_upd[0]
+            alpha = min(n / (n + 1.0), max_momentum)
+            for f in range(F):
+                rmean[f] = alpha * rmean[f] + (1 - alpha) * bmean[f]
+                rvar[f] = alpha * rvar[f] + (1 - alpha) * bvar[f]
+            n_upd[0] = n + 1
+    return total / S

@@ -1,0 +1,233 @@
+"""One-Stage Tree's complete level-order tree: routing kernels, node values, reachability, pruning.
+
+Node ``i`` of a complete depth-``D`` tree has children ``2i + 1`` (left) and ``2i + 2``; the first
+``2**D - 1`` nodes are potential splits. A row's path is its node at every level; it stops at the
+first node that is not a kept split. Shared by the estimator and its graph export.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# ----------------------------------------------------------------------------- tree helpers
+
+
+def n_internal(depth: int) -> int:
+    """Number of potential split nodes of a complete tree of ``depth``."""
+    return 2**depth - 1
+
+
+_NUMBA_ROUTE = None
+_NUMBA_MIN_ROWS = 4096
+
+
+def _route_kernel(Xa, WdT, depth, paths, r):
+    p = Xa.shape[1]
+    p4 = p - p % 4
+    i = 0
+    for lvl in range(depth):
+        # four accumulators break the add dependency chain
+        z0 = z1 = z2 = z3 = np.float32(0.0)
+        for j in range(0, p4, 4):
+            z0 += Xa[r, j] * WdT[i, j]
+            z1 += Xa[r, j + 1] * WdT[i, j + 1]
+            z2 += Xa[r, j + 2] * WdT[i, j + 2]
+            z3 += Xa[r, j + 3] * WdT[i, j + 3]
+        for j in range(p4, p):
+            z0 += Xa[r, j] * WdT[i, j]
+        z = (z0 + z1) + (z2 + z3)
+        i = 2 * i + 1 + (1 if z <= 0 else 0)
+        paths[r, lvl + 1] = i
+
+
+def _numba_route():
+    """Compiled routers (numba, imported lazily): (serial, parallel), or ``False`` without numba."""
+    global _NUMBA_ROUTE
+    if _NUMBA_ROUTE is None:
+        try:
+            import numba
+        except ImportError:  # pragma: no cover - numba is a treebench dependency
+            _NUMBA_ROUTE = False
+            return _NUMBA_ROUTE
+        kernel = numba.njit(inline="always", nogil=True)(_route_kernel)
+
+        def route(Xa, WdT, depth, paths):
+            for r in range(Xa.shape[0]):
+                kernel(Xa, WdT, depth, paths, r)
+
+        def route_par(Xa, WdT, depth, paths):
+            for r in numba.prange(Xa.shape[0]):
+                kernel(Xa, WdT, depth, paths, r)
+
+        _NUMBA_ROUTE = (
+            numba.njit(cache=True, nogil=True)(route),
+            numba.njit(cache=True, nogil=True, parallel=True)(route_par),
+        )
+    return _NUMBA_ROUTE
+
+
+def route_paths(
+    Xa: np.ndarray, Wd: np.ndarray, depth: int, leaves_only: bool = False, n_threads: int = 1
+) -> np.ndarray:
+    """Deterministic (argmax) full-depth paths: node ids (level order) per row and level, (n, depth+1).
+
+    ``Xa`` is ``[x; 1]`` (n, d+1) and ``Wd`` the logit differences ``w_0 - w_1`` (d+1, n_internal).
+    Rows go left iff the difference is > 0 (Eq. 18). With ``leaves_only`` only the depth-``depth``
+    node of each row is returned, shape (n,). Each row evaluates only the ``depth`` routers on its path
+    (compiled with numba, for at least 4096 rows); fewer rows use one numpy matmul over all routers.
+    """
+    n = Xa.shape[0]
+    n_int = Wd.shape[1]
+    paths = np.zeros((n, depth + 1), dtype=np.int64)
+    route = _numba_route() if n >= _NUMBA_MIN_ROWS else False  # compiling costs seconds once
+    if route:
+        args = (
+            np.ascontiguousarray(Xa, dtype=np.float32),
+            np.ascontiguousarray(Wd.T, dtype=np.float32),
+            depth,
+            paths,
+        )
+        if n_threads > 1 and n >= 4096:
+            import numba
+
+            numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+            route[1](*args)
+        else:
+            route[0](*args)
+    elif n:
+        Z = (Xa @ Wd).ravel()
+        base = np.arange(0, n * n_int, n_int, dtype=np.int64)
+        idx = np.zeros(n, dtype=np.int64)
+        for lvl in range(depth):
+            idx = 2 * idx + 1 + (Z[base + idx] <= 0)
+            paths[:, lvl + 1] = idx
+    return paths[:, depth] if leaves_only else paths
+
+
+def node_values(
+    leaf: np.ndarray, Y: np.ndarray, w: np.ndarray, depth: int, codes=None
+) -> np.ndarray:
+    """Closed-form node values (Eq. 17): weighted mean of ``Y`` (n, k) over the rows reaching each node.
+
+    ``leaf`` is each row's depth-``depth`` node under deterministic routing; the rows reaching an
+    internal node are exactly those of the leaves below it, so sums are accumulated bottom up. A node
+    no row reaches copies its parent's value (the root of an empty set gets zeros). ``codes`` (class
+    index per row) may be given when ``Y`` is one-hot, to count with a single bincount.
+    """
+    k = Y.shape[1]
+    n_int = 2**depth - 1
+    n_nodes = 2 * n_int + 1
+    li = leaf - n_int
+    sums = np.zeros((n_nodes, k))
+    cnt = np.zeros(n_nodes)
+    cnt[n_int:] = np.bincount(li, weights=w, minlength=n_int + 1)
+    if codes is not None:  # one-hot targets: one bincount
+        code = li * k + codes
+        sums[n_int:] = np.bincount(code, weights=w, minlength=(n_int + 1) * k).reshape(-1, k)
+    else:
+        for j in range(k):
+            sums[n_int:, j] = np.bincount(li, weights=Y[:, j] * w, minlength=n_int + 1)
+    for lvl in range(depth - 1, -1, -1):  # parents = sum of their two children
+        lo, hi = 2**lvl - 1, 2 ** (lvl + 1) - 1
+        sums[lo:hi] = sums[2 * lo + 1 : 2 * hi + 1].reshape(-1, 2, k).sum(1)
+        cnt[lo:hi] = cnt[2 * lo + 1 : 2 * hi + 1].reshape(-1, 2).sum(1)
+    V = np.zeros((n_nodes, k))
+    has = cnt > 0
+    V[has] = sums[has] / cnt[has, None]
+    if not has.all():  # copy parents top-down (level by level)
+        for lvl in range(1, depth + 1):
+            ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
+            empty = ids[~has[ids]]
+            if empty.size:
+                V[empty] = V[(empty - 1) // 2]
+    return V
+
+
+def center_router_biases(W: np.ndarray, Xa: np.ndarray, depth: int) -> np.ndarray:
+    """Data-dependent router init: every hyperplane through the median of its node's rows (in place).
+
+    ``W`` (d+1, n_int, 2) holds the two logits' weights per split node, the last row the biases; ``Xa``
+    is ``[x; 1]`` of the training rows. Level by level from the root, the rows are routed
+    deterministically with the routers already centred above; for each node the direction
+    ``w_0 - w_1`` is kept and the bias difference is set to minus the median of the rows' projections
+    on it, so about half of the node's rows go to each side (rows exactly at the median go right).
+    The two biases move by opposite halves (their mean is kept). Nodes no row reaches keep their
+    biases. One vectorised step per level (sort by node, then projection).
+    """
+    n, dp1 = Xa.shape
+    if n == 0:
+        return W
+    Xf = Xa[:, : dp1 - 1].astype(np.float64)
+    Xa32 = np.asarray(Xa, dtype=np.float32)
+    node = np.zeros(n, dtype=np.int64)
+    for lvl in range(depth):
+        lo, hi = 2**lvl - 1, 2 ** (lvl + 1) - 1
+        Wd = W[:, lo:hi, 0] - W[:, lo:hi, 1]  # (d+1, nodes of the level)
+        local = node - lo
+        proj = np.einsum("ij,ij->i", Xf, Wd[: dp1 - 1, local].T)
+        order = np.lexsort((proj, local))
+        ps, ls = proj[order], local[order]
+        cnt = np.bincount(ls, minlength=hi - lo)
+        start = np.concatenate([[0], np.cumsum(cnt)[:-1]])
+        has = np.flatnonzero(cnt)
+        c, s0 = cnt[has], start[has]
+        med = 0.5 * (ps[s0 + (c - 1) // 2] + ps[s0 + c // 2])
+        ids = lo + has
+        bdiff = W[dp1 - 1, ids, 0] - W[dp1 - 1, ids, 1]
+        shift = 0.5 * (-med - bdiff)
+        W[dp1 - 1, ids, 0] += shift
+        W[dp1 - 1, ids, 1] -= shift
+        # route on as route_paths does (float32 logit differences, right iff <= 0)
+        Wd32 = (W[:, lo:hi, 0] - W[:, lo:hi, 1]).astype(np.float32)
+        z = np.einsum("ij,ij->i", Xa32, Wd32[:, local].T)
+        node = 2 * node + 1 + (z <= 0)
+    return W
+
+
+def stop_positions(keep_path: np.ndarray):
+    """First and second stop level along each path.
+
+    ``keep_path`` (n, depth) is ``gamma_bar`` of the internal node at each level of the path. A row stops
+    at the first pruned node (or at depth ``depth``): ``s1``; ``s2`` is where it would stop if ``s1``
+    were a split (used for the gamma gradient of a pruned node; equals ``s1`` when ``s1 == depth``).
+    """
+    n, D = keep_path.shape
+    S = np.concatenate([keep_path, np.zeros((n, 1), dtype=bool)], axis=1)
+    s1 = np.argmin(S, axis=1)
+    lv = np.arange(D + 1)
+    T = S | (lv[None, :] <= s1[:, None])
+    T[:, D] = False
+    s2 = np.argmin(T, axis=1)
+    return s1, s2
+
+
+def reachable(keep: np.ndarray, depth: int) -> np.ndarray:
+    """Split nodes (``keep`` = gamma_bar = 1) whose ancestors are all splits, level by level."""
+    reach = keep.copy()
+    for lvl in range(1, depth):
+        ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
+        reach[ids] &= reach[(ids - 1) // 2]
+    return reach
+
+
+def collapse_neutral_splits(paths: np.ndarray, used: np.ndarray, keep: np.ndarray, depth: int):
+    """``keep`` without the splits that cannot change any prediction.
+
+    ``paths`` are the full-depth deterministic paths of the training rows the node values were computed
+    from (``used`` marks rows of positive weight). If every such row reaching a reachable split ``i``
+    ends at the same stop node, every node of ``i``'s subtree holds ``i``'s own value (the nodes on
+    the way carry the same rows, the others are empty and copy their parent), so ``i`` is turned into
+    a leaf without changing ``predict`` or ``predict_proba``. Typical for deep trees (Table 7), whose
+    lower routers often receive no training rows on one side and so get no gamma gradient at all.
+    """
+    n_int = keep.size
+    reach = reachable(keep, depth)
+    p = paths[used]
+    s1, _ = stop_positions(keep[p[:, :depth]])
+    stop = p[np.arange(len(p)), s1]
+    n_stops = (np.bincount(stop, minlength=2 * n_int + 1) > 0).astype(np.int64)
+    for lvl in range(depth - 1, -1, -1):  # distinct non-empty stop nodes below each reachable split
+        ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
+        r = ids[reach[ids]]
+        n_stops[r] = n_stops[2 * r + 1] + n_stops[2 * r + 2]
+    return keep & ~(reach & (n_stops[:n_int] <= 1))

@@ -1,0 +1,157 @@
+"""How One-Stage and its two ablations search the architecture: one strategy object per variant.
+
+The estimator's ``fit`` owns the data, the routers' initialisation, early stopping and the final
+pruning; a strategy owns what differs between the variants (paper Sect. 4.4):
+
+* :class:`BilevelSearch` — One-Stage itself (Alg. 1): per minibatch the lazy proximal step
+  ``gamma_bar = 1[gamma >= 0.5]``, a router step, closed-form node values on the training part and a
+  gamma step on the validation part; the discrete model's validation loss is monitored.
+* :class:`GumbelArchitecture` — "Gumbel Tree": as One-Stage, but ``gamma_bar`` is sampled per step by
+  Gumbel-softmax from ``gamma``.
+* :class:`JointRelaxation` — "Joint Tree": relaxed ``gamma`` in Eq. (2), one joint Adam step on routers
+  and gamma per minibatch, no validation-driven architecture step; the relaxed model's loss is
+  monitored (on the held-out part, or on the training rows with ``early_stopping_holdout=False``).
+
+A strategy reads and updates the mutable :class:`FitState` of one ``fit`` call; random numbers are
+drawn in the same order for every variant as before the split into strategies (bit-identical fits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from treebench.methods.onestage.core import node_values, route_paths
+
+ADAM_BETAS = (0.9, 0.999)
+ADAM_EPS = 1e-8
+
+
+def wdiff(W: np.ndarray) -> np.ndarray:
+    """Router logit differences ``w_0 - w_1`` (float32) of the (d+1, n_int, 2) routers ``W``."""
+    return (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
+
+
+@dataclass
+class FitState:
+    """Everything one ``fit`` call updates step by step, and the data parts it reads."""
+
+    D: int
+    n_int: int
+    nth: int
+    tau: float
+    lr: float
+    glr: float
+    Xtr: np.ndarray
+    Ytr: np.ndarray
+    ttr: np.ndarray
+    wtr: np.ndarray
+    codes: Any
+    Xva: np.ndarray
+    tva: np.ndarray
+    wva: np.ndarray
+    W: np.ndarray
+    gamma: np.ndarray
+    Wd: np.ndarray
+    V: np.ndarray
+    noise: Any = None  # per-epoch router path noise, (n_tr, n_int)
+    adam: dict = field(default_factory=dict)
+    gadam: dict = field(default_factory=dict)
+
+    def refresh_values(self) -> None:
+        """Router differences and closed-form node values (Eq. 17) after a router step."""
+        self.Wd = wdiff(self.W)
+        self.V = node_values(
+            route_paths(self.Xtr, self.Wd, self.D, True, self.nth),
+            self.Ytr,
+            self.wtr,
+            self.D,
+            self.codes,
+        )
+
+
+class BilevelSearch:
+    """One-Stage's alternating bilevel scheme (paper Alg. 1, Eqs. 9-17)."""
+
+    name = "onestage"
+
+    def holds_out(self, est) -> bool:
+        """Whether ``validation_fraction`` of the rows is held out (the gamma steps need it)."""
+        return True
+
+    def epoch_noise(self, rng, n_steps: int, n_int: int):
+        """Architecture noise drawn once per epoch, after the path noise (none here)."""
+        return None
+
+    def architecture(self, gamma: np.ndarray, step: int, noise) -> np.ndarray:
+        """The discrete architecture ``gamma_bar`` of a minibatch: the lazy proximal step."""
+        return gamma >= 0.5
+
+    def step(self, est, s: FitState, b: np.ndarray, step: int, arch_noise) -> None:
+        """One minibatch ``b``: architecture, router step, node values, gamma step (in place)."""
+        b1, b2 = ADAM_BETAS
+        # (a) lazy proximal step (or a Gumbel sample of the architecture for the ablation)
+        keep = self.architecture(s.gamma, step, arch_noise)
+        # (b) router step on the minibatch with straight-through Gumbel path samples
+        gW = est._router_grad(s.Xtr[b], s.ttr[b], s.wtr[b], s.noise[b], s.W, s.V, keep, s.tau, s.D)
+        s.adam["t"] += 1
+        est._adam(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS)
+        # (c) closed-form node values on the whole training part, deterministic routing
+        s.refresh_values()
+        # (d) architecture step on the validation part
+        gg = est._gamma_grad(s.Xva, s.tva, s.wva, s.Wd, s.V, keep, s.D, s.n_int)
+        gg += est.gamma_l1
+        if est.gamma_optimizer == "sgd":  # Eq. (15): plain projected gradient step
+            s.gamma -= s.glr * gg
+        else:
+            s.gadam["t"] += 1
+            est._adam(s.gamma, gg, s.gadam, s.glr, b1, b2, ADAM_EPS)
+        np.clip(s.gamma, 0.0, 1.0, out=s.gamma)  # prox_C2
+
+    def monitored_loss(self, est, s: FitState, mon, keep: np.ndarray, disc_loss) -> float:
+        """Early-stopping loss of the epoch: the discrete model on the monitored rows ``mon``."""
+        return disc_loss(*mon, s.Wd, s.V, keep)
+
+
+class GumbelArchitecture(BilevelSearch):
+    """ "Gumbel Tree" ablation: ``gamma_bar`` sampled by Gumbel-softmax from ``gamma`` every step."""
+
+    name = "gumbel"
+
+    def epoch_noise(self, rng, n_steps: int, n_int: int):
+        return rng.logistic(size=(n_steps, n_int))
+
+    def architecture(self, gamma: np.ndarray, step: int, noise) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            lg = np.log(gamma) - np.log1p(-gamma)
+        return lg + noise[step] > 0
+
+
+class JointRelaxation:
+    """ "Joint Tree" ablation (Eq. 8): relaxed gamma, one joint gradient step on routers and gamma."""
+
+    name = "joint"
+
+    def holds_out(self, est) -> bool:
+        return est._joint_holdout()
+
+    def epoch_noise(self, rng, n_steps: int, n_int: int):
+        return None
+
+    def step(self, est, s: FitState, b: np.ndarray, step: int, arch_noise) -> None:
+        b1, b2 = ADAM_BETAS
+        gW, gg = est._router_grad(
+            s.Xtr[b], s.ttr[b], s.wtr[b], s.noise[b], s.W, s.V, s.gamma, s.tau, s.D, with_gamma=True
+        )
+        s.adam["t"] += 1
+        est._adam(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS)
+        s.gadam["t"] += 1
+        est._adam(s.gamma, gg + est.gamma_l1, s.gadam, s.lr, b1, b2, ADAM_EPS)
+        np.clip(s.gamma, 0.0, 1.0, out=s.gamma)
+        s.refresh_values()
+
+    def monitored_loss(self, est, s: FitState, mon, keep: np.ndarray, disc_loss) -> float:
+        """The relaxed model's loss (held-out or training rows)."""
+        return est._relaxed_loss(*mon, s.W, s.V, s.gamma, s.D)

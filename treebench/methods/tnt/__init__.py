@@ -1,0 +1,11 @@
+"""Tree in Tree (TnT) decision graphs, their bagging / AdaBoost ensembles and the NDG baseline."""
+
+from treebench.methods.tnt.estimator import (
+    NDGClassifier,
+    TnTAdaBoost,
+    TnTBagging,
+    TnTClassifier,
+)
+from treebench.methods.tnt.graph import graph_predict_nodes
+
+__all__ = ["NDGClassifier", "TnTAdaBoost", "TnTBagging", "TnTClassifier", "graph_predict_nodes"]
