@@ -26,10 +26,17 @@ def test_method_configs_compose(name):
     assert cfg.method.description
 
 
+#: configs for the user's own data, composed with their required settings
+TEMPLATES = {
+    "csv": ["dataset.path=flowers.csv", "dataset.target=species"],
+    "openml": ["dataset.data_id=61"],
+}
+
+
 @pytest.mark.parametrize("name", _names("dataset"))
 def test_dataset_configs_compose(name):
-    cfg = compose_config([f"dataset={name}"])
-    assert cfg.dataset.name == name
+    cfg = compose_config([f"dataset={name}", *TEMPLATES.get(name, [])])
+    assert cfg.dataset.name == {"csv": "flowers", "openml": "openml_61"}.get(name, name)
     assert cfg.dataset.task in ("classification", "regression")
     for key in ("loader", "split", "preprocess"):
         assert "_target_" in cfg.dataset[key], f"dataset {name}: {key} needs a _target_"
