@@ -37,7 +37,7 @@ def open_store(cfg: DictConfig):
     ``ledger=null`` (the default): for an experiment's jobs, whose paper runs are committed; an
     ad-hoc run (the default ``experiment_name``) fits here. ``true`` / ``false`` force it.
     """
-    from treebench.config import open_ledger
+    from treebench.results.ledger import open_ledger
     from treebench.results.store import Store
 
     use = cfg.get("ledger")

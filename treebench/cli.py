@@ -229,7 +229,7 @@ _LEDGER_OPT = typer.Option(
 
 
 def _ledger(use: bool = True):
-    from treebench.config import open_ledger
+    from treebench.results.ledger import open_ledger
 
     return open_ledger() if use else None
 

@@ -60,14 +60,6 @@ def compose(overrides=(), return_hydra_config: bool = False):
         )
 
 
-def open_ledger():
-    """The :class:`~treebench.results.ledger.Ledger` at :func:`ledger_dir`, or None when off."""
-    from treebench.results.ledger import Ledger
-
-    d = ledger_dir()
-    return Ledger(d) if d is not None else None
-
-
 def sweep_plan(sweeper, profile=None) -> dict:
     """The ``params`` and ``rows`` an experiment's sweeper runs: its ``reduced`` plan with
     ``profile=reduced`` (where it has one), else its own."""

@@ -224,3 +224,12 @@ def combined_records(store_records: Iterable[dict], ledger: Ledger | None) -> It
             else:  # a failed rerun does not hide the committed result
                 yield rec
     yield from local.values()
+
+
+def open_ledger() -> Ledger | None:
+    """The ledger at :func:`treebench.config.ledger_dir` (the checkout's ``results/``), or None
+    when ``TREEBENCH_LEDGER`` turns it off."""
+    from treebench.config import ledger_dir
+
+    d = ledger_dir()
+    return Ledger(d) if d is not None else None
