@@ -68,10 +68,19 @@ def _file_stem(path: str) -> str:
     return name.split(".", 1)[0] or name
 
 
+def _by_profile(full, reduced, *, _root_):
+    """``${by_profile:<full>,<reduced>}``: a method's value under ``profile=full`` or ``reduced``."""
+    profile = _root_.get("profile")
+    return reduced if getattr(profile, "value", profile) == "reduced" else full
+
+
 def register_schema() -> None:
     """Store the schema as ``treebench_schema`` (first entry of the config's defaults list) and
-    register the resolvers dataset configs use (``file_stem``, ``file_sha256`` of a user's file)."""
+    register the resolvers configs use (``file_stem``, ``file_sha256`` of a user's file, and
+    ``by_profile`` for a method's cheaper setting under ``profile=reduced``)."""
     ConfigStore.instance().store(name="treebench_schema", node=TreebenchConf)
     for name, fn in (("file_sha256", _file_sha256), ("file_stem", _file_stem)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn, use_cache=True)
+    if not OmegaConf.has_resolver("by_profile"):
+        OmegaConf.register_new_resolver("by_profile", _by_profile)

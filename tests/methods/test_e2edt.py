@@ -442,17 +442,20 @@ def test_spatial_regulariser_laplacian():
 
 
 def test_clone_params_and_yaml_defaults():
-    yaml = pytest.importorskip("yaml")
+    from omegaconf import OmegaConf
+
+    from treebench.config import compose
+
     for cls, name in ((E2EDTClassifier, "e2edt"), (E2EDFClassifier, "e2edf")):
         est = cls(max_depth=5, random_state=3)
         c = clone(est)
         assert c.get_params() == est.get_params()
         c.set_params(**est.get_params())
-        conf = yaml.safe_load((ROOT / "treebench" / "conf" / "method" / f"{name}.yaml").read_text())
-        assert conf["name"] == name
+        conf = compose([f"method={name}"]).method  # the full profile: the paper's settings
+        assert conf.name == name
         defaults = cls().get_params()
         defaults.pop("random_state")
-        assert conf["params"] == defaults
+        assert OmegaConf.to_container(conf.params, resolve=True) == defaults
 
 
 def test_param_validation(iris):
