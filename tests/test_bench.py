@@ -171,3 +171,48 @@ def test_only_update_or_out_write_committed_files(tmp_path, monkeypatch):
     assert bench.output_dir(tmp_path / "x", update=True) == tmp_path / "x"
     monkeypatch.delenv("TREEBENCH_OUTPUTS")
     assert bench.output_dir() == Path("outputs") / "bench"
+
+
+def test_store_section_writes_its_table_plot_and_csv(tmp_path):
+    """The store section (issue #24) at a tiny size: output files and columns, not timings."""
+    import yaml
+
+    from treebench.bench.config import CONF_DIR
+    from treebench.bench.store import STORE_COLUMNS
+
+    cfg = yaml.safe_load((Path(CONF_DIR) / "bench" / "bench.yaml").read_text())
+    cfg["quick"]["store"] = {"sizes": [200], "commands": ["status", "collect"]}
+    conf = tmp_path / "bench.yaml"
+    conf.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "out"
+    files = bench.run(
+        methods=["cart"], sections=["store"], quick=True, out=out, config=str(conf), log=print
+    )
+    st = pd.read_csv(out / "docs" / "bench" / "store.csv")
+    assert list(st.columns) == STORE_COLUMNS
+    assert set(zip(st["command"], st["cache"], strict=True)) == {
+        (c, k) for c in ("status", "collect") for k in ("cold", "warm")
+    }
+    assert (st["records"] == 200).all() and (st["returncode"] == 0).all()
+    assert (st["wall_s"] > 0).all() and (st["peak_rss_mb"] > 0).all()
+    assert files["store"].stat().st_size > 0
+    md = (out / "BENCHMARKS.md").read_text()
+    assert "## Result store scale" in md and "peak RSS MB (warm)" in md
+    assert "not measured here" in md  # no 100,000-record store in a test
+    # a store-less run keeps the section (--update) without re-measuring it
+    bench.run(
+        methods=["cart"], sections=["none"], quick=True, out=out, config=str(conf), update=True
+    )
+    assert "## Result store scale" in (out / "BENCHMARKS.md").read_text()
+
+
+def test_make_store_clones_with_fresh_keys_and_failures(tmp_path):
+    from treebench.bench.store import make_store
+    from treebench.results import Store
+
+    base = [{"key": "x" * 24, "experiment": "ci", "status": "ok", "method": "cart", "metrics": {}}]
+    make_store(tmp_path / "s", 60, base)
+    recs = list(Store(tmp_path / "s").records())
+    assert len(recs) == 60 and len({r["key"] for r in recs}) == 60
+    assert sum(r["status"] == "failed" for r in recs) == 2
+    assert sum("store_bench" in (r.get("also_experiments") or []) for r in recs) == 3

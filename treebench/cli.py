@@ -865,8 +865,9 @@ def bench(
         "$TREEBENCH_OUTPUTS/bench; the committed files in . only with --update)",
     ),
     sections: str = typer.Option(
-        "main,inference,threads,scaling",
-        help="which parts: main, inference, threads, scaling (none + --update: rewrite only)",
+        "main,inference,threads,scaling,store",
+        help="which parts: main, inference, threads, scaling, store (result store scale); "
+        "none + --update: rewrite only",
     ),
     timeout: float = typer.Option(None, help="seconds per measurement before the child is killed"),
     update: bool = typer.Option(

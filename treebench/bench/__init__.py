@@ -1,15 +1,18 @@
 """Performance benchmark of every registered method: fit time, predict throughput, memory, scaling.
 
 ``treebench bench`` runs, for every method of the registry (settings from
-``treebench/conf/bench/bench.yaml`` over the composed method configs), four sections: the **main
+``treebench/conf/bench/bench.yaml`` over the composed method configs), five sections: the **main
 table** (per dataset, a warm-up and interleaved timed repeats: fit and predict times, peak memory,
 split evaluations, accuracy, ratios to CART of the same run), **scaling** (fit time against
 n_samples and one parameter per method, log-log slopes against the stated exponents), the
 **inference target** (a depth-10 model's predict throughput on one core against 1 million
-samples/s and against CART, profiled when below) and **threads** (1 and 2 threads).
+samples/s and against CART, profiled when below), **threads** (1 and 2 threads) and **store**
+(``treebench status``/``collect``/``check`` as processes against synthetic result stores of growing
+size, cold and warm row cache: seconds and peak RSS; issue #24).
 
 Modules: :mod:`~treebench.bench.config` (bench config, method settings), :mod:`~.data` (the
 runner's fold, subsets), :mod:`~.worker` (forked processes), :mod:`~.measure` (one measurement),
+:mod:`~.store` (the store section),
 :mod:`~.sections` (the sections, `run`), :mod:`~.summary` (tables), :mod:`~.write` and ``templates/``
 (``BENCHMARKS.md``), :mod:`~.plots`.
 """

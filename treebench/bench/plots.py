@@ -98,3 +98,34 @@ def plot_scaling(
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+def plot_store(store: pd.DataFrame, path: Path, target_s: float | None = None) -> None:
+    """Wall seconds (left) and peak RSS (right) of the store commands against records, log-log."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for (cmd, cache), g in store.groupby(["command", "cache"], sort=False):
+        g = g.sort_values("records")
+        style = "o-" if cache == "warm" else "s--"
+        for ax, col in zip(axes, ("wall_s", "peak_rss_mb"), strict=True):
+            ax.plot(
+                g["records"].astype(float), g[col].astype(float), style, label=f"{cmd} ({cache})"
+            )
+    if target_s:
+        axes[0].axhline(target_s, color="red", lw=1, ls=":", label=f"target {target_s:g} s")
+    for ax, ylab in zip(axes, ("wall seconds", "peak RSS MB"), strict=True):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("records in the store")
+        ax.set_ylabel(ylab)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0].set_title("store commands: wall time vs records")
+    axes[1].set_title("store commands: peak memory vs records")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,4 +1,5 @@
-"""A bench run: the sections (main table, inference target, threads, scaling) over forked workers.
+"""A bench run: the sections (main table, inference target, threads, scaling) over forked workers,
+and the result store's scale (``store``: CLI processes, :mod:`treebench.bench.store`).
 
 Every section sends jobs to :class:`~treebench.bench.worker.Worker` processes, a warm-up job first
 (lazy imports, numba compilation and first-call caches are not timed; the warm-up also traces
@@ -57,6 +58,7 @@ class Bench:
         self.data_dir = data_dir
         self.rows: list[dict] = []
         self.profiles: dict[str, str] = {}
+        self.store_rows: list[dict] = []  # the store section's rows (treebench.bench.store)
         self.runs: dict[str, dict] = {}  # section -> when/how it ran (sections may come from runs)
         self.settings = {m: method_settings(m, cfg) for m in methods}
         self._preimport()
@@ -256,6 +258,12 @@ class Bench:
             finally:
                 w.close()
 
+    # -- result store scale (issue #24)
+    def store(self) -> None:
+        from treebench.bench.store import run_store_section
+
+        self.store_rows = run_store_section(self.cfg, log=self.log)
+
     # -- threads
     def threading(self) -> None:
         tc = self.cfg["threading"]
@@ -344,6 +352,7 @@ def run(
         "inference": bench.inference,
         "threads": bench.threading,
         "scaling": bench.scaling,
+        "store": bench.store,
     }
     files = {}
     for name in SECTIONS:
@@ -383,6 +392,9 @@ def _load_previous(bench: Bench, out: Path, sections: list[str]) -> None:
     if (d / "runs.json").exists():
         prev = json.loads((d / "runs.json").read_text())
         bench.runs.update({k: v for k, v in prev.items() if k not in sections})
+    if "store" not in sections and (d / "store.csv").exists():
+        old = pd.read_csv(d / "store.csv")
+        bench.store_rows = old.astype(object).where(old.notna(), None).to_dict("records")
     if "inference" not in sections and (d / "profiles.json").exists():
         bench.profiles.update(json.loads((d / "profiles.json").read_text()))
 

@@ -11,7 +11,8 @@ from string import Template
 import numpy as np
 import pandas as pd
 
-from treebench.bench.plots import plot_overview, plot_scaling
+from treebench.bench.plots import plot_overview, plot_scaling, plot_store
+from treebench.bench.store import store_frame
 from treebench.bench.summary import RAW_COLUMNS, SUMMARY_COLUMNS, scaling_summary, summarize
 
 TEMPLATE = Path(__file__).with_name("templates") / "BENCHMARKS.md"
@@ -196,6 +197,68 @@ def _scaling(bench, raw: pd.DataFrame, d: Path, files: dict) -> str:
     )
 
 
+def _store(bench, d: Path, files: dict) -> str:
+    """The store section: ``store.csv``, ``store.png`` and a table per command (issue #24)."""
+    sc = bench.cfg.get("store") or {}
+    target = float(sc.get("target_seconds", 10))
+    target_n = int(sc.get("target_records", 100000))
+    st = store_frame(bench.store_rows)
+    st.to_csv(d / "store.csv", index=False)
+    plot_store(st, d / "store.png", target)
+    files["store"] = d / "store.png"
+    wide = st.pivot_table(
+        index=["records", "command"],
+        columns="cache",
+        values=["wall_s", "peak_rss_mb", "returncode"],
+        aggfunc="max",
+    )
+    wide.columns = [f"{v}_{c}" for v, c in wide.columns]
+    wide = wide.reset_index()
+    for c in [
+        f"{v}_{k}" for v in ("wall_s", "peak_rss_mb", "returncode") for k in ("cold", "warm")
+    ]:
+        if c not in wide:
+            wide[c] = np.nan
+    columns = {
+        "records": "records",
+        "command": "command",
+        "wall_s_cold": "s (cold)",
+        "wall_s_warm": "s (warm)",
+        "peak_rss_mb_cold": "peak RSS MB (cold)",
+        "peak_rss_mb_warm": "peak RSS MB (warm)",
+        "exit": "exit code",
+    }
+    for c in ("peak_rss_mb_cold", "peak_rss_mb_warm"):  # whole MB, not 1.8e+03
+        wide[c] = [f"{v:.0f}" if pd.notna(v) else "-" for v in wide[c]]
+    order = {c: i for i, c in enumerate(dict.fromkeys(st["command"]))}  # as run, not a-z
+    wide = wide.sort_values(
+        ["records", "command"], key=lambda s: s.map(order) if s.name == "command" else s
+    )
+    wide["exit"] = [
+        "/".join(sorted({str(int(v)) for v in (a, b) if pd.notna(v)}))
+        for a, b in zip(wide["returncode_cold"], wide["returncode_warm"], strict=True)
+    ]
+    at = st[st["records"] >= target_n]
+    if not len(at):
+        verdict = f"not measured here (largest store: {int(st['records'].max())} records)"
+    else:
+        missed = at[at["wall_s"] > target]
+        verdict = (
+            "**met** by every command, cold and warm"
+            if not len(missed)
+            else "**MISSED** by "
+            + ", ".join(f"{r.command} ({r.cache}, {r.wall_s:.1f} s)" for r in missed.itertuples())
+        )
+    return fill(
+        "store",
+        sizes=", ".join(str(int(n)) for n in sorted(st["records"].unique())),
+        target=f"{target:g}",
+        target_n=target_n,
+        verdict=verdict,
+        table=md_table(wide, columns),
+    )
+
+
 def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
     """Write BENCHMARKS.md, CSVs and PNGs under ``out`` (plots and CSVs in ``out/docs/bench``)."""
     out = Path(out)
@@ -249,6 +312,8 @@ def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
         md.append(_threads(bench, raw, d))
     if raw["section"].isin(["scaling_n", "scaling_param"]).any():
         md.append(_scaling(bench, raw, d, files))
+    if getattr(bench, "store_rows", None):
+        md.append(_store(bench, d, files))
     md.append(fill("footer"))
     files["md"].write_text("".join(md))
     return files

@@ -1,0 +1,209 @@
+"""The ``store`` bench section (issue #24): ``treebench status``, ``collect`` and ``check`` against
+synthetic result stores of growing size, each command a separate process, cold (no row cache
+``<store>/.rows.parquet``) and warm (cache present): wall seconds and peak RSS.
+
+A synthetic store clones the committed ledger's records with fresh keys (a few ``failed`` records
+and ``also_experiments`` labels, so those paths run too), written as
+:meth:`treebench.results.store.Store.write` writes them; without a ledger, synthetic records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+#: columns of ``docs/bench/store.csv``
+STORE_COLUMNS = [
+    "records",
+    "command",
+    "cache",
+    "wall_s",
+    "peak_rss_mb",
+    "returncode",
+    "target_s",
+    "meets_target",
+]
+
+#: the timed commands (arguments after ``treebench``)
+COMMANDS = {
+    "status": ["status"],
+    "collect": ["collect"],
+    "check": ["check", "--experiment", "ci"],
+}
+
+
+def _ledger_records() -> list[dict]:
+    """The committed ledger's records (none when there is no ledger)."""
+    from treebench.results.ledger import open_ledger
+
+    try:
+        led = open_ledger()
+        return list(led.records()) if led is not None else []
+    except (OSError, ValueError):  # pragma: no cover - depends on the checkout
+        return []
+
+
+def _synthetic_record(i: int) -> dict:
+    """A plausible ``ci`` record when no ledger exists."""
+    return {
+        "dataset": ("iris", "wine", "breast_cancer")[i % 3],
+        "experiment": "ci",
+        "fold": i % 5,
+        "method": ("cart", "rf")[i % 2],
+        "metrics": {"test_accuracy": 0.9 + 0.01 * (i % 7), "train_accuracy": 1.0},
+        "seed": i % 10,
+        "status": "ok",
+        "task": "classification",
+        "fit_seconds": 0.01,
+    }
+
+
+def make_store(root: str | Path, n: int, base: list[dict] | None = None, seed: int = 0) -> Path:
+    """Write ``n`` records under ``root`` (``<key[:2]>/<key>.json``): clones of ``base`` (default:
+    the ledger's records) with fresh keys; every 50th record ``failed``, every 20th with an
+    ``also_experiments`` label."""
+    root = Path(root)
+    base = _ledger_records() if base is None else base
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        rec = dict(base[i % len(base)]) if base else _synthetic_record(i)
+        rec["seed"] = 1000 + i // max(len(base), 1)
+        key = hashlib.sha256(f"{seed}-{i}".encode()).hexdigest()[:24]
+        rec["key"] = key
+        if i % 50 == 7:
+            rec["status"] = "failed"
+            rec["error"] = "RuntimeError: synthetic failure (bench)"
+            rec.pop("metrics", None)
+        if i % 20 == 3:
+            extra = ["store_bench", str(rng.choice(["ci", "onestage_table2", "tnt_table1"]))]
+            rec["also_experiments"] = sorted(
+                set(rec.get("also_experiments") or []) | set(extra) - {rec.get("experiment")}
+            )
+        d = root / key[:2]
+        d.mkdir(parents=True, exist_ok=True)
+        with open(d / f"{key}.json", "w") as f:
+            json.dump(rec, f, indent=1, sort_keys=True, default=str)
+    return root
+
+
+#: runs the CLI in the child and writes its own peak RSS (``VmHWM``, kB) to $TREEBENCH_BENCH_RSS at
+#: exit: the child's ``ru_maxrss`` would include the parent's RSS at the fork (Linux keeps the
+#: high-water mark across ``exec``), while ``VmHWM`` belongs to the new process image alone
+_CHILD = """
+import atexit, os, runpy, sys
+def _hwm():
+    try:
+        with open("/proc/self/status") as f:
+            kb = next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM:"))
+        with open(os.environ["TREEBENCH_BENCH_RSS"], "w") as f:
+            f.write(str(kb))
+    except (OSError, StopIteration, KeyError):
+        pass
+atexit.register(_hwm)
+sys.argv = ["treebench", *sys.argv[1:]]
+runpy.run_module("treebench.cli", run_name="__main__")
+"""
+
+
+def time_command(args: list[str], outputs: Path, timeout: float) -> dict:
+    """Run ``python -m treebench.cli *args`` with ``TREEBENCH_OUTPUTS=outputs`` and no ledger:
+    wall seconds, peak RSS (MB, of that process alone: its ``VmHWM``, else ``os.wait4``'s
+    ``ru_maxrss``) and the exit code."""
+    rss_file = Path(outputs) / ".peak_rss_kb"
+    rss_file.unlink(missing_ok=True)
+    env = {
+        **os.environ,
+        "TREEBENCH_OUTPUTS": str(outputs),
+        "TREEBENCH_LEDGER": "off",
+        "TREEBENCH_BENCH_RSS": str(rss_file),
+    }
+    env.setdefault("COLUMNS", "200")
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=outputs,
+        )
+        deadline = t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                p.kill()
+                pid, status, usage = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.01)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        err.seek(0)
+        tail = err.read().decode(errors="replace")[-500:]
+    try:
+        rss = int(rss_file.read_text()) / 2**10
+    except (OSError, ValueError):  # no /proc (macOS) or killed: ru_maxrss (kB on Linux, B on macOS)
+        rss = usage.ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10)
+    return {"wall_s": wall, "peak_rss_mb": rss, "returncode": p.returncode, "stderr": tail}
+
+
+def run_store_section(cfg: dict, log=print) -> list[dict]:
+    """For every size of ``cfg['store']['sizes']``: a synthetic store in a temp dir, each command
+    timed cold then warm. Returns rows with :data:`STORE_COLUMNS`."""
+    sc = cfg.get("store") or {}
+    sizes = [int(s) for s in sc.get("sizes", [1000, 10000, 100000])]
+    target = float(sc.get("target_seconds", 10))
+    target_n = int(sc.get("target_records", 100000))
+    timeout = float(sc.get("timeout", cfg.get("timeout", 900)))
+    commands = {c: COMMANDS[c] for c in sc.get("commands") or COMMANDS}
+    base = _ledger_records()
+    log(f"[store] {len(base)} ledger records as templates" if base else "[store] no ledger")
+    rows = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="treebench-store-") as tmp:
+            out = Path(tmp)
+            t0 = time.perf_counter()
+            make_store(out / "store", n, base, int(cfg.get("seed", 0)))
+            log(f"[store] {n} records written in {time.perf_counter() - t0:.1f} s")
+            cache = out / "store" / ".rows.parquet"
+            for cache_state in ("cold", "warm"):
+                for name, args in commands.items():
+                    if cache_state == "cold":
+                        cache.unlink(missing_ok=True)
+                    elif not cache.exists():  # warm: the cache a first run leaves
+                        time_command(COMMANDS["status"], out, timeout)
+                    res = time_command(args, out, timeout)
+                    ok = res["returncode"] == 0
+                    if not ok and res["returncode"] != 1:  # 1: the command's own verdict
+                        log(f"  {name} exited {res['returncode']}: {res['stderr']}")
+                    rows.append(
+                        {
+                            "records": n,
+                            "command": name,
+                            "cache": cache_state,
+                            "wall_s": res["wall_s"],
+                            "peak_rss_mb": res["peak_rss_mb"],
+                            "returncode": res["returncode"],
+                            "target_s": target if n >= target_n else None,
+                            "meets_target": (res["wall_s"] <= target) if n >= target_n else None,
+                        }
+                    )
+                    log(
+                        f"[store] {n:>7d} {name:8s} {cache_state}: {res['wall_s']:.2f} s, "
+                        f"{res['peak_rss_mb']:.0f} MB (exit {res['returncode']})"
+                    )
+    return rows
+
+
+def store_frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=STORE_COLUMNS)
