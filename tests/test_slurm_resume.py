@@ -32,14 +32,14 @@ pytestmark = [
     pytest.mark.skipif(NO_CLUSTER is not None, reason=f"SLURM tests skipped: {NO_CLUSTER}"),
 ]
 
-#: ~10 s of training (28 us a step): long enough to be preempted mid-fit
+#: ~7 s of training (28 us a step): long enough to be preempted mid-fit
 HINGE = [
     "method=hinge_forest",
     "dataset=iris",
     "method.params.n_estimators=5",
     "method.params.max_depth=3",
     "method.params.n_features=8",
-    "method.params.n_iterations=400000",
+    "method.params.n_iterations=250000",
     "method.params.snapshot_every=2000",
 ]
 
@@ -75,8 +75,8 @@ def test_preempted_job_is_requeued_and_resumes_its_fit(tmp_path):
     logs = "".join(p.read_text() for p in (tmp_path / "out").rglob(f"{job}_*_log.*"))
     assert "this job is preempted" in logs and "Requeued job" in logs
     print(
-        f"job {job}: preempted at a checkpoint, requeued, resumed from {rec['resumed']['from']} "
-        f"({_squeue([job]) or 'left the queue'}), {time.time() - t0:.0f} s"
+        f"job {job}: preempted at a checkpoint, requeued, resumed from {rec['resumed']['from']}, "
+        f"record ok after {time.time() - t0:.0f} s"
     )
 
     # the same run, uninterrupted, here: the same record fields
