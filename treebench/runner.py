@@ -25,6 +25,7 @@ from threadpoolctl import threadpool_limits
 import treebench
 from treebench.data import DataContext, load_dataset
 from treebench.methods.base import UnsupportedTaskError, get_entry, get_method
+from treebench.methods.checkpoint import DEFAULT_EVERY, Checkpoint, checkpointing
 from treebench.results.store import JobBusyError, Store, run_key
 
 _RECORDED_PACKAGES = ("numpy", "scipy", "scikit-learn", "pandas", "torch", "hydra-core", "numba")
@@ -472,12 +473,14 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                     log(f"{tag} skipped, done ({k})")
                     continue
                 rec = base_record(job, f, k)
+                ck = run_checkpoint(cfg, store, k)
                 t0 = time.perf_counter()
                 try:
                     if ds is None:
                         ds = load_dataset(cfg.dataset, data_ctx)
                     fold = job.split_fold(ds, f)
-                    rec.update(run_fold(job, fold, ds, threads, _model_saver(cfg, store, k)))
+                    with checkpointing(ck):
+                        rec.update(run_fold(job, fold, ds, threads, _model_saver(cfg, store, k)))
                     rec["status"] = "ok"
                 except Skip as exc:
                     rec.update(status="skipped", reason=str(exc))
@@ -491,12 +494,27 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                 rec["provenance"]["finished_at"] = _dt.datetime.now(_dt.UTC).isoformat(
                     timespec="seconds"
                 )
+                if ck is not None and ck.resumed_from:
+                    rec["resumed"] = {"from": ck.resumed_from}  # where the fit went on from
+                if ck is not None and ck.n_saves:
+                    rec["checkpoints"] = {"saves": ck.n_saves, "seconds": ck.save_seconds}
                 store.write(rec)
+                if ck is not None:
+                    ck.clear()  # the record is the result: a rerun never resumes it
                 written.append(rec)
                 log(f"{tag} {summary_line(rec)}")
         except JobBusyError:
             log(f"{tag} skipped, running in another process ({k})")
     return written
+
+
+def run_checkpoint(cfg: DictConfig, store: Store, key: str) -> Checkpoint | None:
+    """The checkpoint of run ``key`` (``<store>/_checkpoints/<key>.pt``) that resumable methods
+    save to every ``checkpoint_every`` seconds; None when ``checkpoint_every`` is null."""
+    every = cfg.get("checkpoint_every", DEFAULT_EVERY)
+    if every is None:
+        return None
+    return Checkpoint(store.root / "_checkpoints" / f"{key}.pt", every=float(every))
 
 
 def _model_saver(cfg: DictConfig, store: Store, key: str):

@@ -49,6 +49,7 @@ class TreebenchConf:
     experiment_name: str = "adhoc"
     profile: Profile = Profile.full
     save_model: bool = False
+    checkpoint_every: float | None = 120.0
     ledger: bool | None = None
     metrics: MetricsConf = field(default_factory=MetricsConf)
     paths: PathsConf = field(default_factory=PathsConf)

@@ -9,8 +9,10 @@ On top of ``submitit_slurm`` it
 - records a job that ends without its records (scancel, time limit, out of memory) as ``failed``
   records saying so, and goes on waiting for the other jobs instead of stopping the sweep;
 - in the job, turns SLURM's "time limit near" signal into timeout records for every unfinished run
-  of the job, unless submitit requeues it (``max_num_timeout``); a preempted job is requeued and
-  starts again, skipping the runs already stored.
+  of the job, unless submitit requeues it (``max_num_timeout``); a preempted job is requeued (the
+  launcher is submitit-Checkpointable: ``checkpoint()`` resubmits the same call) and starts again,
+  skipping the runs already stored and resuming a fit that left a checkpoint
+  (:mod:`treebench.methods.checkpoint`).
 """
 
 import json

@@ -23,6 +23,11 @@ Training speed: the UCI network (linear pool of <= 64 inputs, scalar leaves, lin
 runs its whole step in one numba kernel (:class:`~treebench.methods.hinge.net.CompiledUCITrainer`,
 tested equal to the torch path); everything else runs the torch step with the compiled forest
 forward/backward and :class:`HingeAdam`. Details and measurements: ``docs/methods/hinge.md``.
+
+Checkpoints: inside :func:`treebench.methods.checkpoint.checkpointing` (the runner, every
+``checkpoint_every`` seconds) the fit saves its whole training state at snapshot boundaries and a
+later fit of the same parameters and data resumes from it, bit-identical to an uninterrupted fit
+(``tests/test_checkpoint.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from treebench.methods import checkpoint
 from treebench.methods.base import (
     CLASSIFICATION,
     NON_NEGATIVE,
@@ -287,9 +293,30 @@ class _HingeBase(SizeMixin, BaseEstimator):
                 pos += bs
             return out
 
+        ck = checkpoint.current()
+        ck_id = self._checkpoint_identity(X, yt, sw, eval_set) if ck is not None else None
+        state = ck.load(ck_id) if ck is not None else None
+        it, train_before = 0, 0.0
+        if state is not None:  # resume: everything the loop below reads or changes
+            net.load_state_dict(state["net"])
+            if compiled is not None:
+                for dst, src in zip(compiled.acc, state["compiled_acc"], strict=True):
+                    np.copyto(dst, src)
+            else:
+                opt.load_state_dict(state["opt"])
+            gen.set_state(state["gen"])
+            perm, pos = state["perm"], state["pos"]
+            it, train_before = state["it"], state["train_seconds"]
+            best_state, best_score, best_it = (
+                state["best_state"],
+                state["best_score"],
+                state["best_it"],
+            )
+            eval_best, eval_curve = state["eval_best"], list(state["eval_curve"])
+            loss_curve = list(state["loss_curve"])
+
         t0 = time.perf_counter()
         net.train()
-        it = 0
         while it < self.n_iterations:
             stop = min((it // self.snapshot_every + 1) * self.snapshot_every, self.n_iterations)
             batches = next_batches(stop - it)
@@ -329,7 +356,28 @@ class _HingeBase(SizeMixin, BaseEstimator):
                     f"eval {e_err} {time.perf_counter() - t0:.1f}s",
                     flush=True,
                 )
-        train_s = time.perf_counter() - t0
+            if ck is not None and it < self.n_iterations and ck.due():
+                ck.save(
+                    {
+                        "net": net.state_dict(),
+                        "opt": None if compiled is not None else opt.state_dict(),
+                        "compiled_acc": None if compiled is None else list(compiled.acc),
+                        "gen": gen.get_state(),
+                        "perm": perm,
+                        "pos": pos,
+                        "it": it,
+                        "train_seconds": train_before + time.perf_counter() - t0,
+                        "best_state": best_state,
+                        "best_score": best_score,
+                        "best_it": best_it,
+                        "eval_best": eval_best,
+                        "eval_curve": eval_curve,
+                        "loss_curve": loss_curve,
+                    },
+                    ck_id,
+                    at={"iterations": int(it)},
+                )
+        train_s = train_before + time.perf_counter() - t0
         net.load_state_dict(best_state)
         net.eval()
         self.net_ = net
@@ -358,6 +406,22 @@ class _HingeBase(SizeMixin, BaseEstimator):
         self.fit_info_ = info
         self.eval_curve_ = eval_curve
         return self
+
+    def _checkpoint_identity(self, X, yt, sw, eval_set) -> dict:
+        """What a checkpoint of this fit must match: class, parameters (not ``n_jobs``/``verbose``)
+        and the data (training arrays as fitted, the eval set)."""
+        params = self.get_params(deep=False)
+        params.pop("n_jobs", None)
+        params.pop("verbose", None)
+        ev = (None, None) if eval_set is None else (eval_set[0], np.asarray(eval_set[1]))
+        return {
+            "estimator": f"{type(self).__module__}.{type(self).__qualname__}",
+            "params": repr(sorted(params.items())),
+            "data": checkpoint.fingerprint(
+                X, yt, sw, np.asarray(ev[0], dtype=np.float32) if ev[0] is not None else None, ev[1]
+            ),
+            "compiled": self._compiled_training,
+        }
 
     def wants_eval_set(self):
         """True when fit needs the test part (``selection="test"``, the papers' labelled protocol);

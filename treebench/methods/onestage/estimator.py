@@ -35,6 +35,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from treebench.methods import checkpoint
 from treebench.methods.base import (
     CLASSIFICATION,
     NON_NEGATIVE,
@@ -288,7 +289,17 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         epoch = 0
         patience = self._patience()
         bs = int(self.batch_size)
-        for epoch in range(1, self._max_epochs() + 1):
+        ck = checkpoint.current()
+        ck_id = self._checkpoint_identity(X, y, sw) if ck is not None else None
+        state = ck.load(ck_id) if ck is not None else None
+        start = 1
+        if state is not None:  # resume after the saved epoch: everything the loop reads or changes
+            for name in ("W", "gamma", "Wd", "V", "adam", "gadam"):
+                setattr(st, name, state[name])
+            rng.set_state(state["rng"])
+            best, bad, history = state["best"], state["bad"], list(state["history"])
+            start = state["epoch"] + 1
+        for epoch in range(start, self._max_epochs() + 1):
             order = rng.permutation(n_tr)
             st.noise = rng.logistic(size=(n_tr, n_int))  # g0 - g1 for Gumbel(0,1) g0, g1
             arch_noise = strategy.epoch_noise(rng, -(-n_tr // bs), n_int)
@@ -312,6 +323,19 @@ class _OneStageBase(SizeMixin, BaseEstimator):
                 bad += 1
                 if bad >= patience:
                     break
+            if ck is not None and epoch < self._max_epochs() and ck.due():
+                ck.save(
+                    {
+                        **{n: getattr(st, n) for n in ("W", "gamma", "Wd", "V", "adam", "gadam")},
+                        "rng": rng.get_state(),
+                        "best": best,
+                        "bad": bad,
+                        "history": history,
+                        "epoch": epoch,
+                    },
+                    ck_id,
+                    at={"epochs": int(epoch)},
+                )
 
         _, W, gamma, V, best_epoch = best
         self.W_ = W
@@ -340,6 +364,18 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         if self.verbose:
             self.history_ = history
         return self
+
+    def _checkpoint_identity(self, X, y, sw) -> dict:
+        """What a checkpoint of this fit must match: class, parameters (not ``n_jobs``/``verbose``)
+        and the data."""
+        params = self.get_params(deep=False)
+        params.pop("n_jobs", None)
+        params.pop("verbose", None)
+        return {
+            "estimator": f"{type(self).__module__}.{type(self).__qualname__}",
+            "params": repr(sorted(params.items())),
+            "data": checkpoint.fingerprint(X, np.asarray(y), sw),
+        }
 
     @staticmethod
     def _adam(p, g, st, lr, b1, b2, eps):

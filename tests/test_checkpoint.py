@@ -1,0 +1,214 @@
+"""Checkpoints of long fits: an interrupted fit resumed from its checkpoint equals an uninterrupted one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris, make_classification
+
+from treebench.methods.checkpoint import Checkpoint, checkpointing, current
+from treebench.methods.progress import reporting
+
+pytest.importorskip("torch")
+
+#: fit_info_ fields that are wall times (differ between any two fits)
+TIMES = ("train_seconds", "seconds_per_1000_iterations")
+
+
+class Interrupt(KeyboardInterrupt):
+    pass
+
+
+def _stop_at(phase, k):
+    def cb(p, done, total):
+        if p == phase and done >= k:
+            raise Interrupt(f"{p} {done}")
+
+    return cb
+
+
+def _data():
+    X, y = load_iris(return_X_y=True)
+    return X.astype(np.float32), y
+
+
+def _same_fit(a, b, X):
+    ia = {k: v for k, v in a.fit_info_.items() if k not in TIMES}
+    ib = {k: v for k, v in b.fit_info_.items() if k not in TIMES}
+    assert ia == ib
+    assert a.eval_curve_ == b.eval_curve_
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    for (na, ta), (nb, tb) in zip(
+        a.net_.state_dict().items(), b.net_.state_dict().items(), strict=True
+    ):
+        assert na == nb
+        assert ta.equal(tb), na
+
+
+def test_outside_a_context_there_is_no_checkpoint():
+    assert current() is None
+    with checkpointing(None):
+        assert current() is None
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"optimizer": "adagrad"},  # the compiled UCI step (AdaGrad accumulators in the trainer)
+        {"optimizer": "adam", "selection": "test"},  # torch path, HingeAdam state, eval curve
+        {"optimizer": "adagrad", "_compiled_training": False},  # torch Adagrad
+    ],
+    ids=["compiled", "adam-test", "torch-adagrad"],
+)
+def test_hinge_resumes_bit_identical(tmp_path, params):
+    from treebench.methods.hinge.estimator import HingeForestClassifier
+
+    X, y = _data()
+    params = dict(params)
+    compiled = params.pop("_compiled_training", True)
+
+    def make():
+        est = HingeForestClassifier(
+            n_estimators=4,
+            max_depth=3,
+            n_features=8,
+            n_iterations=120,
+            snapshot_every=20,
+            batch_size=16,
+            random_state=3,
+            **params,
+        )
+        est._compiled_training = compiled
+        return est
+
+    fit_kw = {"eval_set": (X, y)} if params.get("selection") == "test" else {}
+    ref = make().fit(X, y, **fit_kw)
+
+    ck = Checkpoint(tmp_path / "k.pt", every=0)
+    with checkpointing(ck), reporting(_stop_at("iterations", 80)):
+        with pytest.raises(Interrupt):
+            make().fit(X, y, **fit_kw)
+    assert ck.n_saves == 3 and ck.path.exists()  # at 20, 40, 60; stopped before saving at 80
+
+    ck2 = Checkpoint(tmp_path / "k.pt", every=0)
+    with checkpointing(ck2):
+        resumed = make().fit(X, y, **fit_kw)
+    assert ck2.resumed_from == {"iterations": 60}
+    _same_fit(ref, resumed, X)
+
+
+def test_hinge_ignores_a_checkpoint_of_other_params_or_data(tmp_path):
+    from treebench.methods.hinge.estimator import HingeForestClassifier
+
+    X, y = _data()
+    kw = dict(n_estimators=3, max_depth=3, n_features=4, n_iterations=60, snapshot_every=20)
+    ck = Checkpoint(tmp_path / "k.pt", every=0)
+    with checkpointing(ck), reporting(_stop_at("iterations", 40)):
+        with pytest.raises(Interrupt):
+            HingeForestClassifier(random_state=0, **kw).fit(X, y)
+    for est, Xf in [
+        (HingeForestClassifier(random_state=1, **kw), X),  # other params
+        (HingeForestClassifier(random_state=0, **kw), X + 1),  # other data
+    ]:
+        ck2 = Checkpoint(tmp_path / "k.pt", every=0)
+        with checkpointing(ck2):
+            est.fit(Xf, y)
+        assert ck2.resumed_from is None
+
+
+def test_rate_limit(tmp_path):
+    ck = Checkpoint(tmp_path / "k.pt", every=3600)
+    assert not ck.due()
+    assert Checkpoint(tmp_path / "k.pt", every=0).due()
+
+
+@pytest.mark.parametrize(
+    "name,task",
+    [
+        ("OneStageClassifier", "classification"),
+        ("OneStageGumbelClassifier", "classification"),  # architecture noise per epoch
+        ("OneStageRegressor", "regression"),
+    ],
+)
+def test_onestage_resumes_bit_identical(tmp_path, name, task):
+    from treebench.methods.onestage import estimator as mod
+
+    # data on which every epoch still moves the losses (on iris the classifier plateaus at once)
+    X, y = make_classification(
+        n_samples=300, n_features=6, n_informative=4, n_classes=3, random_state=0
+    )
+    if task == "regression":
+        X, y = X[:, 1:], X[:, 0]
+
+    def make():
+        # verbose: history_ holds every epoch's losses, so a resumed run that diverges after the
+        # best epoch is caught too
+        return getattr(mod, name)(
+            max_depth=3, max_epochs=8, patience=100, random_state=5, verbose=1
+        )
+
+    ref = make().fit(X, y)
+    ck = Checkpoint(tmp_path / "k.pt", every=0)
+    with checkpointing(ck), reporting(_stop_at("epochs", 5)):
+        with pytest.raises(Interrupt):
+            make().fit(X, y)
+    assert ck.n_saves == 4
+    ck2 = Checkpoint(tmp_path / "k.pt", every=0)
+    with checkpointing(ck2):
+        resumed = make().fit(X, y)
+    assert ck2.resumed_from == {"epochs": 4}
+    assert ref.fit_info_ == resumed.fit_info_
+    assert ref.history_ == resumed.history_ and len(ref.history_) == 8
+    for attr in ("W_", "gamma_", "values_", "keep_"):
+        np.testing.assert_array_equal(getattr(ref, attr), getattr(resumed, attr))
+    np.testing.assert_array_equal(ref.predict(X), resumed.predict(X))
+
+
+def test_runner_resumes_a_killed_run_and_records_it(tmp_path, monkeypatch):
+    """Through the runner: a run interrupted after a checkpoint is resumed by the rerun, which
+    records ``resumed`` and the metrics and fit_info of an uninterrupted run; the checkpoint goes
+    once the record is written."""
+    from tests.conftest import compose_config
+    from treebench.data import DataContext
+    from treebench.results.store import Store
+    from treebench.runner import run_job
+
+    monkeypatch.setenv("TREEBENCH_OUTPUTS", str(tmp_path))
+    ov = [
+        "method=hinge_forest_t3",
+        "dataset=iris",
+        "method.params.n_estimators=5",
+        "method.params.max_depth=3",
+        "method.params.n_iterations=200",
+        "method.params.snapshot_every=50",
+    ]
+    ctx = DataContext(tmp_path / "data", None, False)
+
+    def run(store, extra=(), cb=None):
+        cfg = compose_config([*ov, *extra])
+        with reporting(cb):
+            return run_job(cfg, store, ctx, log=lambda s: 0)
+
+    (ref,) = run(Store(tmp_path / "ref"))
+    assert "resumed" not in ref and "checkpoints" not in ref  # 120 s: no save in a short fit
+
+    store = Store(tmp_path / "store")
+    with pytest.raises(Interrupt):
+        run(store, ["checkpoint_every=0"], _stop_at("iterations", 150))
+    (ck_file,) = (store.root / "_checkpoints").glob("*.pt")
+    assert ck_file.stem == ref["key"]
+    (rec,) = run(store, ["checkpoint_every=0"])
+    assert rec["resumed"] == {"from": {"iterations": 100}}
+    assert rec["checkpoints"]["saves"] == 1  # at 150 (none at the end)
+    assert not ck_file.exists()
+    assert rec["metrics"] == ref["metrics"]
+    times = ("train_seconds", "seconds_per_1000_iterations")
+    assert {k: v for k, v in rec["info"].items() if k not in times} == {
+        k: v for k, v in ref["info"].items() if k not in times
+    }
+
+    # checkpoint_every=null: no checkpoint, a killed run starts over
+    store2 = Store(tmp_path / "store2")
+    with pytest.raises(Interrupt):
+        run(store2, ["checkpoint_every=null"], _stop_at("iterations", 150))
+    assert not (store2.root / "_checkpoints").exists()

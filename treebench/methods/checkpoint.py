@@ -1,0 +1,151 @@
+"""Checkpoints of long fits: a method saves its state now and then, a rerun of the run resumes it.
+
+Like :mod:`treebench.methods.progress`, a context variable and no estimator parameter: run keys
+and ``get_params`` stay as they are, and outside :func:`checkpointing` :func:`current` is None, so
+estimators stay plain scikit-learn estimators. A method that can resume does::
+
+    ck = checkpoint.current()
+    state = ck.load(identity) if ck is not None else None
+    if state is not None:
+        ...  # restore, go on from state["it"]
+    while ...:
+        ...  # one unit of work (a snapshot chunk, an epoch)
+        if ck is not None and ck.due():
+            ck.save(make_state(), identity, at={"iterations": it})
+
+``identity`` (a small dict: estimator class, parameters, data fingerprint) is stored beside the
+state; a checkpoint whose identity differs is ignored, so a changed method or data never resumes
+from a stale state. The runner enables checkpoints per run key (``<store>/_checkpoints/<key>.pt``,
+removed once the run's record is written) and records ``resumed`` when a fit resumed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+from treebench.files import atomic_write_bytes
+
+#: default seconds between two saves of a fit (config key ``checkpoint_every``)
+DEFAULT_EVERY = 120.0
+
+_FORMAT = 1
+
+
+class Checkpoint:
+    """Where a fit saves and finds its state.
+
+    Parameters
+    ----------
+    path : path-like
+        The checkpoint file (written atomically with ``torch.save``).
+    every : float
+        Seconds between two saves: :meth:`due` is true once that long has passed since the last
+        save (or since the checkpoint was made). 0 = at every call.
+    """
+
+    def __init__(self, path, every: float = DEFAULT_EVERY):
+        self.path = Path(path)
+        self.every = float(every)
+        self._last = time.monotonic()
+        #: ``at`` of the state :meth:`load` returned (e.g. ``{"iterations": 400}``), else None
+        self.resumed_from: dict | None = None
+        #: number of saves made through this object; seconds spent writing them
+        self.n_saves, self.save_seconds = 0, 0.0
+
+    def due(self) -> bool:
+        """True when a save now would respect ``every``."""
+        return time.monotonic() - self._last >= self.every
+
+    def save(self, state: dict, identity: dict, at: dict | None = None) -> None:
+        """Write ``state`` (tensors, arrays, plain values) atomically, tagged with ``identity``."""
+        t0 = time.perf_counter()
+        buf = io.BytesIO()
+        payload = {"format": _FORMAT, "identity": identity, "at": at or {}, "state": state}
+        _dump(payload, buf)
+        atomic_write_bytes(self.path, buf.getvalue())
+        self._last = time.monotonic()
+        self.n_saves += 1
+        self.save_seconds += time.perf_counter() - t0
+
+    def load(self, identity: dict) -> dict | None:
+        """The saved state when a checkpoint of the same ``identity`` exists, else None."""
+        if not self.path.exists():
+            return None
+        try:
+            payload = _load(io.BytesIO(self.path.read_bytes()))
+        except Exception as exc:  # a torn or foreign file: start over
+            warnings.warn(
+                f"checkpoint {self.path} unreadable ({exc}); fitting from the start", stacklevel=2
+            )
+            return None
+        if payload.get("format") != _FORMAT or payload.get("identity") != identity:
+            return None
+        self.resumed_from = dict(payload.get("at") or {})
+        return payload["state"]
+
+    def clear(self) -> None:
+        """Remove the checkpoint file (the run's record is written)."""
+        self.path.unlink(missing_ok=True)
+
+
+def _dump(obj, buf) -> None:
+    """``torch.save`` (tensors, generator states), or pickle where torch is not installed."""
+    try:
+        import torch
+    except ImportError:  # numpy-only methods (One-Stage) without the torch extra
+        import pickle
+
+        pickle.dump(obj, buf, protocol=pickle.HIGHEST_PROTOCOL)
+    else:
+        torch.save(obj, buf)
+
+
+def _load(buf):
+    try:
+        import torch
+    except ImportError:
+        import pickle
+
+        return pickle.load(buf)
+    return torch.load(buf, weights_only=False)  # our own file in the user's store
+
+
+_CURRENT: ContextVar[Checkpoint | None] = ContextVar("treebench_checkpoint", default=None)
+
+
+def current() -> Checkpoint | None:
+    """The checkpoint of the fit running in this context, or None (no checkpoints)."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def checkpointing(ck: Checkpoint | None) -> Iterator[Checkpoint | None]:
+    """Make ``ck`` the :func:`current` checkpoint inside the block (in this thread)."""
+    token = _CURRENT.set(ck)
+    try:
+        yield ck
+    finally:
+        _CURRENT.reset(token)
+
+
+def fingerprint(*arrays: Any) -> str:
+    """A short digest of arrays' shapes, dtypes and bytes (the data a checkpoint belongs to)."""
+    import numpy as np
+
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        if a is None:
+            h.update(b"none")
+            continue
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.shape}{a.dtype}".encode())
+        h.update(a.view(np.uint8).reshape(-1) if a.dtype != object else repr(a.tolist()).encode())
+    return h.hexdigest()
