@@ -175,7 +175,12 @@ def test_runner_resumes_a_killed_run_and_records_it(tmp_path, monkeypatch):
 
     monkeypatch.setenv("TREEBENCH_OUTPUTS", str(tmp_path))
     ov = [
-        "method=hinge_forest_t3",
+        "method=hinge_forest",  # the Table 3 setting: Adam, summed trees, last state
+        "method.params.optimizer=adam",
+        "method.params.aggregation=sum",
+        "method.params.learning_rate=0.005",
+        "method.params.selection=last",
+        "method.params.validation_fraction=0.0",
         "dataset=iris",
         "method.params.n_estimators=5",
         "method.params.max_depth=3",
