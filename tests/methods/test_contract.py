@@ -19,7 +19,14 @@ CASES = sorted((name, task) for name, e in discover().items() for task in e.clas
 
 
 def method_yaml(name: str) -> dict:
-    return yaml.safe_load((Path(CONF_DIR) / "method" / f"{name}.yaml").read_text())
+    """A method file with its values resolved as in the full profile (``${by_profile:full,reduced}``)."""
+    from omegaconf import OmegaConf
+
+    from treebench.schema import register_schema
+
+    register_schema()  # the resolvers method files use
+    raw = yaml.safe_load((Path(CONF_DIR) / "method" / f"{name}.yaml").read_text())
+    return OmegaConf.to_container(OmegaConf.create(raw), resolve=True)
 
 
 def smoke_estimator(name, task, **extra):
