@@ -666,7 +666,8 @@ def fetch(
     if datasets:
         names = [n.strip() for a in datasets for n in a.split("=", 1)[1].split(",") if n.strip()]
     elif verify and not any(a.startswith("experiment=") for a in others):
-        names = sorted(group_choices("dataset", others))
+        # every dataset config but those for the user's own data (a required ``???`` setting)
+        names = sorted(n for n in group_choices("dataset", others) if not _needs_settings(n))
     else:
         names = sweep_datasets(cfg)
     data_dir = Path(cfg.paths.data).expanduser().resolve()
@@ -693,6 +694,12 @@ def fetch(
         raise typer.Exit(1)
 
 
+def _needs_settings(name: str) -> bool:
+    """A dataset config with a required setting (``dataset=csv`` needs ``dataset.path``)."""
+    path = Path(CONF_DIR) / "dataset" / f"{name}.yaml"
+    return path.is_file() and "???" in (yaml.safe_load(path.read_text()) or {}).values()
+
+
 def _dataset_node(name: str, compose_dataset):
     """A dataset's config node: its YAML read directly when it is self-contained (composing
     through Hydra costs ~0.3 s per dataset), else composed."""
@@ -701,7 +708,7 @@ def _dataset_node(name: str, compose_dataset):
     path = Path(CONF_DIR) / "dataset" / f"{name}.yaml"
     if path.is_file():
         node = OmegaConf.load(path)
-        if "defaults" not in node:
+        if "defaults" not in node and not any(OmegaConf.is_missing(node, k) for k in node):
             return node
     return compose_dataset(name).dataset
 

@@ -76,3 +76,10 @@ def test_wrong_target_column_suggests_the_close_name(flowers, tmp_path):
     cfg = _cfg(f"dataset.path={flowers}", "dataset.target=specis")
     with pytest.raises(DataError, match="Did you mean 'species'"):
         load_dataset(cfg.dataset, DataContext(tmp_path / "data", None))
+
+
+def test_verify_leaves_out_the_own_data_configs():
+    from treebench.cli import _needs_settings
+
+    assert _needs_settings("csv") and _needs_settings("openml")
+    assert not _needs_settings("iris") and not _needs_settings("isolet_openml")
