@@ -254,7 +254,9 @@ class TreebenchSlurmLauncher(SlurmLauncher):
         store, watcher = self._store(), squeue_watcher(float(self.params.get("poll_s") or 10.0))
         return [self._result(job, ov, marker, store, watcher) for job, ov, marker in handles]
 
-    def _result(self, job, overrides, marker: dict, store, watcher) -> JobReturn:
+    def _result(
+        self, job, overrides, marker: dict, store, watcher, requeued: bool = False
+    ) -> JobReturn:
         """Wait for one job; its JobReturn, or records saying why it ended without one."""
         from treebench import slurm
 
@@ -282,6 +284,11 @@ class TreebenchSlurmLauncher(SlurmLauncher):
                 if reason or st.elapsed in ("0:00", "00:00"):
                     break
                 time.sleep(0.5)
+            if "DUE TO JOB REQUEUE" in reason and not requeued:
+                # preempted or at its time-limit signal, the job was requeued under the same id:
+                # not an end; submitit's watcher saw the old run stop, so follow the queue here
+                _wait_requeued(job)
+                return self._result(job, overrides, marker, store, watcher, requeued=True)
             keys = slurm.record_lost(store, marker, st, reason)
             error, why = slurm.describe(st, marker, reason)
             log.warning(
@@ -355,6 +362,19 @@ class TreebenchSlurmLauncher(SlurmLauncher):
         Singleton.set_state(singleton_state)
         slurm.remove_marker(self._store().root, slurm_id)  # ended: nothing of it is pending
         return ret
+
+
+def _wait_requeued(job, poll: float = 2.0, grace: float = 60.0) -> None:
+    """Wait until a requeued job's next run has ended: its result file exists, or the scheduler
+    no longer lists it as active (after ``grace`` seconds for it to show up again)."""
+    from treebench import slurm
+
+    start = time.time()
+    while not job.paths.result_pickle.exists():
+        st = (slurm.squeue_states([job.job_id]) or {}).get(job.job_id)
+        if st is not None and not st.active and time.time() - start > grace:
+            return
+        time.sleep(poll)
 
 
 def _read_marker(store_root, job_id: str) -> dict:
