@@ -180,10 +180,8 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         return self._by_task(self.max_epochs, int, 200, 400)
 
     # ------------------------------------------------------------------ targets
-    def _encode_targets(self, y):
-        """Targets as an (n, k) matrix for node values, plus what the loss needs."""
-        raise NotImplementedError
-
+    # ``_encode_targets(y) -> (Y, t)`` (targets as an (n, k) matrix for node values, plus what the
+    # loss needs) comes from the task part, _ClassifierPart or _RegressorPart, mixed in before this.
     def _loss_and_grad(self, f, t, w):
         """Per-row loss and d loss / d f for responses ``f`` (n,) of target codes ``t``."""
         if self._task == CLASSIFICATION:
