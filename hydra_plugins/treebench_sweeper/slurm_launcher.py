@@ -278,10 +278,12 @@ class TreebenchSlurmLauncher(SlurmLauncher):
                 info.get("Elapsed", ""),
             )
             reason = ""
-            for _ in range(10 if state not in (slurm.GONE, "UNKNOWN") else 1):
-                # slurmstepd writes its "CANCELLED AT ..." line a moment after the state changes
+            for _ in range(20 if state not in (slurm.GONE, "UNKNOWN") else 1):
+                # slurmstepd writes its "CANCELLED AT ..." line a moment after the state changes,
+                # also for a job cancelled in its first second (elapsed 0:00); only a job cancelled
+                # while pending never gets one, and costs this wait (10 s at most)
                 reason = slurm.stepd_reason(job.paths.stderr, job.paths.stdout)
-                if reason or st.elapsed in ("0:00", "00:00"):
+                if reason:
                     break
                 time.sleep(0.5)
             if "DUE TO JOB REQUEUE" in reason and not requeued:
