@@ -55,6 +55,20 @@ def test_a_command_line_value_of_a_row_key_selects_rows(tmp_path):
     assert "no row of the sweep has method=cart" in res.stderr + res.stdout
 
 
+def test_a_command_line_value_of_a_swept_key_replaces_the_experiments_values(tmp_path):
+    # e2edf_anneal sweeps steepness_inc 0,0.01,0.1 x epochs 15,30,45 over 3 rows
+    res = _plan(
+        tmp_path,
+        "experiment=e2edf_anneal",
+        "dataset=letter,usps",
+        "method.params.steepness_inc=0,0.1",
+        "method.params.epochs=15",
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 done, 4 to run" in res.stdout  # 2 rows x 2 values x 1, not crossed with the 3 x 3
+    assert "epochs=30" not in res.stdout and "steepness_inc=0.01" not in res.stdout
+
+
 def test_a_row_with_several_values_is_one_job_per_value(tmp_path):
     rows = 'hydra.sweeper.rows=["method=cart,rf dataset=iris","method=gbdt dataset=iris,wine"]'
     res = _plan(tmp_path, "-m", rows, "seed=0,1")

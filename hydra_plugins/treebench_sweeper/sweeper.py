@@ -166,7 +166,15 @@ class TreebenchSweeper(BasicSweeper):
                 select[key] = {f"{key}={v}" for v in a.sweep_string_iterator()}
             else:
                 select[key] = {f"{key}={a.get_value_element_as_str()}"}
-        params_conf = self._parse_config() + rest
+        # a command-line value of a key the experiment sweeps replaces the experiment's values (as
+        # in Hydra's basic sweeper), also when `treebench run` forced it with ``++``
+        given = {parser.parse_override(a).get_key_element().lstrip("+") for a in rest}
+        own = [
+            o
+            for o in self._parse_config()
+            if parser.parse_override(o).get_key_element().lstrip("+") not in given
+        ]
+        params_conf = own + rest
         batches = self.split_arguments(parser.parse_overrides(params_conf), None)
         grid = [list(j) for j in batches[0]] if batches else [[]]
         if not self.rows:
