@@ -166,6 +166,23 @@ def test_relation_states_n_and_most_means_a_strict_majority(tmp_path):
     assert r["note"].startswith("1/2 dataset hold (need most (> 50%))")
 
 
+def test_relation_over_fewer_blocks_than_the_papers_claim_is_info(tmp_path):
+    p = _toy_paper(
+        tmp_path,
+        "  - {id: r, kind: relation, experiment: exp, lhs: rf, rhs: cart, op: '>=', blocks: 3}\n",
+    )
+    recs = []
+    for d in ("digits", "iris"):  # rf wins on both measured datasets, the claim spans 3
+        recs += [make_record("rf", d, seed=0, acc=0.95, experiment="exp")]
+        recs += [make_record("cart", d, seed=0, acc=0.90, experiment="exp")]
+    r = run_checks(p.targets, frame(recs)).iloc[0]
+    assert r["status"] == INFO and r["n"] == 2
+    assert r["note"].startswith("2/2 dataset hold (need all); reduced: 2 of 3 dataset")
+    recs += [make_record(m, "wine", seed=0, acc=0.9, experiment="exp") for m in ("rf", "cart")]
+    r = run_checks(p.targets, frame(recs)).iloc[0]
+    assert r["status"] == PASS and r["n"] == 3
+
+
 def test_where_selects_param_variant(paper):
     recs = [
         make_record(

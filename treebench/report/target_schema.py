@@ -276,6 +276,7 @@ class RelationEntry(_Entry):
     dataset: str | None = None
     where: dict[str, Any] = {}
     table: str | None = None
+    blocks: int | None = None  # blocks (``per``) the paper's claim spans; fewer measured = reduced
 
 
 class StatEntry(_Entry):

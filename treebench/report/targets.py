@@ -15,7 +15,8 @@ A paper file holds
 * ``targets``: a list of numbers (``kind: value``, the default), claims comparing two selections
   (``kind: relation``) and significance claims (``kind: stat``). A relation compares per block
   (``per``, default per dataset; ``per: []`` = one block, the mean over all selected rows); its
-  ``rhs`` may be a number (a constant in record units, e.g. 0.4 for 40 % of nodes pruned).
+  ``rhs`` may be a number (a constant in record units, e.g. 0.4 for 40 % of nodes pruned);
+  ``blocks`` says how many blocks the paper's claim spans (fewer measured: info, "reduced: 1 of 3").
 
 A *selector* picks result rows: ``method``, optional ``dataset``, ``where`` (column → value, e.g.
 ``param.teacher: rf``; a list value means "any of"), ``profile`` and ``largest`` (a column, e.g.
@@ -134,6 +135,7 @@ class Target:
     require: float = 1.0  # share of pairs that must hold (1.0 = every one)
     margin: float = 0.0
     claim: str = ""
+    blocks: int | None = None  # blocks the paper's claim spans; fewer measured = reduced
     # kind: stat
     test: str | None = None
     groups: tuple = ()
@@ -307,6 +309,7 @@ def _relation_target(e: RelationEntry, d: Defaults, common: dict) -> Target:
         margin=e.margin or 0.0,
         claim=e.claim,
         table=e.table,
+        blocks=e.blocks,
     )
 
 
