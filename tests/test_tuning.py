@@ -114,7 +114,8 @@ def test_tuning_never_reads_the_test_part(monkeypatch, tmp_path):
     monkeypatch.setattr(_Spy, "seen", [])
     job, ds, fold = _wine_fold([], tmp_path)
     ff = fit_fold(job, fold, ds, threads=1)
-    assert ff.eval_set_in_fit and _Spy.seen[-1][1] is not None  # untuned: the spy gets the test part
+    # untuned, the spy gets the test part (its wants_eval_set)
+    assert ff.eval_set_in_fit and _Spy.seen[-1][1] is not None
 
     job, ds, fold = _wine_fold(["tune=small"], tmp_path)
     _Spy.seen.clear()
@@ -245,6 +246,8 @@ def test_cli_fails_before_work_and_suggests_a_budget(tmp_path):
     res = run_cli(["run", "method=cart", "dataset=iris", "tune=smal"], tmp_path, env)
     assert res.returncode == 2 and "Unknown tune 'smal'" in res.stdout + res.stderr
     assert "Did you mean 'small'" in res.stdout + res.stderr
-    res = run_cli(["run", "method=cart", "dataset=iris", "tune=small", "~method.search"], tmp_path, env)
+    res = run_cli(
+        ["run", "method=cart", "dataset=iris", "tune=small", "~method.search"], tmp_path, env
+    )
     assert res.returncode == 2 and "has no search: block" in res.stderr
     assert not list((tmp_path / "out").glob("store/*/*.json"))

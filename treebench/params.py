@@ -78,7 +78,7 @@ def check_params(cfg: DictConfig) -> None:
 
 
 def _check_values(method: str, cls, values: dict, where: str) -> None:
-    """``values`` pass the estimator's declared ``_parameter_constraints`` (when it declares any)."""
+    """``values`` pass the estimator's declared ``_parameter_constraints`` (if it declares any)."""
     constraints = getattr(cls, "_parameter_constraints", None)
     given = {k: v for k, v in values.items() if k in (constraints or {})}
     if not given:
@@ -91,9 +91,9 @@ def _check_values(method: str, cls, values: dict, where: str) -> None:
 
 
 def check_tune(cfg: DictConfig, cls, params: dict) -> None:
-    """With ``tune`` on: the method has a ``search:`` block in the grammar of
-    :mod:`treebench.tuning`, naming parameters ``cls`` takes with values its constraints accept
-    (the choices, or a range's low and high), and its fit does not need the test part.
+    """With ``tune`` on: the method has a ``search:`` block in the grammar of ``docs/tuning.md``,
+    naming parameters ``cls`` takes, with values its constraints accept (every choice, or a
+    range's low and high), and its fit does not need the test part.
 
     Raises
     ------
@@ -113,8 +113,9 @@ def check_tune(cfg: DictConfig, cls, params: dict) -> None:
         raise ParamError(f"method {method!r}: {exc} (docs/tuning.md)") from None
     if not space:
         raise ParamError(
-            f"method {method!r} has no search: block, so tune= has nothing to search; add one to its config (treebench/conf/method/<name>.yaml, grammar in "
-            f"docs/tuning.md) or run it without tune="
+            f"method {method!r} has no search: block, so tune= has nothing to search; add one "
+            f"to its config (treebench/conf/method/<name>.yaml, grammar in docs/tuning.md) or "
+            f"run it without tune="
         )
     names = sorted(cls._get_param_names())
     for name, dim in space.items():

@@ -1,23 +1,10 @@
 """Hyperparameter tuning of one fold's estimator on its training part: search spaces and search CVs.
 
-A method config declares what is worth tuning in a ``search:`` block beside ``params:``; the ``tune``
-config group (``treebench/conf/tune/``) says how (``tune=small``). Each entry of ``search:`` maps an
-estimator parameter to one **dimension**:
-
-===========================================  =====================================================
-``[a, b, c]``                                 choices, drawn uniformly (``null`` may be a choice)
-``{low: 0.0, high: 1.0}``                     float, uniform on [low, high]
-``{low: 1.0e-5, high: 1.0e-2, log: true}``    float, log-uniform on [low, high] (low > 0)
-``{low: 1, high: 20, int: true}``             integer, uniform on low..high (both included)
-``{low: 1, high: 100, int: true, log: true}`` integer, log-uniform on low..high (both included)
-``null``                                      not searched: drops a dimension an extending config
-                                              inherits
-===========================================  =====================================================
-
-A config extending another through Hydra ``defaults:`` inherits its ``search:`` and states only the
-dimensions that differ. Searched parameters replace the ``params:`` values; the other parameters stay
-as ``params:`` gives them. :func:`search_space` turns the block into the ``param_distributions`` of
-scikit-learn's search CVs: lists stay lists, ranges become :mod:`scipy.stats` distributions.
+A method config declares what is worth tuning in a ``search:`` block beside ``params:`` (its
+grammar, the budgets and the record: ``docs/tuning.md``); the ``tune`` config group
+(``treebench/conf/tune/``) says how (``tune=small``). :func:`search_space` turns the block into the
+``param_distributions`` of scikit-learn's search CVs: lists of choices stay lists, ranges become
+:mod:`scipy.stats` distributions drawing plain Python numbers.
 
 :func:`tune_fit` runs ``HalvingRandomSearchCV`` (``strategy: halving_random``) or
 ``RandomizedSearchCV`` (``strategy: random``) with ``n_candidates`` sampled configurations, an inner
@@ -42,7 +29,7 @@ _RANGE_KEYS = {"low", "high", "log", "int"}
 
 
 class SearchSpaceError(ValueError):
-    """A ``search:`` dimension outside the grammar of :mod:`treebench.tuning`."""
+    """A ``search:`` dimension outside the grammar of ``docs/tuning.md``."""
 
 
 class _Dimension:
@@ -66,7 +53,7 @@ def dimension(name: str, spec) -> list | _Dimension:
     Raises
     ------
     SearchSpaceError
-        For anything outside the grammar (see the module docstring), naming ``name``.
+        For anything outside the grammar (``docs/tuning.md``), naming ``name``.
     """
     if isinstance(spec, (list, tuple)):
         if not spec:
@@ -86,7 +73,9 @@ def dimension(name: str, spec) -> list | _Dimension:
     low, high = spec["low"], spec["high"]
     integer, log = bool(spec.get("int", False)), bool(spec.get("log", False))
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)):
-        raise SearchSpaceError(f"search.{name}: low and high must be numbers, got {low!r}, {high!r}")
+        raise SearchSpaceError(
+            f"search.{name}: low and high must be numbers, got {low!r}, {high!r}"
+        )
     if integer and not (float(low).is_integer() and float(high).is_integer()):
         raise SearchSpaceError(f"search.{name}: an int range needs integer low and high")
     if not low < high:
@@ -130,7 +119,9 @@ def inner_cv(task: str, n_splits: int, random_state: int):
     return cls(n_splits=int(n_splits), shuffle=True, random_state=int(random_state))
 
 
-def make_search(est, space: dict, tune: dict, *, task: str, metric: str, random_state: int, n_jobs: int):
+def make_search(
+    est, space: dict, tune: dict, *, task: str, metric: str, random_state: int, n_jobs: int
+):
     """The search CV of ``tune`` (a ``tune`` config: ``strategy``, ``n_candidates``, ``cv``,
     ``factor``) over ``space`` for the unfitted estimator ``est``; ``refit=True``."""
     from sklearn.experimental import enable_halving_search_cv  # noqa: F401 - enables the import
@@ -214,8 +205,8 @@ def tune_fit(
     -------
     Tuned
         ``record`` holds ``strategy``, ``search_cv``, ``n_candidates`` (the budget), ``factor``,
-        ``cv`` (the inner scheme), ``scoring``, ``space``, ``best_params``, ``best_score`` (mean inner
-        score in the metric's own units), ``candidates`` (columns ``params``, ``mean``, ``std`` and,
+        ``cv`` (the inner scheme), ``scoring``, ``space``, ``best_params``, ``best_score`` (mean
+        inner score in the metric's own units), ``candidates`` (columns ``params``, ``mean``, ``std`` and,
         for halving, ``iter`` and ``n_resources``: one entry per candidate and round), ``n_failed``
         and ``seconds`` (search wall time, the refit included).
     """
@@ -256,7 +247,9 @@ def tune_fit(
             "on": "training part",
         },
         "scoring": metric,
-        "space": {k: dict(v.spec) if hasattr(v, "spec") else [_py(c) for c in v] for k, v in space.items()},
+        "space": {
+            k: dict(v.spec) if hasattr(v, "spec") else [_py(c) for c in v] for k, v in space.items()
+        },
         "best_params": {k: _py(v) for k, v in sc.best_params_.items()},
         "best_score": _py(sign * sc.best_score_),
         "candidates": cand,
