@@ -4,6 +4,7 @@ keys with and without tuning, and the plan-time errors."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -15,9 +16,10 @@ from treebench.data.base import Part
 from treebench.methods import base as mbase
 from treebench.methods.baselines.estimator import CARTClassifier
 from treebench.params import ParamError, check_params
+from treebench.resources import job_resources
 from treebench.results.store import Store
-from treebench.runner import Job, fit_fold, run_job
-from treebench.tuning import SearchSpaceError, dimension, search_space
+from treebench.runner import Job, fit_fold, run_job, tune_settings
+from treebench.tuning import SearchSpaceError, dimension, fit_equivalents, search_space
 
 # ----------------------------------------------------------------------------- grammar
 
@@ -217,6 +219,17 @@ def test_key_has_tune_settings_only_when_tuning():
     assert tuned != base
     assert len({tuned, _key("tune=medium"), _key("tune=small", "tune.strategy=random")}) == 3
     assert _key("tune=small", "method.search.ccp_alpha=[0.0]") != tuned  # another space
+
+
+def test_cluster_timeout_counts_the_search_fits():
+    untuned = job_resources(compose_config(["method=cart", "dataset=iris"]), n_runs=2)
+    tuned = job_resources(compose_config(["method=cart", "dataset=iris", "tune=small"]), n_runs=2)
+    # small: 8 candidates x 3 folds on 1/3 of the rows (2/3 of it per fold), 3 x 3 on all, a refit
+    assert fit_equivalents(tune_settings(compose_config(["tune=small"]))) == pytest.approx(
+        8 * 2 / 3 + 6 + 1
+    )
+    assert tuned["timeout_min"] == math.ceil(untuned["timeout_min"] * (8 * 2 / 3 + 6 + 1))
+    assert tuned["mem_gb"] == untuned["mem_gb"]
 
 
 # ----------------------------------------------------------------------------- errors before work

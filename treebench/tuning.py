@@ -149,6 +149,26 @@ def make_search(
     raise ValueError(f"tune.strategy {strategy!r}; choices: {', '.join(STRATEGIES)}")
 
 
+def fit_equivalents(tune: dict) -> float:
+    """What a search costs in fits on the whole training part, taking a fit's time as linear in its
+    rows (for cluster timeouts): every candidate, round and inner fold, plus the refit.
+
+    Successive halving keeps ``ceil(n / factor)`` candidates a round, on ``factor`` times the rows,
+    the last round on the whole training part (``min_resources="exhaust"``).
+    """
+    c, k = int(tune["n_candidates"]), int(tune["cv"])
+    per_fold = (k - 1) / k  # an inner fit sees this share of the rows it is given
+    if tune["strategy"] != "halving_random":
+        return c * k * per_fold + 1
+    f = float(tune["factor"])
+    last = int(math.floor(math.log(c) / math.log(f) + 1e-9))  # rounds - 1
+    n, total = c, 0.0
+    for i in range(last + 1):
+        total += n * k * per_fold * f ** (i - last)
+        n = math.ceil(n / f)
+    return total + 1
+
+
 def _py(v):
     """A JSON-friendly plain value (numpy scalars → Python; NaN → None)."""
     if isinstance(v, np.generic):
