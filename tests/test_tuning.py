@@ -17,6 +17,7 @@ from treebench.methods import base as mbase
 from treebench.methods.baselines.estimator import CARTClassifier
 from treebench.params import ParamError, check_params
 from treebench.resources import job_resources
+from treebench.results import collect
 from treebench.results.store import Store
 from treebench.runner import Job, fit_fold, run_job, tune_settings
 from treebench.tuning import SearchSpaceError, dimension, fit_equivalents, search_space
@@ -178,6 +179,10 @@ def test_tuned_run_records_the_search(outputs):
     # fit_seconds = the refit of the chosen configuration, within the search's wall time
     assert 0 < rec["fit_seconds"] < tun["seconds"]
     assert rec["eval_set_in_fit"] is False
+    # the results table: tuning.* columns, the candidates stay in the record
+    (row,) = collect(outputs / "store").to_dict("records")
+    assert row["tuning.strategy"] == "halving_random" and row["tuning.n_candidates"] == 8
+    assert row["tuning.best_score"] == tun["best_score"] and "tuning.candidates" not in row
 
 
 def test_regression_tuning_scores_the_first_metric_in_its_own_units(outputs):
