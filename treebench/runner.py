@@ -383,7 +383,6 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
                 X_tr,
                 y_tr,
                 job.tune,
-                job.tune["search"],
                 task=task,
                 metric=job.cfg.metrics[task][0],
                 random_state=method_seed,
@@ -397,9 +396,9 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
             X_te,
             y_te,
             method_seed,
-            False,
-            tuned.refit_seconds,
-            tuned.record,
+            eval_set_in_fit=False,
+            fit_seconds=tuned.refit_seconds,
+            tuning=tuned.record,
         )
     fit_kw = eval_set_kwargs(est, X_te, y_te)
 

@@ -198,7 +198,7 @@ class Tuned:
 
 
 def tune_fit(
-    est, X, y, tune: dict, search: dict, *, task: str, metric: str, random_state: int, n_jobs: int
+    est, X, y, tune: dict, *, task: str, metric: str, random_state: int, n_jobs: int
 ) -> Tuned:
     """Tune ``est`` on ``(X, y)`` (a training part; nothing else is seen) and refit the best.
 
@@ -209,9 +209,8 @@ def tune_fit(
     X, y : array-like
         The training part.
     tune : dict
-        The ``tune`` config (``strategy``, ``n_candidates``, ``cv``, ``factor``).
-    search : dict
-        The method's ``search:`` block.
+        The ``tune`` config (``strategy``, ``n_candidates``, ``cv``, ``factor``) with the method's
+        ``search:`` block under ``search`` (:func:`treebench.runner.tune_settings`).
     task : str
         ``classification`` (stratified inner folds) or ``regression``.
     metric : str
@@ -226,14 +225,14 @@ def tune_fit(
     Tuned
         ``record`` holds ``strategy``, ``search_cv``, ``n_candidates`` (the budget), ``factor``,
         ``cv`` (the inner scheme), ``scoring``, ``space``, ``best_params``, ``best_score`` (mean
-        inner score in the metric's own units), ``candidates`` (columns ``params``, ``mean``, ``std`` and,
-        for halving, ``iter`` and ``n_resources``: one entry per candidate and round), ``n_failed``
-        and ``seconds`` (search wall time, the refit included).
+        inner score in the metric's own units), ``candidates`` (columns ``params``, ``mean``,
+        ``std`` and, for halving, ``iter`` and ``n_resources``: one entry per candidate and
+        round), ``n_failed`` and ``seconds`` (search wall time, the refit included).
     """
     from treebench.methods.checkpoint import checkpointing
     from treebench.runner import LOWER_IS_BETTER
 
-    space = search_space(search)
+    space = search_space(tune["search"])
     sc = make_search(
         est, space, tune, task=task, metric=metric, random_state=random_state, n_jobs=n_jobs
     )
@@ -268,7 +267,8 @@ def tune_fit(
         },
         "scoring": metric,
         "space": {
-            k: dict(v.spec) if hasattr(v, "spec") else [_py(c) for c in v] for k, v in space.items()
+            k: [_py(c) for c in v] if isinstance(v, list) else dict(v.spec)
+            for k, v in space.items()
         },
         "best_params": {k: _py(v) for k, v in sc.best_params_.items()},
         "best_score": _py(sign * sc.best_score_),
