@@ -16,6 +16,7 @@ from treebench.data.base import Part
 from treebench.methods import base as mbase
 from treebench.methods.baselines.estimator import CARTClassifier
 from treebench.params import ParamError, check_params
+from treebench.report.tables import summary_table
 from treebench.resources import job_resources
 from treebench.results import collect
 from treebench.results.store import Store
@@ -183,6 +184,11 @@ def test_tuned_run_records_the_search(outputs):
     (row,) = collect(outputs / "store").to_dict("records")
     assert row["tuning.strategy"] == "halving_random" and row["tuning.n_candidates"] == 8
     assert row["tuning.best_score"] == tun["best_score"] and "tuning.candidates" not in row
+    # summaries keep a tuned run apart from the untuned run of the same job
+    _run(outputs, ["method=cart", "dataset=iris", "threads=1"])
+    table = summary_table(collect(outputs / "store"))
+    assert sorted(table["config"]) == ["tune=halving_random(8, cv=3)", "tune=null"]
+    assert list(table["n"]) == [1, 1]
 
 
 def test_regression_tuning_scores_the_first_metric_in_its_own_units(outputs):
