@@ -22,9 +22,6 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-#: search CV of each ``tune.strategy``
-STRATEGIES = {"halving_random": "HalvingRandomSearchCV", "random": "RandomizedSearchCV"}
-
 _RANGE_KEYS = {"low", "high", "log", "int"}
 
 
@@ -146,7 +143,9 @@ def make_search(
         )
     if strategy == "random":
         return RandomizedSearchCV(est, space, n_iter=int(tune["n_candidates"]), **common)
-    raise ValueError(f"tune.strategy {strategy!r}; choices: {', '.join(STRATEGIES)}")
+    from treebench.schema import Strategy
+
+    raise ValueError(f"tune.strategy {strategy!r}; choices: {', '.join(s.value for s in Strategy)}")
 
 
 def fit_equivalents(tune: dict) -> float:
