@@ -23,8 +23,8 @@ app = typer.Typer(
 console = make_console()
 err = make_console(stderr=True)
 
-GROUPS = ("method", "dataset", "experiment", "split")
-_CHOICE_RE = re.compile(r"^(method|dataset|experiment|split)=(.+)$")
+GROUPS = ("method", "dataset", "experiment", "split", "tune")
+_CHOICE_RE = re.compile(r"^(method|dataset|experiment|split|tune)=(.+)$")
 # ``method.params.<name>=v``: forced (``++``), so a name missing from the method's YAML is added and
 # checked against the estimator's parameters while the job is planned (with a did-you-mean)
 _PARAM_RE = re.compile(r"^method\.params\.[A-Za-z_]\w*=")
@@ -78,7 +78,8 @@ def group_choices(group: str, args=()) -> dict[str, str]:
 
 
 def check_choices(args: list[str]) -> None:
-    """Fail early, with the choices and the nearest name, on an unknown method/dataset/experiment."""
+    """Fail early, with the choices and the nearest name, on an unknown method/dataset/experiment/
+    split/tune."""
     from treebench.methods.base import suggest
 
     for a in args:
@@ -184,15 +185,16 @@ def _records_since(store: Path, t0: float) -> int:
 
 @app.command("list")
 def list_(
-    what: str = typer.Argument("all", help="methods, datasets, experiments, splits or all"),
+    what: str = typer.Argument("all", help="methods, datasets, experiments, splits, tunes or all"),
 ) -> None:
-    """List methods, datasets, experiments and split protocols with one-line descriptions."""
+    """List methods, datasets, experiments, split protocols and tuning budgets with one-line
+    descriptions."""
     from treebench.methods import get_entry
 
     wanted = [g for g in GROUPS if what in ("all", g, g + "s")]
     if not wanted:
         err.print(
-            f"[red]Unknown listing {what!r}.[/] Choices: methods, datasets, experiments, splits, all"
+            f"[red]Unknown listing {what!r}.[/] Choices: methods, datasets, experiments, splits, tunes, all"
         )
         raise typer.Exit(2)
     for group in wanted:

@@ -1,5 +1,5 @@
-"""A job checked while it is planned: its dataset config resolves, and its method parameters are
-names and values the estimator takes."""
+"""A job checked while it is planned: its dataset config resolves, its method parameters are names
+and values the estimator takes, and with ``tune`` on its ``search:`` block is usable."""
 
 from __future__ import annotations
 
@@ -46,8 +46,9 @@ def check_params(cfg: DictConfig) -> None:
 
     A name the estimator does not take fails with a did-you-mean among its parameters; a value fails
     when the estimator declares scikit-learn ``_parameter_constraints`` for it and they reject it
-    (an estimator without declared constraints is not checked further). Nothing is fitted and no
-    data is read.
+    (an estimator without declared constraints is not checked further). With ``tune`` on, the
+    method's ``search:`` block is checked too (:func:`check_tune`). Nothing is fitted and no data
+    is read.
 
     Parameters
     ----------
@@ -72,14 +73,65 @@ def check_params(cfg: DictConfig) -> None:
                 f"method {method!r} ({cls.__name__}) has no parameter {name!r}."
                 f"{suggest(name, names)} Its parameters: {', '.join(names)}."
             )
+    _check_values(method, cls, params, "method.params")
+    check_tune(cfg, cls, params)
+
+
+def _check_values(method: str, cls, values: dict, where: str) -> None:
+    """``values`` pass the estimator's declared ``_parameter_constraints`` (if it declares any)."""
     constraints = getattr(cls, "_parameter_constraints", None)
-    if not constraints:
-        return
-    given = {k: v for k, v in params.items() if k in constraints}
+    given = {k: v for k, v in values.items() if k in (constraints or {})}
     if not given:
         return
     values = instantiate(given, _convert_="all")  # nested ``_target_`` estimators, as at fit time
     try:
         validate_parameter_constraints(constraints, values, caller_name=cls.__name__)
     except InvalidParameterError as exc:
-        raise ParamError(f"method {method!r}, method.params: {exc}") from None
+        raise ParamError(f"method {method!r}, {where}: {exc}") from None
+
+
+def check_tune(cfg: DictConfig, cls, params: dict) -> None:
+    """With ``tune`` on: the method has a ``search:`` block in the grammar of ``docs/tuning.md``,
+    naming parameters ``cls`` takes, with values its constraints accept (every choice, or a
+    range's low and high), and its fit does not need the test part.
+
+    Raises
+    ------
+    ParamError
+        Naming the method, the dimension and the fix.
+    """
+    from treebench.runner import tune_settings
+    from treebench.tuning import SearchSpaceError, dimension_values, search_space
+
+    tune = tune_settings(cfg)
+    if tune is None:
+        return
+    method = cfg.method.name
+    try:
+        space = search_space(tune["search"])
+    except SearchSpaceError as exc:
+        raise ParamError(f"method {method!r}: {exc} (docs/tuning.md)") from None
+    if not space:
+        raise ParamError(
+            f"method {method!r} has no search: block, so tune= has nothing to search; add one "
+            f"to its config (treebench/conf/method/<name>.yaml, grammar in docs/tuning.md) or "
+            f"run it without tune="
+        )
+    names = sorted(cls._get_param_names())
+    for name, dim in space.items():
+        if name not in names:
+            raise ParamError(
+                f"method {method!r} ({cls.__name__}) has no parameter {name!r} to search."
+                f"{suggest(name, names)} Fix search.{name} in its config; its parameters: "
+                f"{', '.join(names)}."
+            )
+        for value in dimension_values(dim):
+            _check_values(method, cls, {name: value}, f"search.{name}")
+    est = cls(**instantiate(params, _convert_="all"))
+    wants = getattr(est, "wants_eval_set", None)
+    if callable(wants) and wants():
+        raise ParamError(
+            f"method {method!r} with these params fits on the test part (wants_eval_set), and "
+            f"tuning never sees it; choose a selection on the training part in method.params or "
+            f"run without tune="
+        )

@@ -30,7 +30,8 @@ def job_resources(cfg, n_runs: int = 1) -> dict:
     """Resources one job needs: the larger of the method's and the dataset's hint per key.
 
     ``timeout_min`` in a hint is per (seed, fold) run; a job loops over its runs, so its timeout is
-    the hint times ``n_runs`` (only the runs still to do). Returns {} when neither config hints.
+    the hint times ``n_runs`` (only the runs still to do), and with ``tune`` on also times the fits
+    a search makes (:func:`treebench.tuning.fit_equivalents`). Returns {} when neither config hints.
 
     Parameters
     ----------
@@ -44,7 +45,12 @@ def job_resources(cfg, n_runs: int = 1) -> dict:
         for k, v in hints.items():
             merged[k] = max(merged.get(k, v), v)
     if "timeout_min" in merged:
-        merged["timeout_min"] = int(math.ceil(merged["timeout_min"] * max(n_runs, 1)))
+        from treebench.runner import tune_settings
+        from treebench.tuning import fit_equivalents
+
+        tune = tune_settings(cfg)
+        per_run = merged["timeout_min"] * (fit_equivalents(tune) if tune else 1)
+        merged["timeout_min"] = int(math.ceil(per_run * max(n_runs, 1)))
     return merged
 
 

@@ -39,6 +39,8 @@ METRICS = {
     "rmse": lambda y, p: float(np.sqrt(skm.mean_squared_error(y, p))),
     "mae": lambda y, p: float(skm.mean_absolute_error(y, p)),
 }
+#: metrics where smaller is better (tuning maximises their negative)
+LOWER_IS_BETTER = frozenset({"error", "rmse", "mae"})
 
 
 def stable_int(text: str) -> int:
@@ -80,6 +82,16 @@ def _plain(node) -> Any:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
 
 
+def tune_settings(cfg: DictConfig) -> dict | None:
+    """The job's ``tune`` config with the method's ``search:`` block under ``search``, or None when
+    tuning is off (no ``tune`` or a null ``tune.strategy``)."""
+    node = cfg.get("tune")
+    tune = OmegaConf.to_container(node, resolve=True, enum_to_str=True) if node else {}
+    if not tune.get("strategy"):
+        return None
+    return {**tune, "search": _plain(cfg.method.get("search")) or {}}
+
+
 @dataclass
 class Job:
     """A resolved job: everything that identifies its records, and the config it came from."""
@@ -90,6 +102,7 @@ class Job:
     dataset: str
     split: dict
     seed: int
+    tune: dict | None = None  # :func:`tune_settings`; None = no tuning
 
     @classmethod
     def from_config(cls, cfg: DictConfig, seed: int | None = None) -> Job:
@@ -102,6 +115,7 @@ class Job:
             dataset=cfg.dataset.name,
             split=_plain(split),
             seed=int(cfg.seed if seed is None else seed),
+            tune=tune_settings(cfg),
         )
 
     @classmethod
@@ -135,6 +149,8 @@ class Job:
             "metrics": _plain(self.cfg.metrics),
             "version": treebench.__version__,
         }
+        if self.tune:  # only then, so untuned keys stay what they were
+            spec["tune"] = self.tune
         return run_key(spec)
 
 
@@ -313,9 +329,12 @@ class FittedFold:
     method_seed : int
         The ``random_state`` the runner fills in when the config leaves it unset.
     eval_set_in_fit : bool
-        Whether ``fit`` was given the test part (see :func:`eval_set_kwargs`).
+        Whether ``fit`` was given the test part (see :func:`eval_set_kwargs`; never when tuning).
     fit_seconds : float
-        Wall time of ``fit``.
+        Wall time of ``fit``; when tuning, of the chosen configuration's refit on the whole
+        training part (the search's time is ``tuning["seconds"]``).
+    tuning : dict or None
+        The record's ``tuning`` field (:func:`treebench.tuning.tune_fit`); None without tuning.
     """
 
     est: Any
@@ -327,13 +346,16 @@ class FittedFold:
     method_seed: int
     eval_set_in_fit: bool
     fit_seconds: float
+    tuning: dict | None = None
 
 
 def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
     """Preprocess fold ``fold`` of ``ds`` and fit the job's estimator on it.
 
     The one fitting path of the runner (:func:`run_fold`) and of refitting a stored run
-    (:func:`treebench.inspect.show.refit_record`), so a refit is the recorded fit.
+    (:func:`treebench.inspect.show.refit_record`), so a refit is the recorded fit. With ``tune``
+    on, the search (:func:`treebench.tuning.tune_fit`) sees the training part only: its candidates
+    fit one thread each, ``threads`` of them in parallel, and the best is refitted.
 
     Raises
     ------
@@ -355,10 +377,36 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
         job.method,
         task,
         job.params,
-        threads=threads,
+        threads=1 if job.tune else threads,  # tuning: parallel candidates, not nested threads
         random_state=method_seed,
         image_shape=ds.image_shape,
     )
+    if job.tune:
+        from treebench.tuning import tune_fit
+
+        with threadpool_limits(limits=threads):
+            tuned = tune_fit(
+                est,
+                X_tr,
+                y_tr,
+                job.tune,
+                task=task,
+                metric=job.cfg.metrics[task][0],
+                random_state=method_seed,
+                n_jobs=threads,
+            )
+        return FittedFold(
+            tuned.est,
+            pf.preprocessor,
+            X_tr,
+            y_tr,
+            X_te,
+            y_te,
+            method_seed,
+            eval_set_in_fit=False,
+            fit_seconds=tuned.refit_seconds,
+            tuning=tuned.record,
+        )
     fit_kw = eval_set_kwargs(est, X_te, y_te)
 
     with threadpool_limits(limits=threads):
@@ -408,6 +456,8 @@ def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
         "info": dict(getattr(est, "fit_info_", {}) or {}),
         "resolved_params": {k: repr(v) for k, v in est.get_params(deep=False).items()},
     }
+    if ff.tuning is not None:
+        out["tuning"] = ff.tuning
     if on_fit is not None:
         out.update(on_fit(ff, ds))
     return out

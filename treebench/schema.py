@@ -37,11 +37,29 @@ class DataConf:
     fetch: bool = True
 
 
+class Strategy(Enum):
+    """How ``tune`` searches: scikit-learn's ``HalvingRandomSearchCV`` or ``RandomizedSearchCV``."""
+
+    halving_random = "halving_random"
+    random = "random"
+
+
+@dataclass
+class TuneConf:
+    """``tune``: tuning on the training part (``treebench/conf/tune/``; null strategy = none)."""
+
+    strategy: Strategy | None = None
+    n_candidates: int | None = None
+    cv: int | None = None
+    factor: float | None = None
+
+
 @dataclass
 class TreebenchConf:
     method: Any = MISSING
     dataset: Any = MISSING
     split: Any = None
+    tune: TuneConf = field(default_factory=TuneConf)
     seed: int = 0
     seeds: list[int] | None = None
     fold: int | None = None

@@ -45,6 +45,16 @@ def print_records(records: list[dict]) -> None:
             if k in rec:
                 t.add_row(k, _fmt(rec[k]))
         t.add_row("params", json.dumps(rec.get("params"), default=str))
+        tuning = rec.get("tuning")
+        if tuning:  # what the search chose, on what budget, and what it cost
+            cv = tuning["cv"]
+            t.add_row(
+                "tuned",
+                f"{json.dumps(tuning['best_params'], default=str)}: inner {tuning['scoring']} "
+                f"{_fmt(tuning['best_score'])} ({tuning['search_cv']}, {tuning['n_candidates']} "
+                f"candidates, {cv['n_splits']}-fold {cv['splitter']}, "
+                f"{tuning['seconds']:.1f}s)",
+            )
         t.add_row("key", rec["key"])
         console.print(t)
 

@@ -31,6 +31,14 @@ def _flatten(rec: dict) -> dict:
                 else f"{group[:-1] if group.endswith('s') else group}.{k}"
             )
             row[name] = v if not isinstance(v, (dict, list)) else str(v)
+    tuning = rec.get("tuning")
+    if tuning:  # a tuned run's budget (``tune``, part of its configuration in tables) and choice
+        row["tune"] = (
+            f"{tuning['strategy']}({tuning['n_candidates']}, cv={tuning['cv']['n_splits']})"
+        )
+        for k, v in tuning.items():
+            if k != "candidates":  # every candidate's scores stay in the record
+                row[f"tuning.{k}"] = v if not isinstance(v, (dict, list)) else str(v)
     return row
 
 
