@@ -187,7 +187,9 @@ def list_(
     what: str = typer.Argument("all", help="methods, datasets, experiments, splits or all"),
 ) -> None:
     """List methods, datasets, experiments and split protocols with one-line descriptions."""
-    from treebench.methods import get_entry
+    # the tasks come from the registering decorators' source: importing every method package
+    # to fill the registry costs seconds (PyTorch, numba)
+    from treebench.methods._index import method_tasks
 
     wanted = [g for g in GROUPS if what in ("all", g, g + "s")]
     if not wanted:
@@ -205,11 +207,11 @@ def list_(
             if group == "method":
                 try:
                     tasks = ", ".join(
-                        get_entry(
+                        method_tasks(
                             yaml.safe_load(
                                 (Path(CONF_DIR) / "method" / f"{name}.yaml").read_text()
                             )["name"]
-                        ).tasks
+                        )
                     )
                 except KeyError:
                     tasks = "?"
