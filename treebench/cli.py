@@ -883,8 +883,9 @@ def bench(
         "$TREEBENCH_OUTPUTS/bench; the committed files in . only with --update)",
     ),
     sections: str = typer.Option(
-        "main,inference,threads,scaling,store",
-        help="which parts: main, inference, threads, scaling, store (result store scale); "
+        "main,inference,threads,scaling,store,startup",
+        help="which parts: main, inference, threads, scaling, store (result store scale), "
+        "startup (seconds to first useful work of --help, list, status, a CART run); "
         "none + --update: rewrite only",
     ),
     timeout: float = typer.Option(None, help="seconds per measurement before the child is killed"),
