@@ -151,8 +151,7 @@ def get_entry(name: str) -> MethodEntry:
     Imports only the method package(s) registering ``name``; a name their source does not show
     imports every package (:func:`discover`) before it is looked up or refused.
     """
-    if not _DISCOVERED:
-        _import_registering(name)
+    _import_registering(name)
     reg = _REGISTRY if name in _REGISTRY else discover()
     if name not in reg:
         choices = sorted(reg)
