@@ -156,7 +156,7 @@ def extra_methods(tmp_path, monkeypatch):
         (pkg / "__init__.py").write_text(f"from treebench.methods.{pkg.name} import est  # noqa\n")
     (lit / "est.py").write_text(
         textwrap.dedent(
-            '''
+            """
             from treebench.methods import base
 
 
@@ -167,7 +167,7 @@ def extra_methods(tmp_path, monkeypatch):
             )
             class Lit:
                 pass
-            '''
+            """
         )
     )
     (comp / "est.py").write_text(
@@ -244,3 +244,33 @@ def test_startup_section_rows_and_table(tmp_path):
     row_md = [ln for ln in md.splitlines() if ln.startswith("| treebench --help ")]
     assert len(row_md) == 1 and row_md[0].split("|")[-2].strip() == "none"
     assert (tmp_path / "d" / "startup.csv").read_text().startswith(",".join(STARTUP_COLUMNS))
+
+
+def test_numba_threads_leave_the_jobs_torch_threads(tmp_path):
+    """numba's threading layer, launched lazily by the first kernel of a job limited to 1 thread,
+    must not raise torch's intra-op threads to every core (a fresh process: the layer launches
+    once per process)."""
+    out = _modules_after(
+        """
+from treebench.methods.base import import_torch
+torch = import_torch(1)
+before = torch.get_num_threads()  # read before the launch, as E2EDF's kernels read it
+from treebench.methods._threads import set_numba_threads
+import numba
+k = set_numba_threads(1)
+out = {"before": before, "k": k, "numba": numba.get_num_threads(),
+       "torch": torch.get_num_threads()}
+k2 = set_numba_threads(10**6)
+out["capped"] = k2 == numba.config.NUMBA_NUM_THREADS == numba.get_num_threads()
+out["torch_after_cap"] = torch.get_num_threads()
+""",
+        tmp_path,
+    )
+    assert out == {
+        "before": 1,
+        "k": 1,
+        "numba": 1,
+        "torch": 1,
+        "capped": True,
+        "torch_after_cap": 1,
+    }
