@@ -169,7 +169,7 @@ def run_startup_section(cfg: dict, log=print) -> list[dict]:
         }
         rows.append(row)
         log(
-            f"[startup] {name:14s} wall min {best:.2f} s, CPU min {row['cpu_s_min']:.2f} s; "
+            f"startup: {name:14s} wall min {best:.2f} s, CPU min {row['cpu_s_min']:.2f} s; "
             f"imports {row['heavy_imports'] or 'none of ' + ', '.join(HEAVY)}"
         )
     return rows
