@@ -274,3 +274,7 @@ out["torch_after_cap"] = torch.get_num_threads()
         "capped": True,
         "torch_after_cap": 1,
     }
+
+
+def test_method_names_equal_the_registry_names():
+    assert _index.method_names() == base.available_methods()

@@ -284,11 +284,11 @@ def collect(
 
 def _availability():
     """Local dataset configs and registered methods, to say why a target has no data."""
-    from treebench.methods import available_methods
+    from treebench.methods._index import method_names  # not importing every method (seconds)
     from treebench.report.checks import Availability
 
     datasets = [p.stem for p in (Path(CONF_DIR) / "dataset").glob("*.yaml")]
-    methods = set(available_methods())
+    methods = set(method_names())
     for p in (Path(CONF_DIR) / "method").glob("*.yaml"):
         try:
             methods.add(load_yaml(p.read_text())["name"])

@@ -148,6 +148,18 @@ def _scan(package: str, paths: tuple[str, ...]) -> SourceIndex:
     return index
 
 
+def method_names() -> list[str]:
+    """Sorted names of every method the packages register, as
+    :func:`~treebench.methods.base.available_methods` gives them, read from the source (importing
+    only modules whose registrations the source does not resolve)."""
+    index = scan()
+    if index.opaque:
+        from treebench.methods.base import available_methods
+
+        return available_methods()
+    return sorted(index.tasks)
+
+
 def method_tasks(name: str) -> tuple[str, ...]:
     """The tasks ``name`` is registered for, read from the source (``treebench list``).
 
