@@ -181,7 +181,7 @@ def test_store_section_writes_its_table_plot_and_csv(tmp_path):
     from treebench.bench.store import STORE_COLUMNS
 
     cfg = yaml.safe_load((Path(CONF_DIR) / "bench" / "bench.yaml").read_text())
-    cfg["quick"]["store"] = {"sizes": [200], "commands": ["status", "collect"]}
+    cfg["quick"]["store"] = {"sizes": [200], "commands": ["status", "collect"], "plan_jobs": 4}
     conf = tmp_path / "bench.yaml"
     conf.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "out"
@@ -192,7 +192,7 @@ def test_store_section_writes_its_table_plot_and_csv(tmp_path):
     assert list(st.columns) == STORE_COLUMNS
     assert set(zip(st["command"], st["cache"], strict=True)) == {
         (c, k) for c in ("status", "collect") for k in ("cold", "warm")
-    }
+    } | {("plan", "cold")}
     assert (st["records"] == 200).all() and (st["returncode"] == 0).all()
     assert (st["wall_s"] > 0).all() and (st["peak_rss_mb"] > 0).all()
     assert files["store"].stat().st_size > 0
@@ -204,6 +204,18 @@ def test_store_section_writes_its_table_plot_and_csv(tmp_path):
         methods=["cart"], sections=["none"], quick=True, out=out, config=str(conf), update=True
     )
     assert "## Result store scale" in (out / "BENCHMARKS.md").read_text()
+
+
+def test_plan_sweep_records_carry_the_keys_the_sweep_plans(tmp_path):
+    """The store section's ``plan`` times a sweep whose jobs are all done: the synthetic records must
+    have exactly the keys the sweeper computes, or it would time launching instead of skipping."""
+    from tests.conftest import run_cli
+    from treebench.bench.store import add_sweep_records, plan_args
+
+    assert add_sweep_records(tmp_path / "out" / "store", 6) == 6  # 2 depths x 3 seeds, 1 fold
+    res = run_cli(plan_args(6), tmp_path, {"TREEBENCH_OUTPUTS": str(tmp_path / "out")})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "6 done already, 0 to launch" in res.stdout
 
 
 def test_make_store_clones_with_fresh_keys_and_failures(tmp_path):

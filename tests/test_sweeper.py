@@ -112,3 +112,26 @@ def test_seed_jobs_share_a_composition_with_the_same_keys(tmp_path):
     assert again.returncode == 0 and "6 done already, 0 to launch" in again.stdout
     more = run_cli([*args[:-2], "seed=2,3", "method.params.max_depth=3"], tmp_path, env)
     assert more.returncode == 0 and "1 done already, 1 to launch" in more.stdout
+
+
+def test_jobs_planned_from_a_shared_composition_match_what_each_job_writes(tmp_path):
+    """Jobs with the same config-group choices share one composition, each job's value overrides
+    applied and undone after it: a value set by one job (or an added key) must not leak into the
+    next, and an interpolation must see the job's own values."""
+    import json
+
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    alpha = "method=cart dataset=iris ++method.params.ccp_alpha=0.01"
+    common = ["seed=1,2", "method.params.max_depth=${seed}"]
+    first = run_cli(["run", "-m", f'hydra.sweeper.rows=["{alpha}"]', *common], tmp_path, env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    both = f'hydra.sweeper.rows=["{alpha}","method=cart dataset=iris"]'
+    second = run_cli(["run", "-m", both, *common], tmp_path, env)
+    assert second.returncode == 0, second.stderr[-2000:]
+    # planned after the ccp_alpha jobs, the plain ones are not taken for them
+    assert "2 done already, 2 to launch" in second.stdout
+    recs = [json.loads(p.read_text()) for p in (tmp_path / "out").glob("store/*/*.json")]
+    got = sorted((r["params"]["ccp_alpha"], r["params"]["max_depth"], r["seed"]) for r in recs)
+    assert got == [(0.0, 1, 1), (0.0, 2, 2), (0.01, 1, 1), (0.01, 2, 2)]
+    again = run_cli(["run", "-m", both, *common], tmp_path, env)
+    assert again.returncode == 0 and "4 done already, 0 to launch" in again.stdout

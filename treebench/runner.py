@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import json
 import os
 import platform
 import socket
@@ -111,7 +112,7 @@ class Job:
 
     @property
     def n_folds(self) -> int:
-        return instantiate(self.split).n_folds
+        return _n_folds(json.dumps(self.split, sort_keys=True))
 
     def folds(self) -> list[int]:
         only = self.cfg.get("fold")
@@ -135,6 +136,12 @@ class Job:
             "version": treebench.__version__,
         }
         return run_key(spec)
+
+
+@cache
+def _n_folds(split: str) -> int:
+    """Folds of a split protocol (its config as JSON): planning a sweep asks once per protocol."""
+    return instantiate(json.loads(split)).n_folds
 
 
 def resolve_threads(cfg: DictConfig, parallel: int = 1) -> int:

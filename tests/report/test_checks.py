@@ -183,6 +183,43 @@ def test_relation_over_fewer_blocks_than_the_papers_claim_is_info(tmp_path):
     assert r["status"] == PASS and r["n"] == 3
 
 
+def test_spearman_trend_of_the_best_value_against_a_block_column(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "paper: toy\nunits: percent\ndefaults: {metric: test_accuracy, runs: 2}\ntargets:\n"
+        "  - {id: t, kind: stat, test: spearman, experiment: exp, lhs: onestage, x: n_features,"
+        " best_of: param.validation_fraction, sign: negative, expect: any, blocks: 3}\n"
+    )
+    p = load_paper(path)
+
+    def recs(best: dict, seeds=(0, 1)) -> list:
+        out = []
+        for d, (n_feat, best_vf) in best.items():
+            for vf in (0.1, 0.3, 0.5):
+                for s in seeds:
+                    r = make_record(
+                        "onestage",
+                        d,
+                        seed=s,
+                        acc=0.9 if vf == best_vf else 0.8,
+                        params={"validation_fraction": vf},
+                        experiment="exp",
+                    )
+                    out.append({**r, "n_features": n_feat})
+        return out
+
+    # the best share falls as the feature count grows: rho = -1
+    r = run_checks(p.targets, frame(recs({"a": (4, 0.5), "b": (20, 0.3), "c": (60, 0.1)}))).iloc[0]
+    assert r["status"] == PASS and r["ours"] == pytest.approx(-1.0) and r["n"] == 3
+    # the opposite trend fails
+    r = run_checks(p.targets, frame(recs({"a": (4, 0.1), "b": (20, 0.3), "c": (60, 0.5)}))).iloc[0]
+    assert r["status"] == FAIL and r["ours"] == pytest.approx(1.0)
+    # one run per cell where the paper has two: info, saying so
+    few = recs({"a": (4, 0.5), "b": (20, 0.3), "c": (60, 0.1)}, seeds=(0,))
+    r = run_checks(p.targets, frame(few)).iloc[0]
+    assert r["status"] == INFO and r["note"].startswith("reduced: 1 of 2 runs")
+
+
 def test_where_selects_param_variant(paper):
     recs = [
         make_record(

@@ -1,6 +1,8 @@
 """The ``store`` bench section (issue #24): ``treebench status``, ``collect`` and ``check`` against
 synthetic result stores of growing size, each command a separate process, cold (no row cache
-``<store>/.rows.parquet``) and warm (cache present): wall seconds and peak RSS.
+``<store>/.rows.parquet``) and warm (cache present): wall seconds and peak RSS. In the largest store,
+``plan``: a sweep of ``plan_jobs`` jobs whose records are all there, planned and skipped (nothing to
+launch), the sweep-scale target.
 
 A synthetic store clones the committed ledger's records with fresh keys (a few ``failed`` records
 and ``also_experiments`` labels, so those paths run too), written as
@@ -50,6 +52,50 @@ def _ledger_records() -> list[dict]:
         return list(led.records()) if led is not None else []
     except (OSError, ValueError):  # pragma: no cover - depends on the checkout
         return []
+
+
+#: the sweep timed by ``plan``: CART on iris over max_depth x seed (``plan_jobs`` = depths x seeds)
+PLAN_SWEEP = ["method=cart", "dataset=iris"]
+
+
+def _plan_grid(n_jobs: int) -> tuple[int, int]:
+    depths = max(1, int(round(n_jobs**0.5)))
+    return depths, max(1, n_jobs // depths)
+
+
+def plan_args(n_jobs: int) -> list[str]:
+    """``treebench run`` arguments of the ``plan`` sweep (``n_jobs`` jobs, rounded to a grid)."""
+    depths, seeds = _plan_grid(n_jobs)
+    return [
+        "run",
+        "-m",
+        *PLAN_SWEEP,
+        f"method.params.max_depth=range(1,{depths + 1})",
+        f"seed=range(0,{seeds})",
+    ]
+
+
+def add_sweep_records(root: str | Path, n_jobs: int) -> int:
+    """Write a done record for every run of the ``plan`` sweep under ``root``, keyed as the sweep
+    plans them (one composition, each job's ``max_depth`` and ``seed`` set). Returns their count."""
+    from treebench.config import compose
+    from treebench.runner import job_keys
+
+    depths, seeds = _plan_grid(n_jobs)
+    cfg = compose(PLAN_SWEEP)
+    n = 0
+    for depth in range(1, depths + 1):
+        for seed in range(seeds):
+            cfg.method.params.max_depth = depth
+            cfg.seed = seed
+            for key in job_keys(cfg):
+                rec = {**_synthetic_record(0), "dataset": "iris", "method": "cart"}
+                rec.update(key=key, seed=seed, fold=0, experiment="adhoc")
+                d = Path(root) / key[:2]
+                d.mkdir(parents=True, exist_ok=True)
+                (d / f"{key}.json").write_text(json.dumps(rec, sort_keys=True))
+                n += 1
+    return n
 
 
 def _synthetic_record(i: int) -> dict:
@@ -175,9 +221,17 @@ def run_store_section(cfg: dict, log=print) -> list[dict]:
             t0 = time.perf_counter()
             make_store(out / "store", n, base, int(cfg.get("seed", 0)))
             log(f"[store] {n} records written in {time.perf_counter() - t0:.1f} s")
+            timed = dict(commands)
+            plan_jobs = int(sc.get("plan_jobs", 10000)) if n == max(sizes) else 0
+            if plan_jobs:
+                add_sweep_records(out / "store", plan_jobs)
+                timed["plan"] = plan_args(plan_jobs)
             cache = out / "store" / ".rows.parquet"
             for cache_state in ("cold", "warm"):
-                for name, args in commands.items():
+                for name, args in timed.items():
+                    goal = float(sc.get("plan_target_seconds", 30)) if name == "plan" else target
+                    if name == "plan" and cache_state == "warm":
+                        continue  # the sweep reads no row cache: timed once
                     if cache_state == "cold":
                         cache.unlink(missing_ok=True)
                     elif not cache.exists():  # warm: the cache a first run leaves
@@ -194,8 +248,10 @@ def run_store_section(cfg: dict, log=print) -> list[dict]:
                             "wall_s": res["wall_s"],
                             "peak_rss_mb": res["peak_rss_mb"],
                             "returncode": res["returncode"],
-                            "target_s": target if n >= target_n else None,
-                            "meets_target": (res["wall_s"] <= target) if n >= target_n else None,
+                            "target_s": goal if n >= target_n or name == "plan" else None,
+                            "meets_target": (
+                                (res["wall_s"] <= goal) if n >= target_n or name == "plan" else None
+                            ),
                         }
                     )
                     log(

@@ -235,9 +235,62 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     )
 
 
+def check_trend(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
+    """A Spearman trend over blocks: per block, the ``best_of`` value with the best mean metric
+    against the block's mean ``x`` (e.g. the best validation share against the feature count)."""
+    from scipy.stats import spearmanr
+
+    label = f"spearman({t.x}, best {t.best_of} of {t.lhs.label()})"
+    rows = select(df, t.lhs, t.experiment)
+    rows = rows[rows["status"] == "ok"] if "status" in rows else rows
+    need = [t.metric, t.x, t.best_of, *t.per]
+    if rows.empty or any(c not in rows.columns for c in need):
+        return _row(t, method=label, note=t.why or avail.reason(t.lhs, t.experiment))
+    rows = rows.dropna(subset=[t.metric, t.best_of])
+    higher = not t.metric.endswith(("error", "rmse", "mae"))
+    cells = rows.groupby([*t.per, t.best_of])[t.metric]
+    means, runs = cells.mean(), cells.size()
+    by_block = means.groupby(level=list(range(len(t.per))))
+    pick = by_block.idxmax() if higher else by_block.idxmin()
+    y = pd.Series([k[-1] for k in pick], index=pick.index, dtype=float)
+    x = rows.groupby(list(t.per))[t.x].mean().reindex(y.index)
+    if len(y) < 3:
+        return _row(t, method=label, note=f"needs >= 3 {'/'.join(t.per)}, got {len(y)}")
+    rho, p = spearmanr(x, y)
+    rho, p = float(rho), float(p)
+    holds = not math.isnan(rho) and (rho < 0 if t.sign == "negative" else rho > 0)
+    if t.expect == "significant":
+        holds = holds and p < t.alpha
+    profile = _profile_of(df, t.lhs, t)
+    reduced = shortfall(t, profile, int(runs.min()))  # the thinnest (block, value) cell
+    per_block = runs.groupby(level=list(range(len(t.per)))).size()  # values measured per block
+    gaps = []
+    if per_block.min() < per_block.max():
+        gaps.append(f"{int((per_block < per_block.max()).sum())} {'/'.join(t.per)} lack values")
+    if t.blocks is not None and len(y) < t.blocks:
+        gaps.append(f"{len(y)} of {t.blocks} {'/'.join(t.per)}")
+    if gaps:
+        reduced = ", ".join([reduced or "reduced:", *gaps]).replace("reduced:,", "reduced:")
+    status, why = verdict(t, holds, reduced)
+    wanted = f"ρ {'<' if t.sign == 'negative' else '>'} 0"
+    return _row(
+        t,
+        method=label,
+        units="rho",
+        ours=rho,
+        n=len(y),
+        op=wanted + (f", p < {t.alpha:g}" if t.expect == "significant" else ""),
+        profile=profile,
+        status=status,
+        note=_join(why, f"ours: ρ {rho:+.3f} (p={p:.3g}), N={len(y)}", t.claim),
+    )
+
+
 def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     from treebench.report import stats
 
+    if t.test == "spearman":
+        return check_trend(t, df, avail)
     if t.test in ("friedman", "nemenyi"):
         cols = {g.label(): per_block_means(df, g, t.metric, t.per, t.experiment) for g in t.groups}
         missing = [g for g in t.groups if cols[g.label()].empty]

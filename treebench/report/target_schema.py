@@ -27,7 +27,7 @@ KINDS = ("value", "relation", "stat")
 OPS = ("~", ">=", "<=", ">", "<")
 UNITS = ("percent", "fraction", "count", "seconds")
 PROFILES = ("full", "reduced")
-STAT_TESTS = ("friedman", "nemenyi", "wilcoxon")
+STAT_TESTS = ("friedman", "nemenyi", "wilcoxon", "spearman")
 #: size fields a value target may carry next to its metric (paper "#S", "nodes", ...)
 SIZE_FIELDS = (
     "n_splits",
@@ -280,7 +280,10 @@ class RelationEntry(_Entry):
 
 
 class StatEntry(_Entry):
-    """``kind: stat``: a significance claim (Friedman, Nemenyi, Wilcoxon)."""
+    """``kind: stat``: a significance claim (Friedman, Nemenyi, Wilcoxon), or a trend over blocks
+    (Spearman: per block, the ``best_of`` value with the best mean metric against the block's
+    ``x``; ``sign`` says the direction the paper claims, ``expect: any`` that the sign alone is
+    claimed)."""
 
     kind: Literal["stat"]
     test: Literal[STAT_TESTS]
@@ -288,11 +291,15 @@ class StatEntry(_Entry):
     lhs: SelectorIn | None = None
     rhs: SelectorIn | None = None
     alpha: Number | None = None
-    expect: Literal["significant", "not_significant"] = "significant"
+    expect: Literal["significant", "not_significant", "any"] = "significant"
     statistic: Number | None = None
     p: Number | None = None
     claim: Text = ""
     per: Per = ("dataset",)
+    x: Column | None = None
+    best_of: Column | None = None
+    sign: Literal["negative", "positive"] | None = None
+    blocks: int | None = None
 
     @model_validator(mode="after")
     def _groups(self) -> StatEntry:
@@ -301,8 +308,13 @@ class StatEntry(_Entry):
                 raise ValueError(f"{self.test} needs 'groups': a list of >= 3 selectors")
             if self.test == "nemenyi" and self.lhs is None:
                 raise ValueError("nemenyi needs 'lhs': the group compared with the others")
+        elif self.test == "spearman":
+            if self.lhs is None or not (self.x and self.best_of and self.sign):
+                raise ValueError("spearman needs 'lhs', 'x', 'best_of' and 'sign'")
         elif self.lhs is None or self.rhs is None:
             raise ValueError("wilcoxon needs 'lhs' and 'rhs' selectors")
+        if self.expect == "any" and self.test != "spearman":
+            raise ValueError("expect: any (the sign alone) is for test: spearman")
         return self
 
 

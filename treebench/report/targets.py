@@ -17,6 +17,8 @@ A paper file holds
   (``per``, default per dataset; ``per: []`` = one block, the mean over all selected rows); its
   ``rhs`` may be a number (a constant in record units, e.g. 0.4 for 40 % of nodes pruned);
   ``blocks`` says how many blocks the paper's claim spans (fewer measured: info, "reduced: 1 of 3").
+  A ``stat`` with ``test: spearman`` checks a trend over blocks: the ``best_of`` value with the best
+  mean metric per block against the block's ``x`` (e.g. the best validation share vs n_features).
 
 A *selector* picks result rows: ``method``, optional ``dataset``, ``where`` (column → value, e.g.
 ``param.teacher: rf``; a list value means "any of"), ``profile`` and ``largest`` (a column, e.g.
@@ -141,7 +143,10 @@ class Target:
     test: str | None = None
     groups: tuple = ()
     alpha: float = 0.05
-    expect: str = "significant"  # or "not_significant"
+    expect: str = "significant"  # or "not_significant"; "any": a trend's sign alone (spearman)
+    x: str | None = None  # spearman: the per-block column (e.g. n_features) ...
+    best_of: str | None = None  # ... against the value of this column with the best mean metric
+    sign: str | None = None  # ... correlated with this sign (negative | positive)
     paper_statistic: float | None = None
     paper_p: float | None = None
 
@@ -332,6 +337,10 @@ def _stat_target(e: StatEntry, d: Defaults, common: dict) -> Target:
         rhs=rhs,
         alpha=e.given("alpha", d.given("alpha", 0.05)),
         expect=e.expect,
+        x=e.x,
+        best_of=e.best_of,
+        sign=e.sign,
+        blocks=e.blocks,
         paper_statistic=e.statistic,
         paper_p=e.p,
         claim=e.claim,
