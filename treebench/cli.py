@@ -12,7 +12,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from treebench.config import CONF_DIR, PROJECT_DIR
+from treebench.config import CONF_DIR, PROJECT_DIR, load_yaml
 from treebench.term import make_console
 
 app = typer.Typer(
@@ -49,6 +49,15 @@ def complete(incomplete: str) -> list[tuple[str, str]]:
     ]
 
 
+def group_names(group: str, args=()) -> list[str]:
+    """Config names of a group (file stems), without reading the files: what
+    :func:`check_choices` needs before every ``run`` (parsing every YAML for its description
+    costs a noticeable part of a second)."""
+    from treebench.config import search_dirs
+
+    return sorted({p.stem for d in search_dirs(args) for p in (d / group).glob("*.yaml")})
+
+
 def group_choices(group: str, args=()) -> dict[str, str]:
     """Config names of a group with their one-line descriptions (``description`` or first comment);
     with ``args``, also those of the directories their ``hydra.searchpath`` adds."""
@@ -62,7 +71,7 @@ def group_choices(group: str, args=()) -> dict[str, str]:
         text = p.read_text()
         desc = ""
         try:
-            data = yaml.safe_load(text) or {}
+            data = load_yaml(text) or {}
             desc = data.get("description", "") if isinstance(data, dict) else ""
         except yaml.YAMLError:
             pass
@@ -87,7 +96,7 @@ def check_choices(args: list[str]) -> None:
         if not m:
             continue
         group, values = m.groups()
-        choices = group_choices(group, args)
+        choices = group_names(group, args)
         for v in values.split(","):
             v = v.strip()
             if v in ("null", "") or v in choices or v.startswith(("choice(", "range(", "glob(")):
@@ -189,7 +198,9 @@ def list_(
 ) -> None:
     """List methods, datasets, experiments, split protocols and tuning budgets with one-line
     descriptions."""
-    from treebench.methods import get_entry
+    # the tasks come from the registering decorators' source: importing every method package
+    # to fill the registry costs seconds (PyTorch, numba)
+    from treebench.methods._index import method_tasks
 
     wanted = [g for g in GROUPS if what in ("all", g, g + "s")]
     if not wanted:
@@ -207,11 +218,11 @@ def list_(
             if group == "method":
                 try:
                     tasks = ", ".join(
-                        get_entry(
-                            yaml.safe_load(
-                                (Path(CONF_DIR) / "method" / f"{name}.yaml").read_text()
-                            )["name"]
-                        ).tasks
+                        method_tasks(
+                            load_yaml((Path(CONF_DIR) / "method" / f"{name}.yaml").read_text())[
+                                "name"
+                            ]
+                        )
                     )
                 except KeyError:
                     tasks = "?"
@@ -275,14 +286,14 @@ def collect(
 
 def _availability():
     """Local dataset configs and registered methods, to say why a target has no data."""
-    from treebench.methods import available_methods
+    from treebench.methods._index import method_names  # not importing every method (seconds)
     from treebench.report.checks import Availability
 
     datasets = [p.stem for p in (Path(CONF_DIR) / "dataset").glob("*.yaml")]
-    methods = set(available_methods())
+    methods = set(method_names())
     for p in (Path(CONF_DIR) / "method").glob("*.yaml"):
         try:
-            methods.add(yaml.safe_load(p.read_text())["name"])
+            methods.add(load_yaml(p.read_text())["name"])
         except (KeyError, TypeError, yaml.YAMLError):
             continue
     return Availability(datasets=datasets, methods=methods)
@@ -699,7 +710,7 @@ def fetch(
 def _needs_settings(name: str) -> bool:
     """A dataset config with a required setting (``dataset=csv`` needs ``dataset.path``)."""
     path = Path(CONF_DIR) / "dataset" / f"{name}.yaml"
-    return path.is_file() and "???" in (yaml.safe_load(path.read_text()) or {}).values()
+    return path.is_file() and "???" in (load_yaml(path.read_text()) or {}).values()
 
 
 def _dataset_node(name: str, compose_dataset):
@@ -874,8 +885,9 @@ def bench(
         "$TREEBENCH_OUTPUTS/bench; the committed files in . only with --update)",
     ),
     sections: str = typer.Option(
-        "main,inference,threads,scaling,store",
-        help="which parts: main, inference, threads, scaling, store (result store scale); "
+        "main,inference,threads,scaling,store,startup",
+        help="which parts: main, inference, threads, scaling, store (result store scale), "
+        "startup (seconds to first useful work of --help, list, status, a CART run); "
         "none + --update: rewrite only",
     ),
     timeout: float = typer.Option(None, help="seconds per measurement before the child is killed"),

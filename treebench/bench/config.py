@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from treebench.config import CONF_DIR, compose
 
 CLASSIFICATION = "classification"
-SECTIONS = ("main", "inference", "threads", "scaling", "store")
+SECTIONS = ("main", "inference", "threads", "scaling", "store", "startup")
 
 
 def load_config(quick: bool = False, path: str | Path | None = None) -> dict:

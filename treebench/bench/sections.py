@@ -1,5 +1,6 @@
 """A bench run: the sections (main table, inference target, threads, scaling) over forked workers,
-and the result store's scale (``store``: CLI processes, :mod:`treebench.bench.store`).
+the result store's scale (``store``: CLI processes, :mod:`treebench.bench.store`) and the CLI's
+startup (``startup``: CLI processes, :mod:`treebench.bench.startup`).
 
 Every section sends jobs to :class:`~treebench.bench.worker.Worker` processes, a warm-up job first
 (lazy imports, numba compilation and first-call caches are not timed; the warm-up also traces
@@ -59,6 +60,7 @@ class Bench:
         self.rows: list[dict] = []
         self.profiles: dict[str, str] = {}
         self.store_rows: list[dict] = []  # the store section's rows (treebench.bench.store)
+        self.startup_rows: list[dict] = []  # the startup section's rows (treebench.bench.startup)
         self.runs: dict[str, dict] = {}  # section -> when/how it ran (sections may come from runs)
         self.settings = {m: method_settings(m, cfg) for m in methods}
         self._preimport()
@@ -265,6 +267,12 @@ class Bench:
         self.store_rows = run_store_section(self.cfg, log=self.log)
 
     # -- threads
+    # -- process start to first useful work (issues #24, #26)
+    def startup(self) -> None:
+        from treebench.bench.startup import run_startup_section
+
+        self.startup_rows = run_startup_section(self.cfg, log=self.log)
+
     def threading(self) -> None:
         tc = self.cfg["threading"]
         key = self.data(tc["dataset"], tc.get("max_train"), None)
@@ -353,6 +361,7 @@ def run(
         "threads": bench.threading,
         "scaling": bench.scaling,
         "store": bench.store,
+        "startup": bench.startup,
     }
     files = {}
     for name in SECTIONS:
@@ -395,6 +404,10 @@ def _load_previous(bench: Bench, out: Path, sections: list[str]) -> None:
     if "store" not in sections and (d / "store.csv").exists():
         old = pd.read_csv(d / "store.csv")
         bench.store_rows = old.astype(object).where(old.notna(), None).to_dict("records")
+    if "startup" not in sections and (d / "startup.csv").exists():
+        old = pd.read_csv(d / "startup.csv", keep_default_na=False, na_values=[""])
+        old["heavy_imports"] = old["heavy_imports"].fillna("")
+        bench.startup_rows = old.astype(object).where(old.notna(), None).to_dict("records")
     if "inference" not in sections and (d / "profiles.json").exists():
         bench.profiles.update(json.loads((d / "profiles.json").read_text()))
 

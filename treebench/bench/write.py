@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from treebench.bench.plots import plot_overview, plot_scaling, plot_store
+from treebench.bench.startup import HEAVY, startup_frame
 from treebench.bench.store import store_frame
 from treebench.bench.summary import RAW_COLUMNS, SUMMARY_COLUMNS, scaling_summary, summarize
 
@@ -261,6 +262,41 @@ def _store(bench, d: Path, files: dict) -> str:
     )
 
 
+def _startup(bench, d: Path) -> str:
+    """The startup section: ``startup.csv`` and its table (issues #24, #26)."""
+    sc = bench.cfg.get("startup") or {}
+    target = float(sc.get("target_seconds", 1.0))
+    st = startup_frame(bench.startup_rows)
+    st.to_csv(d / "startup.csv", index=False)
+    st = st.assign(
+        heavy_imports=[str(v or "").replace(",", ", ") or "none" for v in st["heavy_imports"]],
+        meets_target=["yes" if v in (True, "True") else "**no**" for v in st["meets_target"]],
+    )
+    columns = {
+        "command": "command",
+        "wall_s_min": "wall s (min)",
+        "wall_s_median": "wall s (median)",
+        "cpu_s_min": "CPU s (min)",
+        "runs": "runs",
+        "returncode": "exit code",
+        "meets_target": f"≤ {target:g} s",
+        "heavy_imports": "heavy libraries imported",
+    }
+    missed = [c for c, ok in zip(st["command"], st["meets_target"], strict=True) if ok != "yes"]
+    verdict = (
+        "**met** by every command"
+        if not missed
+        else "**MISSED** by " + ", ".join(f"`{c}`" for c in missed)
+    )
+    return fill(
+        "startup",
+        target=f"{target:g}",
+        heavy=", ".join(HEAVY),
+        verdict=verdict,
+        table=md_table(st, columns),
+    )
+
+
 def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
     """Write BENCHMARKS.md, CSVs and PNGs under ``out`` (plots and CSVs in ``out/docs/bench``)."""
     out = Path(out)
@@ -316,6 +352,8 @@ def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
         md.append(_scaling(bench, raw, d, files))
     if getattr(bench, "store_rows", None):
         md.append(_store(bench, d, files))
+    if getattr(bench, "startup_rows", None):
+        md.append(_startup(bench, d))
     md.append(fill("footer"))
     files["md"].write_text("".join(md))
     return files

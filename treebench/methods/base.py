@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import pkgutil
+import sys
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import Any
@@ -19,6 +20,12 @@ from sklearn.utils._param_validation import (  # noqa: F401 - re-exported
 from sklearn.utils.validation import _check_sample_weight
 
 from treebench.methods._flatgraph import node_depths
+from treebench.methods._index import (  # noqa: F401 - the task names are re-exported
+    CLASSIFICATION,
+    REGRESSION,
+    TASKS,
+    scan,
+)
 
 # Shorthands for the estimators' scikit-learn ``_parameter_constraints`` (validated at the start of
 # ``fit`` by ``_fit_context`` and while a job is planned by :func:`treebench.params.check_params`).
@@ -28,11 +35,6 @@ POSITIVE = Interval(Real, 0, None, closed="neither")
 NON_NEGATIVE = Interval(Real, 0, None, closed="left")
 OPEN_UNIT = Interval(Real, 0, 1, closed="neither")
 UNIT = Interval(Real, 0, 1, closed="both")
-
-CLASSIFICATION = "classification"
-REGRESSION = "regression"
-TASKS = (CLASSIFICATION, REGRESSION)
-
 
 SIZE_KEYS = ("n_trees", "n_splits", "n_leaves", "depth", "mean_depth", "split_evals")
 
@@ -135,9 +137,22 @@ def suggest(name: str, choices: list[str]) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
+def _import_registering(name: str) -> None:
+    """Import the modules whose source registers ``name`` (:mod:`treebench.methods._index`), so
+    that one method costs its own imports only (CART need not import PyTorch or numba)."""
+    for module in scan().modules(name):
+        if module not in sys.modules:
+            importlib.import_module(module)
+
+
 def get_entry(name: str) -> MethodEntry:
-    """The registry entry of ``name``; an unknown name raises with the list of choices."""
-    reg = discover()
+    """The registry entry of ``name``; an unknown name raises with the list of choices.
+
+    Imports only the method package(s) registering ``name``; a name their source does not show
+    imports every package (:func:`discover`) before it is looked up or refused.
+    """
+    _import_registering(name)
+    reg = _REGISTRY if name in _REGISTRY else discover()
     if name not in reg:
         choices = sorted(reg)
         raise UnknownMethodError(

@@ -45,6 +45,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from treebench.config import load_yaml
 from treebench.report.target_schema import (  # noqa: F401 - KINDS ... SIZE_FIELDS re-exported
     ENTRIES,
     KINDS,
@@ -382,7 +383,7 @@ def load_paper(path: str | Path, text: str | None = None) -> PaperSpec:
     """
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text() if text is None else text)
+        data = load_yaml(path.read_text() if text is None else text)
     except yaml.YAMLError as exc:
         raise TargetError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from treebench.methods._threads import set_numba_threads
 from treebench.methods.progress import report
 
 CLAMP_LO = 1e-5
@@ -771,9 +772,8 @@ KERNELS_ENABLED = True  # tests switch this off to compare with the torch path
 
 
 def _kernel_threads():
-    import numba
-
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+    # torch's intra-op count is the job's (import_torch(n_jobs)); set_numba_threads keeps it
+    set_numba_threads(torch.get_num_threads())
 
 
 def _dense_weights(bank, p):

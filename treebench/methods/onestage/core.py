@@ -88,9 +88,9 @@ def route_paths(
             paths,
         )
         if n_threads > 1 and n >= 4096:
-            import numba
+            from treebench.methods._threads import set_numba_threads
 
-            numba.set_num_threads(min(n_threads, numba.config.NUMBA_NUM_THREADS))
+            set_numba_threads(n_threads)
             route[1](*args)
         else:
             route[0](*args)
