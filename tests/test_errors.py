@@ -207,3 +207,37 @@ def test_written_files_respect_umask(tmp_path, umask, mode):
         os.umask(old)
     for p in (rec_path, led_path, model_path, tmp):
         assert stat.S_IMODE(p.stat().st_mode) == mode, p
+
+
+_NO_TORCH = """\
+import sys
+
+
+class _NoTorch:  # as if PyTorch were not installed
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
+
+
+sys.meta_path.insert(0, _NoTorch())
+"""
+
+
+def test_a_method_whose_optional_dependency_is_missing_says_how_to_install_it(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_NO_TORCH)
+    env = {**_env(tmp_path), "PYTHONPATH": str(site), "COLUMNS": "300"}
+    listed = run_cli(["list", "methods"], tmp_path, env)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    rows = {ln.split("│")[1].strip(): ln for ln in listed.stdout.splitlines() if ln.count("│") > 2}
+    hint = "needs torch: pip install 'treebench[torch]'"
+    assert hint in rows["sdt"] and hint in rows["onestage_joint"]  # inherited from onestage
+    assert "needs" not in rows["cart"] and "needs" not in rows["tnt"]
+    res = run_cli(["run", "-m", "method=cart,sdt", "dataset=iris"], tmp_path, env)
+    assert res.returncode == 2
+    assert (
+        "method 'sdt' needs torch, which is not installed: pip install 'treebench[torch]'"
+        in res.stderr
+    )
+    assert "no job launched" in res.stdout + res.stderr and not _records(tmp_path)

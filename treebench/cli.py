@@ -192,6 +192,15 @@ def _records_since(store: Path, t0: float) -> int:
     return n
 
 
+def _method_requires(name: str) -> list[str]:
+    """A method config's ``requires``, its own or from the config it extends (``defaults:``)."""
+    data = load_yaml((Path(CONF_DIR) / "method" / f"{name}.yaml").read_text()) or {}
+    if data.get("requires") is not None:
+        return list(data["requires"])
+    parents = [d for d in data.get("defaults") or [] if isinstance(d, str) and d != "_self_"]
+    return [m for parent in parents for m in _method_requires(parent)]
+
+
 @app.command("list")
 def list_(
     what: str = typer.Argument("all", help="methods, datasets, experiments, splits, tunes or all"),
@@ -201,6 +210,9 @@ def list_(
     # the tasks come from the registering decorators' source: importing every method package
     # to fill the registry costs seconds (PyTorch, numba)
     from treebench.methods._index import method_tasks
+    from rich.markup import escape
+
+    from treebench.params import install_hint, missing_requirements
 
     wanted = [g for g in GROUPS if what in ("all", g, g + "s")]
     if not wanted:
@@ -226,6 +238,10 @@ def list_(
                     )
                 except KeyError:
                     tasks = "?"
+                missing = missing_requirements({"requires": _method_requires(name)})
+                if missing:  # listed, with the one line that makes it usable
+                    hint = escape(f"needs {', '.join(missing)}: {install_hint(missing)}")
+                    desc = f"[yellow]{hint}[/] {desc}"
                 t.add_row(name, tasks, desc)
             else:
                 t.add_row(name, desc)

@@ -41,6 +41,28 @@ def check_dataset(cfg: DictConfig) -> None:
         raise ParamError(f"dataset: {cause}") from None
 
 
+#: the extra that installs an optional dependency a method config ``requires``
+EXTRAS = {"torch": "torch"}
+
+
+def missing_requirements(method_cfg) -> list[str]:
+    """The modules a method config ``requires`` that are not installed (none imported here)."""
+    from importlib.util import find_spec
+
+    def missing(module: str) -> bool:
+        try:
+            return find_spec(module) is None
+        except (ImportError, ValueError):  # a finder that refuses it
+            return True
+
+    return [m for m in (method_cfg.get("requires") or []) if missing(m)]
+
+
+def install_hint(modules: list[str]) -> str:
+    extras = sorted({EXTRAS.get(m, m) for m in modules})
+    return f"pip install 'treebench[{','.join(extras)}]'"
+
+
 def check_params(cfg: DictConfig) -> None:
     """Check the job's ``method.params`` against the estimator of its method and dataset task.
 
@@ -58,10 +80,17 @@ def check_params(cfg: DictConfig) -> None:
     Raises
     ------
     ParamError
-        Naming the method, the parameter and its allowed values (or the close names).
+        Naming the method, the parameter and its allowed values (or the close names), or the
+        optional dependency the method config ``requires`` and how to install it.
     """
     check_dataset(cfg)
     method = cfg.method.name
+    missing = missing_requirements(cfg.method)
+    if missing:
+        raise ParamError(
+            f"method {method!r} needs {', '.join(missing)}, which is not installed: "
+            f"{install_hint(missing)}"
+        )
     cls = get_entry(method).classes.get(cfg.dataset.get("task"))
     if cls is None:  # the runner records the unsupported task as a skip
         return
