@@ -83,7 +83,8 @@ out["status"] = loaded()
     )
     assert out["import"] == out["help"] == out["list"] == []
     assert "classification, regression" in out["cart_row"]  # the tasks, without the registry
-    assert out["methods"] == ["treebench.methods._index"]  # no method package, not even base
+    # no method package, not even base: the registrations' index and the requirements check
+    assert out["methods"] == ["treebench.methods._index", "treebench.methods._requires"]
     # status needs pandas (crosstab, the store's Parquet row cache), nothing else heavy
     assert set(out["status"]) <= {"pandas", "pyarrow"}
 

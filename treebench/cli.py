@@ -209,10 +209,10 @@ def list_(
     descriptions."""
     # the tasks come from the registering decorators' source: importing every method package
     # to fill the registry costs seconds (PyTorch, numba)
-    from treebench.methods._index import method_tasks
     from rich.markup import escape
 
-    from treebench.params import install_hint, missing_requirements
+    from treebench.methods._index import method_tasks
+    from treebench.methods._requires import install_hint, missing_requirements
 
     wanted = [g for g in GROUPS if what in ("all", g, g + "s")]
     if not wanted:

@@ -9,6 +9,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
+from treebench.methods._requires import install_hint, missing_requirements
 from treebench.methods.base import get_entry, suggest
 
 
@@ -39,28 +40,6 @@ def check_dataset(cfg: DictConfig) -> None:
         while cause.__cause__ is not None or cause.__context__ is not None:
             cause = cause.__cause__ or cause.__context__
         raise ParamError(f"dataset: {cause}") from None
-
-
-#: the extra that installs an optional dependency a method config ``requires``
-EXTRAS = {"torch": "torch"}
-
-
-def missing_requirements(method_cfg) -> list[str]:
-    """The modules a method config ``requires`` that are not installed (none imported here)."""
-    from importlib.util import find_spec
-
-    def missing(module: str) -> bool:
-        try:
-            return find_spec(module) is None
-        except (ImportError, ValueError):  # a finder that refuses it
-            return True
-
-    return [m for m in (method_cfg.get("requires") or []) if missing(m)]
-
-
-def install_hint(modules: list[str]) -> str:
-    extras = sorted({EXTRAS.get(m, m) for m in modules})
-    return f"pip install 'treebench[{','.join(extras)}]'"
 
 
 def check_params(cfg: DictConfig) -> None:
