@@ -468,6 +468,30 @@ def test_param_validation(iris):
         E2EDTClassifier(split_features="cnn").fit(X, y)
 
 
+def test_auto_batch_size_gives_the_root_64_steps_per_epoch():
+    """batch_size="auto": ceil(n / 64) rows within [32, 1000], resolved in fit on the training rows."""
+    from treebench.methods.e2edt.estimator import auto_batch_size
+
+    assert [auto_batch_size(n) for n in (50, 986, 2048, 2049, 4435, 60000, 10**6)] == [
+        32, 32, 32, 33, 70, 938, 1000,
+    ]  # fmt: skip
+    rng = np.random.RandomState(0)
+    X = rng.randn(4000, 3).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(max_depth=1, epochs=2, finetune_epochs=0, random_state=0, n_jobs=1)
+    e = E2EDTClassifier(validation_fraction=0.2, **kw).fit(X, y)
+    assert e.batch_size == "auto" and e.fit_info_["batch_size"] == 50  # 3200 training rows
+    assert E2EDTClassifier(batch_size=100, **kw).fit(X, y).fit_info_["batch_size"] == 100
+    with pytest.raises(ValueError, match="batch_size"):
+        E2EDTClassifier(batch_size="big", **kw).fit(X, y)
+
+
+def test_a_batch_of_all_rows_warns(iris):
+    X, y = iris
+    with pytest.warns(UserWarning, match="one Adam step per epoch"):
+        E2EDTClassifier(max_depth=1, epochs=2, batch_size=1000, random_state=0, n_jobs=1).fit(X, y)
+
+
 def test_sample_weight_bagging_adaboost(iris):
     from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
 
