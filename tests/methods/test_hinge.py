@@ -344,9 +344,12 @@ def test_auto_iterations_budget_by_task():
     from treebench.methods.hinge import estimator as hinge
 
     assert (hinge.AUTO_PATIENCE_SNAPSHOTS, hinge.AUTO_MAX_ITERATIONS) == (10, 40000)
-    assert hinge.AUTO_MAX_ITERATIONS_REGRESSION == 160000
+    assert (hinge.AUTO_PATIENCE_SNAPSHOTS_REGRESSION, hinge.AUTO_MAX_ITERATIONS_REGRESSION) == (
+        40,
+        160000,
+    )
     assert HingeForestClassifier()._budget() == (40000, 10)
-    assert HingeFernRegressor()._budget() == (160000, 10)
+    assert HingeFernRegressor()._budget() == (160000, 40)
     assert HingeForestClassifier(n_iterations=300)._budget() == (300, None)
     X, y = load_iris(return_X_y=True)
     with pytest.raises(InvalidParameterError, match="n_iterations='auto'"):
