@@ -50,6 +50,10 @@ STANDARDIZE = (True, False, "global", "unit_range")
 AUTO_ROOT_STEPS = 64
 AUTO_MIN_BATCH = 32
 AUTO_MAX_BATCH = 1000
+#: ... and a greedy stump on fewer rows gets about AUTO_NODE_STEPS steps per epoch: its batch is
+#: ceil(rows / AUTO_NODE_STEPS) within [AUTO_MIN_NODE_BATCH, that batch] (deep nodes hold few rows)
+AUTO_NODE_STEPS = 16
+AUTO_MIN_NODE_BATCH = 4
 
 
 def auto_batch_size(n_rows):
@@ -227,6 +231,8 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             dgamma=float(self.steepness_inc),
             gamma0=float(self.initial_steepness),
             batch_size=batch_size,
+            node_steps=AUTO_NODE_STEPS if self.batch_size == "auto" else None,
+            node_min=AUTO_MIN_NODE_BATCH,
             gen=gen,
             max_attempts=int(self.max_attempts),
             weight_decay=float(self.weight_decay),
@@ -503,7 +509,8 @@ _COMMON_DOC = """
         Minibatch rows of the Adam M-step (a stump's batches hold its own node's rows).  "auto":
         ``auto_batch_size(n)`` for n training rows, ceil(n / 64) within [32, 1000], so that the
         root split gets about 64 steps per epoch as in the paper's MNIST setting (60 000 rows,
-        batches of 1000); the value used is ``fit_info_["batch_size"]``.
+        batches of 1000), and a greedy stump on m rows batches of ceil(m / 16) within [4, that]
+        rows (about 16 steps per epoch at any depth); the value used is ``fit_info_["batch_size"]``.
     learning_rate, weight_decay : Adam M-step settings (betas 0.9/0.999, eps 1e-8).
     max_attempts : int
         Retrials of a stump whose deterministic split sends all samples one way.
