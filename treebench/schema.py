@@ -69,6 +69,9 @@ class TreebenchConf:
     save_model: bool = False
     checkpoint_every: float | None = 120.0
     ledger: bool | None = None
+    # an experiment's values for method defaults that scale with the data, by method family
+    # (``${paper_default:e2edt.batch_size,auto}`` in a method file reads them)
+    paper_defaults: dict[str, Any] = field(default_factory=dict)
     metrics: MetricsConf = field(default_factory=MetricsConf)
     paths: PathsConf = field(default_factory=PathsConf)
     data: DataConf = field(default_factory=DataConf)
@@ -93,13 +96,25 @@ def _by_profile(full, reduced, *, _root_):
     return reduced if getattr(profile, "value", profile) == "reduced" else full
 
 
+def _paper_default(path, default, *, _root_):
+    """``${paper_default:<family>.<param>,<default>}``: the value an experiment states under
+    ``paper_defaults`` (the paper's setting its runs were made with), else the method's own default."""
+    stated = _root_.get("paper_defaults") or {}
+    family, _, param = str(path).partition(".")
+    values = stated.get(family) or {}
+    return values[param] if param in values else default
+
+
 def register_schema() -> None:
     """Store the schema as ``treebench_schema`` (first entry of the config's defaults list) and
     register the resolvers configs use (``file_stem``, ``file_sha256`` of a user's file, and
-    ``by_profile`` for a method's cheaper setting under ``profile=reduced``)."""
+    ``by_profile`` for a method's cheaper setting under ``profile=reduced``, ``paper_default`` for a
+    paper's value an experiment states in place of a data-scaled default)."""
     ConfigStore.instance().store(name="treebench_schema", node=TreebenchConf)
     for name, fn in (("file_sha256", _file_sha256), ("file_stem", _file_stem)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn, use_cache=True)
     if not OmegaConf.has_resolver("by_profile"):
         OmegaConf.register_new_resolver("by_profile", _by_profile)
+    if not OmegaConf.has_resolver("paper_default"):
+        OmegaConf.register_new_resolver("paper_default", _paper_default)

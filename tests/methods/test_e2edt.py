@@ -468,6 +468,53 @@ def test_param_validation(iris):
         E2EDTClassifier(split_features="cnn").fit(X, y)
 
 
+def test_auto_batch_size_gives_the_root_64_steps_per_epoch():
+    """batch_size="auto": ceil(n / 64) rows within [32, 1000], resolved in fit on the training rows."""
+    from treebench.methods.e2edt.estimator import auto_batch_size
+
+    assert [auto_batch_size(n) for n in (50, 986, 2048, 2049, 4435, 60000, 10**6)] == [
+        32, 32, 32, 33, 70, 938, 1000,
+    ]  # fmt: skip
+    rng = np.random.RandomState(0)
+    X = rng.randn(4000, 3).astype(np.float32)
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(max_depth=1, epochs=2, finetune_epochs=0, random_state=0, n_jobs=1)
+    e = E2EDTClassifier(validation_fraction=0.2, **kw).fit(X, y)
+    assert e.batch_size == "auto" and e.fit_info_["batch_size"] == 50  # 3200 training rows
+    assert E2EDTClassifier(batch_size=100, **kw).fit(X, y).fit_info_["batch_size"] == 100
+    with pytest.raises(ValueError, match="batch_size"):
+        E2EDTClassifier(batch_size="big", **kw).fit(X, y)
+
+
+def test_auto_batches_give_every_greedy_stump_about_16_steps(monkeypatch):
+    """batch_size="auto": a stump on m rows takes batches of ceil(m / 16) within [4, the global batch]."""
+    from treebench.methods.e2edt import estimator as est_mod
+
+    assert (est_mod.AUTO_NODE_STEPS, est_mod.AUTO_MIN_NODE_BATCH) == (16, 4)
+    counts = torch.tensor([1000, 120, 30, 3, 0])
+    assert core.stump_batch_sizes(counts, 32, 16, 4).tolist() == [32, 8, 4, 4, 4]
+    assert core.stump_batch_sizes(counts, 32).tolist() == [32] * 5  # an int batch_size: as given
+    seen = []
+    grower = core.Grower
+
+    def spy(*args, **kw):
+        seen.append((kw["batch_size"], kw["node_steps"]))
+        return grower(*args, **kw)
+
+    monkeypatch.setattr(core, "Grower", spy)
+    X, y = load_iris(return_X_y=True)
+    kw = dict(max_depth=2, epochs=2, random_state=0, n_jobs=1)
+    E2EDTClassifier(**kw).fit(X, y)
+    E2EDTClassifier(batch_size=64, **kw).fit(X, y)
+    assert seen == [(32, 16), (64, None)]
+
+
+def test_a_batch_of_all_rows_warns(iris):
+    X, y = iris
+    with pytest.warns(UserWarning, match="one Adam step per epoch"):
+        E2EDTClassifier(max_depth=1, epochs=2, batch_size=1000, random_state=0, n_jobs=1).fit(X, y)
+
+
 def test_sample_weight_bagging_adaboost(iris):
     from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
 
@@ -644,5 +691,19 @@ def test_compiled_training_matches_torch_path(torch_path):
     np.testing.assert_array_equal(fast.struct_.split, ref.struct_.split)
     np.testing.assert_array_equal(fast.struct_.left, ref.struct_.left)
     assert (fast.greedy_predict(X) == ref.greedy_predict(X)).mean() > 0.99
+    torch.testing.assert_close(fast.bank_.w, ref.bank_.w, atol=2e-3, rtol=1e-2)
+    assert (fast.predict(X) == ref.predict(X)).mean() > 0.99
+
+
+def test_compiled_per_node_batches_match_torch_path(torch_path):
+    """batch_size="auto" (per-stump batches) grows the same greedy tree on both paths."""
+    X, y = load_digits(return_X_y=True)
+    kw = dict(max_depth=4, epochs=4, finetune_epochs=0, random_state=0, n_jobs=1)
+    fast = E2EDTClassifier(**kw).fit(X, y)
+    with torch_path:
+        ref = E2EDTClassifier(**kw).fit(X, y)
+    assert fast.fit_info_["batch_size"] == ref.fit_info_["batch_size"] == 32
+    np.testing.assert_array_equal(fast.struct_.split, ref.struct_.split)
+    np.testing.assert_array_equal(fast.struct_.left, ref.struct_.left)
     torch.testing.assert_close(fast.bank_.w, ref.bank_.w, atol=2e-3, rtol=1e-2)
     assert (fast.predict(X) == ref.predict(X)).mean() > 0.99

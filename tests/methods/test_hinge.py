@@ -326,12 +326,66 @@ def test_regression_diabetes(cls):
 
 @pytest.mark.parametrize("name", ["hinge_forest", "hinge_fern"])
 def test_yaml_defaults_match_constructor(name):
-    cfg = yaml.safe_load((CONF / f"{name}.yaml").read_text())
+    from omegaconf import OmegaConf
+
+    from treebench.schema import register_schema
+
+    register_schema()  # the resolvers method files use (n_iterations: ${paper_default:...})
+    raw = yaml.safe_load((CONF / f"{name}.yaml").read_text())
+    cfg = OmegaConf.to_container(OmegaConf.create(raw), resolve=True)
     assert cfg["name"] == name
     est = {"hinge_forest": HingeForestClassifier, "hinge_fern": HingeFernClassifier}[name]()
     params = est.get_params()
     params.pop("random_state")
     assert cfg["params"] == params
+
+
+def test_auto_iterations_budget_by_task():
+    from treebench.methods.hinge import estimator as hinge
+
+    assert (hinge.AUTO_PATIENCE_SNAPSHOTS, hinge.AUTO_MAX_ITERATIONS) == (10, 40000)
+    assert (hinge.AUTO_PATIENCE_SNAPSHOTS_REGRESSION, hinge.AUTO_MAX_ITERATIONS_REGRESSION) == (
+        40,
+        160000,
+    )
+    assert HingeForestClassifier()._budget() == (40000, 10)
+    assert HingeFernRegressor()._budget() == (160000, 40)
+    assert HingeForestClassifier(n_iterations=300)._budget() == (300, None)
+    X, y = load_iris(return_X_y=True)
+    with pytest.raises(InvalidParameterError, match="n_iterations='auto'"):
+        HingeForestClassifier(selection="last").fit(X, y)
+    with pytest.raises(InvalidParameterError, match="n_iterations"):
+        HingeForestClassifier(n_iterations="long").fit(X, y)
+
+
+def test_auto_iterations_stop_early_and_restore_the_best_snapshot():
+    """Random labels: the validation loss is lowest early; the fit stops 10 snapshots later and keeps
+    the best snapshot, i.e. the model of a fit stopped at the best iteration (same seed)."""
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(300, 5), rng.randint(0, 2, 300)
+    kw = dict(n_estimators=5, max_depth=3, snapshot_every=20, random_state=0, n_jobs=1)
+    est = HingeForestClassifier(**kw).fit(X, y)
+    info = est.fit_info_
+    best = info["best_iteration"]
+    assert info["stopped_early"] and info["max_iterations"] == 40000
+    assert info["n_iterations"] == best + 10 * 20 < 40000
+    curve = dict(tuple(map(float, c.split(":"))) for c in info["validation_loss_curve"].split())
+    assert len(curve) == info["n_iterations"] // 20
+    assert min(curve, key=curve.get) == best
+    assert np.isclose(curve[best], info["best_validation_loss"], rtol=1e-3)
+    ref = HingeForestClassifier(n_iterations=best, **kw).fit(X, y)
+    assert ref.fit_info_["best_iteration"] == best and not ref.fit_info_["stopped_early"]
+    np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(X), rtol=1e-5, atol=1e-6)
+
+
+def test_auto_iterations_end_at_the_budget(monkeypatch):
+    from treebench.methods.hinge import estimator as hinge
+
+    monkeypatch.setattr(hinge, "AUTO_MAX_ITERATIONS", 200)
+    X, y = load_iris(return_X_y=True)
+    kw = dict(n_estimators=5, max_depth=2, snapshot_every=50, random_state=0, n_jobs=1)
+    info = HingeForestClassifier(**kw).fit(X, y).fit_info_
+    assert info["n_iterations"] == info["max_iterations"] == 200 and not info["stopped_early"]
 
 
 def test_bagging_and_adaboost_accept_it():

@@ -297,7 +297,25 @@ def test_clone_params_reproducible_and_variants():
         OneStageClassifier(validation_fraction=1.5).fit(X, y)
     with pytest.raises(ValueError, match="gamma_optimizer"):
         OneStageClassifier(gamma_optimizer="rmsprop").fit(X, y)
-    assert OneStageClassifier()._patience() == 15 and OneStageRegressor()._patience() == 70
+    assert OneStageClassifier(patience=None)._patience(10) == 15
+    assert OneStageRegressor(patience=None)._patience(10) == 70
+
+
+def test_auto_patience_counts_minibatch_steps():
+    """patience="auto": AUTO_PATIENCE_STEPS steps in epochs of n_batches, never below the paper's."""
+    from treebench.methods.onestage.estimator import AUTO_PATIENCE_STEPS, auto_patience
+
+    assert AUTO_PATIENCE_STEPS == 1000
+    assert auto_patience(24, 15) == 42  # cmc: 739 training rows in batches of 32
+    assert auto_patience(104, 15) == 15  # satimage: 3326 rows, the paper's 15 epochs
+    assert auto_patience(10, 70) == 100 and auto_patience(20, 70) == 70  # regression: at least 70
+    assert OneStageClassifier()._patience(24) == 42 and OneStageRegressor()._patience(5) == 200
+    assert OneStageClassifier(patience=7)._patience(24) == 7
+    X, y = load_iris(return_X_y=True)  # 112 training rows: 4 batches of 32, patience 250 epochs
+    m = OneStageClassifier(max_depth=2, max_epochs=3, random_state=0).fit(X, y)
+    assert m.fit_info_["n_train_part"] == 112 and m.fit_info_["patience"] == 250
+    with pytest.raises(ValueError, match="patience"):
+        OneStageClassifier(patience="long").fit(X, y)
 
 
 def test_bagging_and_adaboost_accept_it():

@@ -332,8 +332,18 @@ class StackedAdam:
 # ============================================================================ stumps (greedy)
 
 
+def stump_batch_sizes(counts, batch_size, node_steps=None, node_min=1):
+    """Minibatch rows of each stump: ``batch_size``, or with ``node_steps`` ceil(rows / node_steps)
+    within [node_min, batch_size], so that a stump on few rows still gets ~node_steps steps per epoch."""
+    counts = torch.as_tensor(counts, dtype=torch.long)
+    if node_steps is None:
+        return torch.full_like(counts, int(batch_size))
+    return torch.clamp(-(-counts // int(node_steps)), min=int(node_min), max=int(batch_size))
+
+
 def _shuffled_batches(s_of_row, n_stumps, batch_size, gen):
-    """Per-stump shuffled minibatches: (order of rows, batch id of each ordered row, stump sizes)."""
+    """Per-stump shuffled minibatches: (order of rows, batch id of each ordered row, stump sizes);
+    ``batch_size`` is a tensor of each stump's batch rows."""
     R = len(s_of_row)
     key = torch.rand(R, generator=gen, dtype=torch.float64)
     order = torch.argsort(s_of_row.double() * 2.0 + key)  # by stump, random within stump
@@ -341,7 +351,7 @@ def _shuffled_batches(s_of_row, n_stumps, batch_size, gen):
     counts = torch.bincount(s_of_row, minlength=n_stumps)
     starts = torch.cumsum(counts, 0) - counts
     pos = torch.arange(R) - starts[s_sorted]
-    bid = pos // batch_size
+    bid = pos // batch_size[s_sorted]
     o2 = torch.argsort(bid * (n_stumps + 1) + s_sorted, stable=True)
     return order[o2], bid[o2], counts
 
@@ -363,14 +373,18 @@ def train_stumps(
     lap=None,
     reg=0.0,
     lr=1e-3,
+    node_steps=None,
+    node_min=1,
 ):
     """Train S stumps (split + two leaves) with the EM scheme, each on its own rows.
 
     n_idx, s_idx : LongTensor [R] sample index and stump index of every row.
+    node_steps, node_min : per-stump batches (:func:`stump_batch_sizes`); None = ``batch_size`` rows.
     Returns (bank, gamma [S], pi_left [S, K], pi_right [S, K]).
     """
     S = len(bank)
     K = n_classes
+    bs_s = stump_batch_sizes(torch.bincount(s_idx, minlength=S), batch_size, node_steps, node_min)
     ps = [p.detach().clone().requires_grad_(True) for p in bank.params()]
     bank.set_params(ps)
     gamma = torch.full((S,), float(gamma0), dtype=X.dtype)
@@ -405,7 +419,7 @@ def train_stumps(
                     order = torch.argsort(s_idx.double() * 2.0 + key).numpy()
                     counts = np.bincount(s_np, minlength=S)
                     pos = np.arange(len(order)) - (np.cumsum(counts) - counts)[s_np[order]]
-                    bid = pos // batch_size
+                    bid = pos // bs_s.numpy()[s_np[order]]
                     nb = int(bid.max()) + 1 if len(bid) else 0
                     o2, bounds = kn.stable_group(bid, nb)
                     order = order[o2]
@@ -438,7 +452,7 @@ def train_stumps(
                 hr, hl = hr / tot, hl / tot
         # ---- M-step for the splits (not in the first epoch)
         if opt is not None and not fast:
-            order, bid, counts = _shuffled_batches(s_idx, S, batch_size, gen)
+            order, bid, counts = _shuffled_batches(s_idx, S, bs_s, gen)
             nb = int(bid.max()) + 1 if len(bid) else 0
             bounds = torch.searchsorted(bid, torch.arange(nb + 1))
             for t in range(nb):
@@ -993,6 +1007,8 @@ class Grower:
         lr=1e-3,
         log=None,
         gain="reference",
+        node_steps=None,
+        node_min=1,
     ):
         if gain not in GAINS:
             raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
@@ -1009,6 +1025,8 @@ class Grower:
             lap=lap,
             reg=reg,
             lr=lr,
+            node_steps=node_steps,
+            node_min=node_min,
         )
         self.gen, self.max_attempts, self.log = gen, max_attempts, log
         self.tree, self.depth, self.split, self.left, self.right = [], [], [], [], []

@@ -12,7 +12,9 @@ The torch machinery lives in :mod:`treebench.methods.e2edt.core` (imported insid
 
 from __future__ import annotations
 
+import math
 import time
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -43,6 +45,24 @@ INFERENCE = ("deterministic", "root_hard", "probabilistic")
 SPLIT_FEATURES = ("linear", "cnn")
 GAINS = ("reference", "weighted")
 STANDARDIZE = (True, False, "global", "unit_range")
+#: batch_size="auto": Adam steps per epoch of the root split (the paper's 60 000 MNIST rows in batches of
+#: 1000 give it 60), never a batch below AUTO_MIN_BATCH rows nor above the paper's 1000
+AUTO_ROOT_STEPS = 64
+AUTO_MIN_BATCH = 32
+AUTO_MAX_BATCH = 1000
+#: ... and a greedy stump on fewer rows gets about AUTO_NODE_STEPS steps per epoch: its batch is
+#: ceil(rows / AUTO_NODE_STEPS) within [AUTO_MIN_NODE_BATCH, that batch] (deep nodes hold few rows)
+AUTO_NODE_STEPS = 16
+AUTO_MIN_NODE_BATCH = 4
+
+
+def auto_batch_size(n_rows):
+    """The ``batch_size="auto"`` rule: ceil(n / AUTO_ROOT_STEPS), clipped to [AUTO_MIN_BATCH, AUTO_MAX_BATCH].
+
+    A split's stump trains on its own node's rows only, so with a fixed batch a small dataset gives
+    every split one or two Adam steps per epoch (docs/methods/e2edt.md, "batch_size='auto'").
+    """
+    return int(min(AUTO_MAX_BATCH, max(AUTO_MIN_BATCH, math.ceil(n_rows / AUTO_ROOT_STEPS))))
 
 
 class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
@@ -65,7 +85,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         "finetune_epochs": [None, NON_NEGATIVE_INT],
         "steepness_inc": [NON_NEGATIVE],
         "initial_steepness": [POSITIVE],
-        "batch_size": [POSITIVE_INT],
+        "batch_size": [POSITIVE_INT, StrOptions({"auto"})],
         "learning_rate": [POSITIVE],
         "weight_decay": [NON_NEGATIVE],
         "max_attempts": [POSITIVE_INT],
@@ -174,6 +194,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
                         "(the validation part holds every positive weight)"
                     )
             n = len(idx_tr)
+        batch_size = self._batch_size(n)
         Xt = torch.from_numpy(np.ascontiguousarray(X))
         yt = torch.from_numpy(y_enc.astype(np.int64))
         if sample_weight is None:
@@ -209,7 +230,9 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             epochs=int(self.epochs),
             dgamma=float(self.steepness_inc),
             gamma0=float(self.initial_steepness),
-            batch_size=int(self.batch_size),
+            batch_size=batch_size,
+            node_steps=AUTO_NODE_STEPS if self.batch_size == "auto" else None,
+            node_min=AUTO_MIN_NODE_BATCH,
             gen=gen,
             max_attempts=int(self.max_attempts),
             weight_decay=float(self.weight_decay),
@@ -222,6 +245,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         bank, struct, gamma, pi = grower.result()
         t_greedy = time.perf_counter() - t0
         info = {
+            "batch_size": batch_size,
             "greedy_seconds": t_greedy,
             "greedy_stumps_trained": grower.n_stumps_trained,
             "greedy_failed_nodes": grower.n_failed,
@@ -240,7 +264,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         t1 = time.perf_counter()
         if fe > 0 and bank is not None:
             bank, gamma, pi, finfo = self._finetune(
-                core, torch, bank, struct, gamma, pi, Xt, yt, swt, K, fe, gen, lap, log
+                core, torch, bank, struct, gamma, pi, Xt, yt, swt, K, fe, gen, lap, log, batch_size
             )
             info.update(finfo)
         info["finetune_seconds"] = time.perf_counter() - t1
@@ -263,7 +287,22 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             return int(self.finetune_epochs)
         return 3 * int(self.epochs) if self._forest else int(self.epochs)
 
-    def _finetune(self, core, torch, bank, struct, gamma, pi, Xt, yt, swt, K, fe, gen, lap, log):
+    def _batch_size(self, n):
+        """The minibatch size for ``n`` training rows: ``auto_batch_size(n)`` or the given int."""
+        if self.batch_size == "auto":
+            return auto_batch_size(n)
+        if self.batch_size >= n:
+            warnings.warn(
+                f"batch_size={self.batch_size} >= {n} training rows: every split gets one Adam step "
+                "per epoch (batch_size='auto' scales the batch with the data)",
+                UserWarning,
+                stacklevel=3,
+            )
+        return int(self.batch_size)
+
+    def _finetune(
+        self, core, torch, bank, struct, gamma, pi, Xt, yt, swt, K, fe, gen, lap, log, batch_size
+    ):
         """Finetune every tree; trees are independent, so a forest is processed in groups."""
         lt = struct.leaf_tree
         per_tree = np.bincount(lt, minlength=struct.n_trees)
@@ -272,7 +311,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         if core.use_kernels(bank, Xt, lap, float(self.spatial_reg)):
             budget = max(1, int(2**25 // (Xt.shape[0] * max(int(per_tree.max()), 1))))
         else:
-            budget = max(1, int(2**24 // (2 * max(int(per_tree.max()), 1) * int(self.batch_size))))
+            budget = max(1, int(2**24 // (2 * max(int(per_tree.max()), 1) * batch_size)))
         groups = [
             list(range(a, min(a + budget, struct.n_trees)))
             for a in range(0, struct.n_trees, budget)
@@ -303,7 +342,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
                 K,
                 fe,
                 float(self.steepness_inc) if getattr(self, "anneal_finetune", True) else 0.0,
-                int(self.batch_size),
+                batch_size,
                 gen,
                 weight_decay=float(self.weight_decay),
                 lap=lap,
@@ -466,7 +505,13 @@ _COMMON_DOC = """
         gamma is carried from Greedy into Finetune, never reset.
     initial_steepness : float
         gamma of a freshly created stump.
-    batch_size, learning_rate, weight_decay : Adam M-step settings (betas 0.9/0.999, eps 1e-8).
+    batch_size : int or "auto"
+        Minibatch rows of the Adam M-step (a stump's batches hold its own node's rows).  "auto":
+        ``auto_batch_size(n)`` for n training rows, ceil(n / 64) within [32, 1000], so that the
+        root split gets about 64 steps per epoch as in the paper's MNIST setting (60 000 rows,
+        batches of 1000), and a greedy stump on m rows batches of ceil(m / 16) within [4, that]
+        rows (about 16 steps per epoch at any depth); the value used is ``fit_info_["batch_size"]``.
+    learning_rate, weight_decay : Adam M-step settings (betas 0.9/0.999, eps 1e-8).
     max_attempts : int
         Retrials of a stump whose deterministic split sends all samples one way.
     split_features : {"linear", "cnn"}
@@ -530,7 +575,7 @@ class E2EDTClassifier(_E2EDBase):
         finetune_epochs=None,
         steepness_inc=0.1,
         initial_steepness=1.0,
-        batch_size=1000,
+        batch_size="auto",
         learning_rate=1e-3,
         weight_decay=0.0,
         max_attempts=5,

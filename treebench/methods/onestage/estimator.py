@@ -15,7 +15,11 @@ ablations of the paper (Joint Tree, Gumbel Tree) differ only in this step and ar
 touches O(batch * nodes) numbers); tests check them against torch autograd.
 
 Early stopping monitors the validation loss and restores the best epoch (epoch cap / patience:
-200 / 15 for classification as in the paper, 400 / 70 for regression). At the end of ``fit`` splits
+200 / 15 for classification as in the paper, 400 / 70 for regression, ``patience=None``).
+``patience="auto"`` (the default) counts the patience in minibatch steps instead:
+``auto_patience(n_batches, paper)`` epochs, at least the paper's, so that a small training part (few
+batches per epoch, a noisy validation loss) is not stopped after a few hundred steps; the value used
+is ``fit_info_["patience"]``. At the end of ``fit`` splits
 that cannot change any prediction are turned into leaves, so ``size_report`` counts effective splits
 (``fit_info_`` also reports the gamma-only count).
 
@@ -25,6 +29,7 @@ Settings the paper leaves open or where it is not followed, and the evidence for
 
 from __future__ import annotations
 
+import math
 from numbers import Integral
 
 import numpy as np
@@ -69,6 +74,16 @@ from treebench.methods.onestage.strategies import (
 )
 from treebench.methods.progress import report
 
+#: patience="auto": minibatch steps without a better validation loss before the fit stops (the paper's
+#: 15 epochs of its median set, ~900 training rows in batches of 32; docs/methods/onestage.md)
+AUTO_PATIENCE_STEPS = 1000
+
+
+def auto_patience(n_batches, paper):
+    """The ``patience="auto"`` rule: ceil(AUTO_PATIENCE_STEPS / n_batches) epochs, at least ``paper``."""
+    return int(max(paper, math.ceil(AUTO_PATIENCE_STEPS / max(n_batches, 1))))
+
+
 # ----------------------------------------------------------------------------- estimator
 
 
@@ -87,7 +102,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         "learning_rate": [POSITIVE],
         "batch_size": [POSITIVE_INT],
         "max_epochs": [None, POSITIVE_INT],
-        "patience": [None, POSITIVE_INT],
+        "patience": [None, POSITIVE_INT, StrOptions({"auto"})],
         "gamma_learning_rate": [None, POSITIVE],
         "gamma_optimizer": [StrOptions({"adam", "sgd"})],
         "gamma_l1": [NON_NEGATIVE],
@@ -110,7 +125,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         learning_rate=0.01,
         batch_size=32,
         max_epochs=None,
-        patience=None,
+        patience="auto",
         validation_fraction=0.25,
         gamma_learning_rate=None,
         gamma_optimizer="sgd",
@@ -161,8 +176,11 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             return cast(value)
         return clf if self._task == CLASSIFICATION else reg
 
-    def _patience(self):
-        """Early-stopping patience; ``None`` = 15 (paper) for classification, 70 for regression."""
+    def _patience(self, n_batches):
+        """Early-stopping patience in epochs; ``None`` = 15 (paper) for classification, 70 for
+        regression; ``"auto"``: :func:`auto_patience` of ``n_batches`` per epoch and those values."""
+        if self.patience == "auto":
+            return auto_patience(n_batches, self._by_task(None, int, 15, 70))
         return self._by_task(self.patience, int, 15, 70)
 
     def _gamma_step(self):
@@ -285,8 +303,8 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         bad = 0
         history = []
         epoch = 0
-        patience = self._patience()
         bs = int(self.batch_size)
+        patience = self._patience(-(-n_tr // bs))
         ck = checkpoint.current()
         ck_id = self._checkpoint_identity(X, y, sw) if ck is not None else None
         state = ck.load(ck_id) if ck is not None else None
@@ -349,6 +367,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         self.fit_info_ = {
             "epochs": epoch,
             "best_epoch": best_epoch,
+            "patience": patience,
             "best_monitored_loss": float(best[0]),
             "n_train_part": int(n_tr),
             "n_val_part": 0 if all_rows else int(len(va)),
@@ -600,7 +619,7 @@ class _JointPart:
         learning_rate=0.01,
         batch_size=32,
         max_epochs=None,
-        patience=None,
+        patience="auto",
         validation_fraction=0.25,
         gamma_learning_rate=None,
         gamma_optimizer="sgd",
