@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from treebench.methods import _index, base
+from treebench.methods import _catalog, _index, base
 
 # imported by no command but the methods that need them (seconds each at startup)
 METHOD_LIBS = ["torch", "numba", "matplotlib", "openml"]
@@ -84,7 +84,11 @@ out["status"] = loaded()
     assert out["import"] == out["help"] == out["list"] == []
     assert "classification, regression" in out["cart_row"]  # the tasks, without the registry
     # no method package, not even base: the registrations' index and the requirements check
-    assert out["methods"] == ["treebench.methods._index", "treebench.methods._requires"]
+    assert out["methods"] == [
+        "treebench.methods._catalog",
+        "treebench.methods._index",
+        "treebench.methods._requires",
+    ]
     # status needs pandas (crosstab, the store's Parquet row cache), nothing else heavy
     assert set(out["status"]) <= {"pandas", "pyarrow"}
 
@@ -133,7 +137,7 @@ def test_source_index_equals_the_registry():
     assert index.opaque == []
     assert set(index.tasks) == set(reg)
     for name, entry in reg.items():
-        assert _index.method_tasks(name) == entry.tasks
+        assert _catalog.method_tasks(name) == entry.tasks
         assert {t: cls.__module__ for t, cls in entry.classes.items()} == index.tasks[name]
 
 
@@ -141,7 +145,7 @@ def test_unknown_method_still_lists_every_choice():
     with pytest.raises(base.UnknownMethodError, match=r"Did you mean 'tnt'\?.*Choices: adaboost"):
         base.get_entry("tntt")
     with pytest.raises(KeyError):
-        _index.method_tasks("tntt")
+        _catalog.method_tasks("tntt")
 
 
 @pytest.fixture
@@ -198,9 +202,9 @@ def test_index_reads_literal_registrations_and_flags_computed_ones(extra_methods
     assert index.tasks["idx_lit"] == {"regression": "treebench.methods.idx_literal.est"}
     assert index.opaque == ["treebench.methods.idx_computed.est"]
     assert "treebench.methods.idx_literal" not in sys.modules  # read, not imported
-    assert _index.method_tasks("idx_lit") == ("regression",)
+    assert _catalog.method_tasks("idx_lit") == ("regression",)
     # a name only an import tells: the opaque module is imported and the registry answers
-    assert _index.method_tasks("idx_computed") == ("classification",)
+    assert _catalog.method_tasks("idx_computed") == ("classification",)
     assert base.get_entry("idx_lit").classes["regression"].__name__ == "Lit"
 
 
@@ -278,4 +282,4 @@ out["torch_after_cap"] = torch.get_num_threads()
 
 
 def test_method_names_equal_the_registry_names():
-    assert _index.method_names() == base.available_methods()
+    assert _catalog.method_names() == base.available_methods()

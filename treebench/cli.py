@@ -211,7 +211,7 @@ def list_(
     # to fill the registry costs seconds (PyTorch, numba)
     from rich.markup import escape
 
-    from treebench.methods._index import method_tasks
+    from treebench.methods._catalog import method_tasks
     from treebench.methods._requires import install_hint, missing_requirements
 
     wanted = [g for g in GROUPS if what in ("all", g, g + "s")]
@@ -302,7 +302,7 @@ def collect(
 
 def _availability():
     """Local dataset configs and registered methods, to say why a target has no data."""
-    from treebench.methods._index import method_names  # not importing every method (seconds)
+    from treebench.methods._catalog import method_names  # not importing every method (seconds)
     from treebench.report.checks import Availability
 
     datasets = [p.stem for p in (Path(CONF_DIR) / "dataset").glob("*.yaml")]

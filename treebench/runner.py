@@ -20,27 +20,16 @@ from typing import Any
 import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
-from sklearn import metrics as skm
 from threadpoolctl import threadpool_limits
 
 import treebench
 from treebench.data import DataContext, load_dataset
 from treebench.methods.base import UnsupportedTaskError, get_entry, get_method
 from treebench.methods.checkpoint import DEFAULT_EVERY, Checkpoint, checkpointing
+from treebench.metrics import LOWER_IS_BETTER, METRICS  # noqa: F401 - re-exported
 from treebench.results.store import JobBusyError, Store, run_key
 
 _RECORDED_PACKAGES = ("numpy", "scipy", "scikit-learn", "pandas", "torch", "hydra-core", "numba")
-
-METRICS = {
-    "accuracy": lambda y, p: float(skm.accuracy_score(y, p)),
-    "balanced_accuracy": lambda y, p: float(skm.balanced_accuracy_score(y, p)),
-    "error": lambda y, p: float(1.0 - skm.accuracy_score(y, p)),
-    "r2": lambda y, p: float(skm.r2_score(y, p)),
-    "rmse": lambda y, p: float(np.sqrt(skm.mean_squared_error(y, p))),
-    "mae": lambda y, p: float(skm.mean_absolute_error(y, p)),
-}
-#: metrics where smaller is better (tuning maximises their negative)
-LOWER_IS_BETTER = frozenset({"error", "rmse", "mae"})
 
 
 def stable_int(text: str) -> int:

@@ -242,7 +242,11 @@ def describe(state: JobState, marker: dict, log_reason: str = "") -> tuple[str, 
     if state.state == "CANCELLED":
         if not reason:  # no scheduler line in the log: say when, as far as squeue tells
             ran = state.elapsed and state.elapsed not in ("0:00", "00:00")
-            when = f"after running {state.elapsed}" if ran else "before it started or in its first second"
+            when = (
+                f"after running {state.elapsed}"
+                if ran
+                else "before it started or in its first second"
+            )
             reason = f"scancel or an administrator, {when}" if state.elapsed else "scancel"
         return f"cancelled: SLURM job {jid} was cancelled ({reason})", reason
     if state.state == GONE:

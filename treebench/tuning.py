@@ -98,11 +98,11 @@ def dimension_values(dim) -> list:
 
 
 def scorer(metric: str):
-    """A scikit-learn scorer for one of :data:`treebench.runner.METRICS` (negated where lower is
+    """A scikit-learn scorer for one of :data:`treebench.metrics.METRICS` (negated where lower is
     better, as scikit-learn maximises)."""
     from sklearn.metrics import make_scorer
 
-    from treebench.runner import LOWER_IS_BETTER, METRICS
+    from treebench.metrics import LOWER_IS_BETTER, METRICS
 
     return make_scorer(METRICS[metric], greater_is_better=metric not in LOWER_IS_BETTER)
 
@@ -213,7 +213,7 @@ def tune_fit(
     task : str
         ``classification`` (stratified inner folds) or ``regression``.
     metric : str
-        The score to maximise (a name of :data:`treebench.runner.METRICS`; the task's first).
+        The score to maximise (a name of :data:`treebench.metrics.METRICS`; the task's first).
     random_state : int
         Seeds the candidate sampler, the halving subsamples and the inner folds.
     n_jobs : int
@@ -229,7 +229,7 @@ def tune_fit(
         round), ``n_failed`` and ``seconds`` (search wall time, the refit included).
     """
     from treebench.methods.checkpoint import checkpointing
-    from treebench.runner import LOWER_IS_BETTER
+    from treebench.metrics import LOWER_IS_BETTER
 
     space = search_space(tune["search"])
     sc = make_search(

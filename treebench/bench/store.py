@@ -160,6 +160,40 @@ runpy.run_module("treebench.cli", run_name="__main__")
 """
 
 
+def run_child(code: str, args: list[str], env: dict, cwd, timeout: float, poll: float = 0.01):
+    """Run ``python -c code *args`` (stdout discarded) until it exits or ``timeout`` wall seconds
+    have passed (then killed); reaped with ``os.wait4`` for its own resource usage.
+
+    Returns
+    -------
+    tuple
+        (wall seconds, wait status, ``rusage`` of the child, the last 500 characters of stderr)
+    """
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(
+            [sys.executable, "-c", code, *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=cwd,
+        )
+        deadline = t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                p.kill()
+                pid, status, usage = os.wait4(p.pid, 0)
+                break
+            time.sleep(poll)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        err.seek(0)
+        return wall, status, usage, err.read().decode(errors="replace")[-500:]
+
+
 def time_command(args: list[str], outputs: Path, timeout: float) -> dict:
     """Run ``python -m treebench.cli *args`` with ``TREEBENCH_OUTPUTS=outputs`` and no ledger:
     wall seconds, peak RSS (MB, of that process alone: its ``VmHWM``, else ``os.wait4``'s
@@ -173,34 +207,13 @@ def time_command(args: list[str], outputs: Path, timeout: float) -> dict:
         "TREEBENCH_BENCH_RSS": str(rss_file),
     }
     env.setdefault("COLUMNS", "200")
-    with tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, *args],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            cwd=outputs,
-        )
-        deadline = t0 + timeout
-        while True:
-            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                p.kill()
-                pid, status, usage = os.wait4(p.pid, 0)
-                break
-            time.sleep(0.01)
-        wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-        err.seek(0)
-        tail = err.read().decode(errors="replace")[-500:]
+    wall, status, usage, tail = run_child(_CHILD, args, env, outputs, timeout)
+    returncode = os.waitstatus_to_exitcode(status)
     try:
         rss = int(rss_file.read_text()) / 2**10
     except (OSError, ValueError):  # no /proc (macOS) or killed: ru_maxrss (kB on Linux, B on macOS)
         rss = usage.ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10)
-    return {"wall_s": wall, "peak_rss_mb": rss, "returncode": p.returncode, "stderr": tail}
+    return {"wall_s": wall, "peak_rss_mb": rss, "returncode": returncode, "stderr": tail}
 
 
 def run_store_section(cfg: dict, log=print) -> list[dict]:

@@ -146,34 +146,3 @@ def _scan(package: str, paths: tuple[str, ...]) -> SourceIndex:
                 parts = rel[:-1] if rel[-1] == "__init__" else rel
                 _scan_file(path, ".".join((package, *parts)), index)
     return index
-
-
-def method_names() -> list[str]:
-    """Sorted names of every method the packages register, as
-    :func:`~treebench.methods.base.available_methods` gives them, read from the source (importing
-    only modules whose registrations the source does not resolve)."""
-    index = scan()
-    if index.opaque:
-        from treebench.methods.base import available_methods
-
-        return available_methods()
-    return sorted(index.tasks)
-
-
-def method_tasks(name: str) -> tuple[str, ...]:
-    """The tasks ``name`` is registered for, read from the source (``treebench list``).
-
-    Raises
-    ------
-    KeyError
-        When no method package registers ``name``.
-    """
-    index = scan()
-    if name not in index.tasks and index.opaque:  # only importing them tells: the registry's word
-        from treebench.methods.base import get_entry
-
-        for module in index.opaque:
-            importlib.import_module(module)
-        return get_entry(name).tasks
-    found = index.tasks[name]
-    return tuple(t for t in TASKS if t in found)
