@@ -472,6 +472,38 @@ def test_hinge_adam_equals_torch_adam():
         torch.testing.assert_close(sa["exp_avg_sq"], sb["exp_avg_sq"], rtol=1e-6, atol=1e-12)
 
 
+def test_lazy_hinge_adam_equals_torch_sparse_adam():
+    """HingeAdam(lazy=True) moves only the leaf rows a step touches, as torch.optim.SparseAdam (same
+    up to where Adam and SparseAdam put eps), and keeps dense Adam for dense gradients."""
+    from treebench.methods.hinge.net import HingeAdam
+
+    gen = torch.Generator().manual_seed(1)
+    p0 = [torch.randn(6, 8, 3, generator=gen), torch.randn(17, generator=gen)]
+    ours = [torch.nn.Parameter(p.clone()) for p in p0]
+    ref = [torch.nn.Parameter(p.clone()) for p in p0]
+    opt_a = HingeAdam(ours, lr=0.01, lazy=True)
+    sparse_ref = torch.optim.SparseAdam([ref[0]], lr=0.01)
+    dense_ref = torch.optim.Adam([ref[1]], lr=0.01, foreach=False)
+    untouched = torch.ones(48, dtype=torch.bool)
+    for step in range(60):
+        rows = torch.randperm(40, generator=gen)[: 1 + step % 7].sort().values  # rows 40-47 never
+        untouched[rows] = False
+        idx = torch.stack([rows // 8, rows % 8])
+        vals = torch.randn(len(rows), 3, generator=gen)
+        sp = torch.sparse_coo_tensor(idx, vals, (6, 8, 3), check_invariants=True).coalesce()
+        dense = torch.randn(17, generator=gen)
+        ours[0].grad, ours[1].grad = sp, dense.clone()
+        ref[0].grad, ref[1].grad = sp.clone(), dense.clone()
+        opt_a.step()
+        sparse_ref.step()
+        dense_ref.step()
+        for a, b in zip(ours, ref, strict=True):
+            torch.testing.assert_close(a.detach(), b.detach(), rtol=1e-5, atol=1e-6)
+    still = untouched.reshape(6, 8)
+    assert still.sum() >= 8  # rows 40-47 at least: never reached, never moved
+    torch.testing.assert_close(ours[0].detach()[still], p0[0][still], rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("kind", ["tree", "fern"])
 @pytest.mark.parametrize("task", ["classification", "regression", "weighted"])
 def test_compiled_uci_training_equals_torch_path(kind, task):

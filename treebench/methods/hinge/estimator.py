@@ -76,7 +76,7 @@ AUTO_PATIENCE_SNAPSHOTS = 10
 AUTO_MAX_ITERATIONS = 40000
 AUTO_PATIENCE_SNAPSHOTS_REGRESSION = 40
 AUTO_MAX_ITERATIONS_REGRESSION = 160000
-_OPTIMIZERS = ("adagrad", "adam")
+_OPTIMIZERS = ("adagrad", "adam", "lazy_adam")
 _SELECTIONS = ("validation", "last", "test")
 _PROTOCOLS = {  # recorded in fit_info_["protocol"]: how the kept model state was chosen
     "validation": "lowest validation loss over model states",

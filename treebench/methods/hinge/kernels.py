@@ -190,6 +190,31 @@ def adam_rows(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
             prev = r + 1
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def adam_rows_lazy(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
+    """Lazy Adam (``torch.optim.SparseAdam``'s rule): only the touched ``rows`` of the [R, K] arrays
+    update their moments and move, with :func:`adam_dense`'s arithmetic; the others are left as they
+    are (no decay), so a step costs the touched rows, not all R."""
+    K = p.shape[1]
+    pf = p.reshape(-1)
+    mf = m.reshape(-1)
+    vf = v.reshape(-1)
+    for j in range(rows.shape[0]):
+        lo = rows[j] * K
+        _adam_dense_inline(
+            pf[lo : lo + K],
+            mf[lo : lo + K],
+            vf[lo : lo + K],
+            gv[j],
+            w1,
+            b2,
+            c2,
+            step_size,
+            bc2_sqrt,
+            eps,
+        )
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _adam_dense_inline(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps):
     for i in range(p.shape[0]):

@@ -305,13 +305,16 @@ class HingeAdam(torch.optim.Optimizer):
     exactly like ``torch.optim.Adam`` fed a dense gradient with zeros. A sparse COO gradient (the
     hinge leaves' coalesced rows) is consumed without materialising the zeros: one pass in memory
     order applies the zero-gradient update to the runs between touched rows and the full update to
-    the touched rows.
+    the touched rows. ``lazy=True``: a sparse gradient updates only its touched rows (the moments
+    of the others neither decay nor move them), as ``torch.optim.SparseAdam``; dense gradients keep
+    the dense rule.
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, lazy=False):
         if not lr > 0:
             raise ValueError(f"lr must be > 0, got {lr}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+        self.lazy = bool(lazy)
         self._views = {}  # param -> numpy views of (param, exp_avg, exp_avg_sq), made once
 
     def _state_views(self, p):
@@ -353,7 +356,8 @@ class HingeAdam(torch.optim.Optimizer):
                         rows = np.ravel_multi_index(tuple(g._indices().numpy()), p.shape[:nd])
                     R = int(np.prod(p.shape[:nd]))
                     vals = g._values().numpy().reshape(rows.size, -1).astype(dt, copy=False)
-                    _kernels.adam_rows(
+                    step_rows = _kernels.adam_rows_lazy if self.lazy else _kernels.adam_rows
+                    step_rows(
                         pn.reshape(R, -1), mn.reshape(R, -1), vn.reshape(R, -1),
                         rows, vals, *consts,
                     )  # fmt: skip
@@ -616,10 +620,17 @@ _TORCH_DTYPE = {np.float32: torch.float32, np.float64: torch.float64}
 
 def make_optimizer(name: str, net: nn.Module, lr: float):
     """``"adam"``: :class:`HingeAdam` with sparse leaf gradients when numba is available (else
-    ``torch.optim.Adam``); ``"adagrad"``: ``torch.optim.Adagrad`` (dense). Sets ``net``'s forest to
-    sparse leaf gradients when the optimiser takes them."""
+    ``torch.optim.Adam``); ``"lazy_adam"``: :class:`HingeAdam` updating only the leaves a minibatch
+    reaches (``torch.optim.SparseAdam``'s rule; dense Adam for the other layers);
+    ``"adagrad"``: ``torch.optim.Adagrad`` (dense). Sets ``net``'s forest to sparse leaf gradients
+    when the optimiser takes them."""
     params = list(net.parameters())
     forest = getattr(net, "forest", net)
+    if name == "lazy_adam":
+        if _kernels is None:  # pragma: no cover - numba is a dependency
+            raise ValueError("optimizer='lazy_adam' needs numba")
+        forest.sparse_grad = True
+        return HingeAdam(params, lr=lr, lazy=True)
     if name == "adam":
         if _kernels is not None:
             forest.sparse_grad = True
@@ -632,4 +643,4 @@ def make_optimizer(name: str, net: nn.Module, lr: float):
             return torch.optim.Adagrad(params, lr=lr, fused=True)
         except (RuntimeError, TypeError, ValueError):  # pragma: no cover - older torch
             return torch.optim.Adagrad(params, lr=lr)
-    raise ValueError(f"optimizer must be 'adam' or 'adagrad', got {name!r}")
+    raise ValueError(f"optimizer must be 'adam', 'lazy_adam' or 'adagrad', got {name!r}")
