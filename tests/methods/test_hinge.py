@@ -442,6 +442,16 @@ def test_compiled_path_equals_gather_path(kind):
     assert (np.diff(rows) > 0).all()  # sorted and unique (what HingeAdam consumes)
 
 
+def _leaf_step_grads(gen, step: int, n_rows: int):
+    """One step's gradients of a [6, 8, 3] leaf tensor and a [17] dense one: a sparse COO gradient
+    on a few unique (tree, leaf) rows among the first ``n_rows`` of 48, and a dense one."""
+    rows = torch.randperm(n_rows, generator=gen)[: 1 + step % 7].sort().values
+    idx = torch.stack([rows // 8, rows % 8])
+    vals = torch.randn(len(rows), 3, generator=gen)
+    sp = torch.sparse_coo_tensor(idx, vals, (6, 8, 3), check_invariants=True).coalesce()
+    return rows, sp, torch.randn(17, generator=gen)
+
+
 def test_hinge_adam_equals_torch_adam():
     """HingeAdam (numba; sparse leaf rows consumed without materialising zeros) == torch.optim.Adam
     fed the same gradients densely, over steps where many entries get no gradient."""
@@ -454,12 +464,7 @@ def test_hinge_adam_equals_torch_adam():
     opt_a = HingeAdam(ours, lr=0.01, betas=(0.9, 0.999), eps=1e-8)
     opt_b = torch.optim.Adam(ref, lr=0.01, betas=(0.9, 0.999), eps=1e-8, foreach=False)
     for step in range(60):
-        # leaf-style sparse gradient: a few unique (tree, leaf) rows; dense gradient on the other
-        rows = torch.randperm(48, generator=gen)[: 1 + step % 7].sort().values
-        idx = torch.stack([rows // 8, rows % 8])
-        vals = torch.randn(len(rows), 3, generator=gen)
-        sp = torch.sparse_coo_tensor(idx, vals, (6, 8, 3), check_invariants=True).coalesce()
-        dense = torch.randn(17, generator=gen)
+        rows, sp, dense = _leaf_step_grads(gen, step, 48)
         ours[0].grad, ours[1].grad = sp, dense.clone()
         ref[0].grad, ref[1].grad = sp.to_dense(), dense.clone()
         opt_a.step()
@@ -486,12 +491,8 @@ def test_lazy_hinge_adam_equals_torch_sparse_adam():
     dense_ref = torch.optim.Adam([ref[1]], lr=0.01, foreach=False)
     untouched = torch.ones(48, dtype=torch.bool)
     for step in range(60):
-        rows = torch.randperm(40, generator=gen)[: 1 + step % 7].sort().values  # rows 40-47 never
+        rows, sp, dense = _leaf_step_grads(gen, step, 40)  # rows 40-47 never get a gradient
         untouched[rows] = False
-        idx = torch.stack([rows // 8, rows % 8])
-        vals = torch.randn(len(rows), 3, generator=gen)
-        sp = torch.sparse_coo_tensor(idx, vals, (6, 8, 3), check_invariants=True).coalesce()
-        dense = torch.randn(17, generator=gen)
         ours[0].grad, ours[1].grad = sp, dense.clone()
         ref[0].grad, ref[1].grad = sp.clone(), dense.clone()
         opt_a.step()

@@ -174,19 +174,7 @@ def adam_rows(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
             lo, hi = prev * K, r * K
             _adam_decay(pf[lo:hi], mf[lo:hi], vf[lo:hi], w1, b2, step_size, bc2_sqrt, eps)
         if j < rows.shape[0]:
-            lo = r * K
-            _adam_dense_inline(
-                pf[lo : lo + K],
-                mf[lo : lo + K],
-                vf[lo : lo + K],
-                gv[j],
-                w1,
-                b2,
-                c2,
-                step_size,
-                bc2_sqrt,
-                eps,
-            )
+            _adam_row(pf, mf, vf, r * K, gv[j], w1, b2, c2, step_size, bc2_sqrt, eps)
             prev = r + 1
 
 
@@ -196,23 +184,16 @@ def adam_rows_lazy(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
     update their moments and move, with :func:`adam_dense`'s arithmetic; the others are left as they
     are (no decay), so a step costs the touched rows, not all R."""
     K = p.shape[1]
-    pf = p.reshape(-1)
-    mf = m.reshape(-1)
-    vf = v.reshape(-1)
+    pf, mf, vf = p.reshape(-1), m.reshape(-1), v.reshape(-1)
     for j in range(rows.shape[0]):
-        lo = rows[j] * K
-        _adam_dense_inline(
-            pf[lo : lo + K],
-            mf[lo : lo + K],
-            vf[lo : lo + K],
-            gv[j],
-            w1,
-            b2,
-            c2,
-            step_size,
-            bc2_sqrt,
-            eps,
-        )
+        _adam_row(pf, mf, vf, rows[j] * K, gv[j], w1, b2, c2, step_size, bc2_sqrt, eps)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _adam_row(pf, mf, vf, lo, g, w1, b2, c2, step_size, bc2_sqrt, eps):
+    """:func:`adam_dense`'s step on the row of flat arrays starting at ``lo`` (``len(g)`` entries)."""
+    hi = lo + g.shape[0]
+    _adam_dense_inline(pf[lo:hi], mf[lo:hi], vf[lo:hi], g, w1, b2, c2, step_size, bc2_sqrt, eps)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
