@@ -186,6 +186,21 @@ def test_status_and_collect_print_unreadable_records(tmp_path):
         assert f"{bad}: not valid JSON" in res.stderr
 
 
+def test_status_lists_the_first_failures_and_counts_the_rest_by_reason(tmp_path):
+    store = Store(tmp_path / "out" / "store")
+    base = {"experiment": "x", "method": "cart", "seed": 0, "fold": 0, "status": "failed"}
+    for i in range(70):  # 70 failures: 50 listed, 20 counted under their two reasons
+        error = "DatasetUnavailableError: no file" if i % 2 else "ValueError: bad input"
+        store.write({**base, "key": f"k{i:03d}", "dataset": f"d{i}", "error": error})
+    res = run_cli(["status", "--no-ledger"], tmp_path, {**_env(tmp_path), "COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = res.stdout.splitlines()
+    assert sum(ln.startswith("failed cart | d") for ln in lines) == 50
+    assert "… and 20 more failed or skipped runs" in res.stdout
+    assert "  10 x failed: DatasetUnavailableError: no file" in lines
+    assert "  10 x failed: ValueError: bad input" in lines
+
+
 # ----------------------------------------------------------------------------- (6) modes
 
 

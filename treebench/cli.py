@@ -370,7 +370,17 @@ def status(
         console.print(t)
     hints: dict[str, None] = {}
     store = Store(store_dir, ledger=led)
-    for row in df[df["status"].isin(["failed", "skipped"])].to_dict("records") if len(df) else []:
+    listed = df[df["status"].isin(["failed", "skipped"])] if len(df) else df
+    if len(listed) > _LISTED_RUNS:  # the rest as counts per reason: thousands of lines help nobody
+        rest = listed.iloc[_LISTED_RUNS:]
+        listed = listed.iloc[:_LISTED_RUNS]
+        why = rest["error"] if "error" in rest else pd.Series(None, index=rest.index)
+        if "reason" in rest:
+            why = why.fillna(rest["reason"])
+        groups = (rest["status"] + ": " + why.astype(str).str.slice(0, 160)).value_counts()
+    else:
+        groups = None
+    for row in listed.to_dict("records"):
         r = {**(store.get(row["key"]) or {}), **row}  # the full record: a SLURM job's details
         if r["status"] == "failed":
             label, error = "failed", r.get("error")
@@ -383,11 +393,24 @@ def status(
             )
         else:
             console.print(f"[yellow]skipped[/] {r['method']} | {r['dataset']}: {r.get('reason')}")
+    if groups is not None:
+        console.print(
+            f"… and {int(groups.sum())} more failed or skipped runs "
+            "(`--experiment NAME` narrows the listing):",
+            highlight=False,
+        )
+        for text, n in groups.head(10).items():
+            console.print(f"  {n} x {text}", highlight=False)
+        if len(groups) > 10:
+            console.print(f"  {int(groups.iloc[10:].sum())} x other reasons", highlight=False)
     for hint in hints:
         if hint:
             console.print(f"  fix: {hint}", highlight=False)
     _print_problems(problems)
     _print_pending_slurm(store_dir)
+
+
+_LISTED_RUNS = 50  # failed/skipped runs `status` lists one per line; the rest are counted by reason
 
 
 def _print_problems(problems: list) -> None:
