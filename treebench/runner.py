@@ -81,6 +81,22 @@ def tune_settings(cfg: DictConfig) -> dict | None:
     return {**tune, "search": _plain(cfg.method.get("search")) or {}}
 
 
+def reference_settings(cfg: DictConfig) -> dict | None:
+    """The job's ``reference`` (a size-matched baseline fitted beside the method), or None.
+
+    ``{"method": name, "params": {...}, "match": {param: size_field}}``: on each fold the
+    reference method is fitted on the same preprocessed training part with each ``param`` set to
+    the fitted model's ``size[size_field]`` (e.g. CART's ``max_leaf_nodes`` to the model's
+    ``n_leaves``: best-first CART of the same size).
+    """
+    node = cfg.get("reference")
+    if not node:
+        return None
+    ref = OmegaConf.to_container(node, resolve=True)
+    get_entry(ref["method"])  # unknown method → error listing the choices
+    return {"method": ref["method"], "params": ref.get("params") or {}, "match": ref["match"]}
+
+
 @dataclass
 class Job:
     """A resolved job: everything that identifies its records, and the config it came from."""
@@ -92,6 +108,7 @@ class Job:
     split: dict
     seed: int
     tune: dict | None = None  # :func:`tune_settings`; None = no tuning
+    reference: dict | None = None  # :func:`reference_settings`; None = no reference fit
 
     @classmethod
     def from_config(cls, cfg: DictConfig, seed: int | None = None) -> Job:
@@ -105,6 +122,7 @@ class Job:
             split=_plain(split),
             seed=int(cfg.seed if seed is None else seed),
             tune=tune_settings(cfg),
+            reference=reference_settings(cfg),
         )
 
     @classmethod
@@ -140,6 +158,8 @@ class Job:
         }
         if self.tune:  # only then, so untuned keys stay what they were
             spec["tune"] = self.tune
+        if self.reference:  # likewise
+            spec["reference"] = self.reference
         return run_key(spec)
 
 
@@ -447,9 +467,48 @@ def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
     }
     if ff.tuning is not None:
         out["tuning"] = ff.tuning
+    if job.reference is not None:
+        out["reference"] = fit_reference(job, ff, size, names, threads)
     if on_fit is not None:
         out.update(on_fit(ff, ds))
     return out
+
+
+def fit_reference(job: Job, ff: FittedFold, size: dict, names, threads: int) -> dict:
+    """Fit the job's reference (:func:`reference_settings`) on the fold the method was fitted on
+    and measure it as the method is measured: the record's ``reference`` field."""
+    ref = job.reference
+    missing = [f for f in ref["match"].values() if f not in size]
+    if missing:
+        raise ValueError(
+            f"reference.match names size fields {missing} that {job.method}'s size report lacks "
+            f"(it has: {', '.join(size) or 'none'})"
+        )
+    matched = {p: max(2, int(size[f])) for p, f in ref["match"].items()}
+    est = build_estimator(
+        ref["method"],
+        job.cfg.dataset.task,
+        {**ref["params"], **matched},
+        threads=threads,
+        random_state=ff.method_seed,
+    )
+    with threadpool_limits(limits=threads):
+        t0 = time.perf_counter()
+        est.fit(ff.X_train, ff.y_train)
+        fit_s = time.perf_counter() - t0
+        metrics = {
+            **_metrics(names, ff.y_train, est.predict(ff.X_train), "train"),
+            **_metrics(names, ff.y_test, est.predict(ff.X_test), "test"),
+        }
+        ref_size = est.size_report(ff.X_test) if hasattr(est, "size_report") else {}
+    return {
+        "method": ref["method"],
+        "match": ref["match"],
+        "params": {**ref["params"], **matched},
+        "metrics": metrics,
+        "size": ref_size,
+        "fit_seconds": fit_s,
+    }
 
 
 def display_names(ff: FittedFold, ds) -> tuple[list | None, list | None]:

@@ -60,6 +60,7 @@ class TreebenchConf:
     dataset: Any = MISSING
     split: Any = None
     tune: TuneConf = field(default_factory=TuneConf)
+    reference: Any = None
     seed: int = 0
     seeds: list[int] | None = None
     fold: int | None = None

@@ -55,15 +55,16 @@ def _param_codes(col: pd.Series) -> tuple[np.ndarray, list[str]]:
 
 
 def config_columns(df: pd.DataFrame, by: tuple = ("dataset", "method")) -> pd.DataFrame:
-    """Each row's configuration within its ``by`` block: the ``param.*`` values, and the tuning
-    budget ``tune``, that differ there.
+    """Each row's configuration within its ``by`` block: the ``param.*`` values, the tuning
+    budget ``tune`` and the ``reference`` fit beside the method, that differ there.
 
     Returns a frame on ``df``'s index with ``config`` (e.g. ``"max_depth=3, n_estimators=50"``;
     empty when the block has one configuration; missing and None values read ``null``) and
     ``config_rank`` (an integer ordering the configurations by their values, numbers numerically).
     """
     params = sorted(c for c in df.columns if c.startswith("param."))
-    params += ["tune"] if "tune" in df.columns else []  # a tuned run is its own configuration
+    # a tuned run, or one with a reference fit beside it, is its own configuration
+    params += [c for c in ("tune", "reference") if c in df.columns]
     out = pd.DataFrame({"config": "", "config_rank": 0}, index=df.index)
     if df.empty or not params:
         return out

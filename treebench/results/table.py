@@ -39,6 +39,13 @@ def _flatten(rec: dict) -> dict:
         for k, v in tuning.items():
             if k != "candidates":  # every candidate's scores stay in the record
                 row[f"tuning.{k}"] = v if not isinstance(v, (dict, list)) else str(v)
+    ref = rec.get("reference")
+    if ref:  # the size-matched baseline fitted beside the method (runner.fit_reference)
+        row["reference"] = (
+            f"{ref['method']}({', '.join(f'{p}={f}' for p, f in ref['match'].items())})"
+        )
+        for k, v in {**ref["metrics"], **ref["size"], "fit_seconds": ref["fit_seconds"]}.items():
+            row[f"reference.{k}"] = v
     return row
 
 
