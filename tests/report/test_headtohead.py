@@ -117,6 +117,7 @@ def test_pareto_front_keeps_the_non_dominated_points():
     # (leaves, score): (10, .8) and (100, .9) are on it; (50, .7) and (10, .75) are dominated
     mask = pareto_front([10, 100, 50, 10], [0.8, 0.9, 0.7, 0.75])
     assert mask.tolist() == [True, True, False, False]
+    assert pareto_front([10, np.nan, 5], [0.8, 0.99, np.nan]).tolist() == [True, False, False]
 
 
 # ------------------------------------------------------------------------------ the main sections
@@ -253,6 +254,32 @@ def test_plan_comes_from_the_experiment_config():
     assert reduced["datasets"] == ["wine_red", "dna", "satimage", "cmc"]
     assert reduced["seeds"] == [0, 1, 2]
     assert experiment_plan(CONF_DIR, "no_such_experiment", "full") is None
+
+
+def test_cli_writes_the_page_from_the_ledger(tmp_path, monkeypatch):
+    """``report --headtohead`` reads the ledger only, stamps the page with its records' hash and
+    draws the figures beside it; it refuses --no-ledger and --reproduction with it."""
+    from typer.testing import CliRunner
+
+    from treebench.cli import app
+    from treebench.results.ledger import Ledger
+
+    recs = _records()
+    Ledger(tmp_path / "results").add(recs)
+    monkeypatch.setenv("TREEBENCH_LEDGER", str(tmp_path / "results"))
+    monkeypatch.setenv("TREEBENCH_OUTPUTS", str(tmp_path / "o"))
+    out = tmp_path / "docs" / "headtohead.md"
+    r = CliRunner().invoke(app, ["report", "--headtohead", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    stored = Ledger(tmp_path / "results").records()
+    text = out.read_text()
+    assert f"records ({len(recs)} records, content hash {records_hash(stored)})" in text
+    # the plan is the experiment config's (5 seeds in the full profile), not the records'
+    assert "2 of 5 seeds" in text and "3 of 5 seeds" in text and "3 of 3" not in text
+    assert (tmp_path / "docs" / "headtohead" / "pareto_d1.png").exists()
+    for bad in (["--no-ledger"], ["--reproduction"]):
+        r = CliRunner().invoke(app, ["report", "--headtohead", *bad, "--out", str(out)])
+        assert r.exit_code == 2, r.output
 
 
 def test_records_hash_names_the_records_not_their_order():

@@ -295,10 +295,10 @@ def _scale(task: str) -> tuple[float, int, str]:
 
 def pareto_front(x, y) -> np.ndarray:
     """Mask of the points no other point dominates (fewer or equal leaves and a higher or equal
-    score, one of them strictly)."""
+    score, one of them strictly); a point without both values is on no front."""
     x, y = np.asarray(x, float), np.asarray(y, float)
-    front = np.ones(len(x), bool)
-    for i in range(len(x)):
+    front = np.isfinite(x) & np.isfinite(y)
+    for i in np.flatnonzero(front):
         dom = (x <= x[i]) & (y >= y[i]) & ((x < x[i]) | (y > y[i]))
         front[i] = not dom.any()
     return front
