@@ -157,7 +157,10 @@ def test_side_configurations_and_other_experiments_are_left_out():
     other["experiment"] = "ci"
     sweep = rec("alpha", "d2", 0, 0.1, 0.9, profile="reduced")
     sweep["overrides"] = ["experiment=headtohead", "profile=reduced", "method=alpha", "tune=small"]
-    rows = score_rows(frame([*recs, side, other, sweep]))
+    sweep["overrides"] += ["threads=4", "seed=0"]  # no other configuration
+    split = rec("alpha", "d1", 2, 0.1, 0.9)
+    split["overrides"] = ["experiment=headtohead", "split=kfold5"]
+    rows = score_rows(frame([*recs, side, other, sweep, split]))
     assert len(rows) == len(recs) + 1
     assert (rows["profile"] == "reduced").sum() == 1
 

@@ -24,8 +24,10 @@ from treebench.report.select import add_derived
 EXPERIMENT = "headtohead"
 #: significance level of the paired test behind win/tie/loss
 ALPHA = 0.05
-#: overrides that place a record in the sweep; any other override makes it another configuration
-_SWEEP_KEYS = ("experiment", "profile", "method", "dataset", "seed", "seeds", "tune")
+#: config groups whose overrides change what a run key holds (``method.params.x=``, ``split=``);
+#: choosing a method, dataset or tune budget (``method=``, ...) is the sweep's own
+_CONFIG_ROOTS = ("method", "dataset", "tune", "split", "metrics", "reference")
+_SWEPT = ("method", "dataset", "tune")
 #: an untuned record's ``tune`` label
 UNTUNED = "none"
 WIN, TIE, LOSS, UNTESTED = "win", "tie", "loss", "untested"
@@ -38,10 +40,16 @@ MAX_LOSS = 2.0
 
 
 def _side_config(overrides) -> bool:
-    """True when a record's overrides set more than the sweep does (``method.params.x=``, ...)."""
+    """True when a record's overrides change its configuration beyond the sweep's choices
+    (``method.params.x=``, ``split=kfold5``); ``threads=`` and the like do not."""
     if not isinstance(overrides, list | tuple | np.ndarray):
         return False
-    return any(str(o).split("=", 1)[0].lstrip("+~") not in _SWEEP_KEYS for o in overrides)
+    for o in overrides:
+        key = str(o).split("=", 1)[0].lstrip("+~")
+        root = key.replace("/", ".").split(".", 1)[0]
+        if root in _CONFIG_ROOTS and not (key == root and root in _SWEPT):
+            return True
+    return False
 
 
 def score_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFrame:
@@ -53,7 +61,7 @@ def score_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFrame:
         ``method, dataset, task, seed, profile, tune, status, reason, score, ref_score, n_leaves,
         ref_leaves, fit_seconds, tuning_seconds`` (score = test accuracy for classification, test
         R² for regression; ``ref_*`` of the record's same-size reference). Records whose overrides
-        set more than the sweep does (another configuration of a method) are left out.
+        change the configuration (another configuration of a method) are left out.
     """
     cols = [
         "method",
