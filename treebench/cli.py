@@ -452,12 +452,22 @@ def report(
     reproduction: bool = typer.Option(
         False, "--reproduction", help="write REPRODUCTION.md: every paper table, ours vs the paper"
     ),
-    out: str = typer.Option(None, help="REPRODUCTION.md path (default: the repository root)"),
+    headtohead: bool = typer.Option(
+        False,
+        "--headtohead",
+        help="write docs/headtohead.md: every method tuned at one budget beside same-size CART",
+    ),
+    out: str = typer.Option(
+        None,
+        help="REPRODUCTION.md path (default: the repository root); with --headtohead, "
+        "headtohead.md's (default: docs/)",
+    ),
     ledger: bool = _LEDGER_OPT,
     with_store: bool = typer.Option(
         False,
         "--with-store",
-        help="--reproduction: add the local store's records (the committed file uses the ledger only)",
+        help="--reproduction, --headtohead: add the local store's records (the committed files "
+        "use the ledger only)",
     ),
 ) -> None:
     """Markdown/LaTeX tables (ours next to the paper), figures and statistical tests under outputs/reports/."""
@@ -470,10 +480,19 @@ def report(
     outp = _outputs(outputs)
     papers = _load_papers()
     led = _ledger(ledger)
-    if reproduction:
+    if headtohead or reproduction:
         if led is None:
-            err.print("[red]--reproduction is made from the committed ledger; drop --no-ledger[/]")
+            err.print(
+                "[red]--reproduction and --headtohead are made from the committed ledger; drop --no-ledger[/]"
+            )
             raise typer.Exit(2)
+        if headtohead and reproduction:
+            err.print("[red]--reproduction and --headtohead write different files: pass one[/]")
+            raise typer.Exit(2)
+    if headtohead:
+        _report_headtohead(led, outp / "store" if with_store else None, out)
+        return
+    if reproduction:
         df = do_collect(outp / "store" if with_store else None, ledger=led)
         stamp = f"ledger `results/` {led.content_hash()} ({len(led)} records)"
         if with_store:
@@ -511,6 +530,31 @@ def report(
     (rep / f"{stem}.tex").write_text(table.to_latex(index=False, float_format="%.4f"))
     print_summary(table, stem)
     console.print(f"written: {rep / (stem + '.md')}, {rep / (stem + '.tex')}")
+
+
+def _report_headtohead(led, store_dir: Path | None, out: str | None) -> None:
+    """``report --headtohead``: docs/headtohead.md and docs/headtohead/*.png from the ledger (and
+    with ``store_dir``, the local store), stamped with the hash of the records it reads."""
+    from treebench.report.headtohead import EXPERIMENT, headtohead_markdown
+    from treebench.results import collect as do_collect
+    from treebench.results.ledger import records_hash
+
+    df = do_collect(store_dir, ledger=led, experiment=EXPERIMENT)
+    mine = [
+        r
+        for r in led.records()
+        if EXPERIMENT in [r.get("experiment"), *(r.get("also_experiments") or [])]
+    ]
+    stamp = f"the ledger's `{EXPERIMENT}` records ({len(mine)} records, content hash {records_hash(mine)})"
+    if store_dir is not None:
+        stamp += " + the local store (not committed)"
+    dest = Path(out) if out else PROJECT_DIR / "docs" / "headtohead.md"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    text = headtohead_markdown(
+        df, CONF_DIR, stamp=stamp, figures_dir=dest.parent / dest.stem, figures_link=dest.stem
+    )
+    dest.write_text(text)
+    console.print(f"written: {dest} ({len(df)} records; {stamp})")
 
 
 @app.command()

@@ -36,6 +36,8 @@ DERIVED = {
     # one column over mixed-task experiments (higher is better for both)
     "test_score": _score("test"),
     "train_score": _score("train"),
+    # the same of the size-matched reference fitted beside the method (runner.fit_reference)
+    "reference.test_score": _score("reference.test"),
 }
 
 

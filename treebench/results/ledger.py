@@ -205,6 +205,16 @@ class Ledger:
         return atomic_write_bytes(self.root / f"{experiment}{SUFFIX}", buf.getvalue())
 
 
+def records_hash(records: Iterable[dict]) -> str:
+    """sha256 (first 16 hex digits) of records as the ledger writes them (canonical JSON lines
+    sorted by key): names a subset of the ledger, e.g. one experiment's records, whatever files
+    they are in."""
+    h = hashlib.sha256()
+    for rec in sorted(records, key=lambda r: r["key"]):
+        h.update((_line(rec) + "\n").encode("utf-8"))
+    return h.hexdigest()[:16]
+
+
 def combined_records(store_records: Iterable[dict], ledger: Ledger | None) -> Iterator[dict]:
     """Ledger records plus the local store's, one record per run key.
 
