@@ -637,18 +637,21 @@ def _paper_labelled(rec: dict, wanted: set[str]) -> dict | None:
 @ledger_app.command("add")
 def ledger_add(
     experiment: str = typer.Option(
-        None, help="only this experiment (default: every experiment with paper targets)"
+        None,
+        help="only this experiment (default: every experiment with paper targets, and headtohead)",
     ),
     outputs: str = typer.Option(
         None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="say what would be added, write nothing"),
 ) -> None:
-    """Move the local store's done records of paper experiments into the committed ledger.
+    """Move the local store's done records of paper experiments and of the head-to-head into the
+    committed ledger.
 
     A run key already in the ledger gains the record's experiment labels; one whose numbers differ
     is refused, with every such key listed, and nothing is written.
     """
+    from treebench.report.headtohead import EXPERIMENT as HEADTOHEAD
     from treebench.report.targets import experiment_names
     from treebench.results import LedgerConflict, Store
 
@@ -656,7 +659,7 @@ def ledger_add(
     if led is None:
         err.print("[red]TREEBENCH_LEDGER is off: no ledger to add to.[/]")
         raise typer.Exit(2)
-    wanted = {experiment} if experiment else set(experiment_names(_load_papers()))
+    wanted = {experiment} if experiment else {*experiment_names(_load_papers()), HEADTOHEAD}
     store = Store(_outputs(outputs) / "store")
     recs = [r for r in (_paper_labelled(rec, wanted) for rec in store.records()) if r is not None]
     try:

@@ -473,7 +473,7 @@ def _not_run(experiment: str, plan: dict | None) -> list[str]:
         "```bash\n"
         f"treebench run experiment={experiment}                                 # tune=small, full plan\n"
         f"treebench run -m experiment={experiment} profile=reduced tune=none,small  # tuned vs defaults\n"
-        f"treebench ledger add --experiment {experiment}\n"
+        "treebench ledger add\n"
         "treebench report --headtohead\n"
         "```\n",
     ]
