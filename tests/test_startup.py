@@ -283,3 +283,37 @@ out["torch_after_cap"] = torch.get_num_threads()
 
 def test_method_names_equal_the_registry_names():
     assert _catalog.method_names() == base.available_methods()
+
+
+def test_run_pauses_the_collector_until_the_job_starts(tmp_path):
+    """The console entry point pauses the cyclic collector for ``run`` (imports, composition) and
+    the job's work runs with it enabled, everything imported before frozen (treebench.gcpause)."""
+    out = _modules_after(
+        """
+import gc, sys
+import treebench.params as params, treebench.runner as runner
+from treebench import cli
+seen = {}
+check, run_job = params.check_params, runner.run_job
+def spy_check(cfg):
+    seen["startup"] = gc.isenabled()
+    return check(cfg)
+def spy_run_job(*a, **k):
+    seen["job"], seen["frozen"] = gc.isenabled(), gc.get_freeze_count() > 0
+    return run_job(*a, **k)
+params.check_params, runner.run_job = spy_check, spy_run_job
+def main(*args):
+    sys.argv = ["treebench", *args]
+    try:
+        cli.main()
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+main("run", "method=cart", "dataset=iris")
+out = {**seen, "after": gc.isenabled()}
+gc.unfreeze()
+main("list", "splits")
+out["list"] = (gc.isenabled(), gc.get_freeze_count())
+""",
+        tmp_path,
+    )
+    assert out == {"startup": False, "job": True, "frozen": True, "after": True, "list": [True, 0]}
