@@ -225,24 +225,39 @@ def test_load_yaml_equals_safe_load_and_raises_the_same_error(tmp_path):
 
 
 def test_startup_section_rows_and_table(tmp_path):
-    """The bench's startup section for ``--help`` alone, once: columns, imports, the table."""
+    """The bench's startup section for ``--help`` and a CART run, once, with the yardstick:
+    columns, imports, the first fit of the run, the table."""
     from types import SimpleNamespace
 
-    from treebench.bench.startup import STARTUP_COLUMNS, run_startup_section
+    from treebench.bench.startup import FLOOR, STARTUP_COLUMNS, run_startup_section
     from treebench.bench.write import _startup
 
     env = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + env  # the child imports this checkout
     try:
-        cfg = {"startup": {"repeats": 1, "commands": ["--help"], "target_seconds": 1000}}
+        cfg = {
+            "startup": {
+                "repeats": 1,
+                "commands": ["--help", "run cart iris"],
+                "target_seconds": 1000,
+            }
+        }
         rows = run_startup_section(cfg, log=lambda *a: None)
     finally:
         os.environ["PYTHONPATH"] = env
-    assert len(rows) == 1 and list(rows[0]) == STARTUP_COLUMNS
-    row = rows[0]
+    assert len(rows) == 3 and all(list(r) == STARTUP_COLUMNS for r in rows)
+    row, run, floor = rows
     assert row["command"] == "treebench --help" and row["returncode"] == 0 and row["runs"] == 1
     assert row["heavy_imports"] == "" and row["meets_target"] is True
     assert 0 < row["cpu_s_min"] and 0 < row["wall_s_min"] <= row["wall_s_median"]
+    assert row["first_work_wall_s_min"] is None and row["first_work_cpu_s_min"] is None
+    # the run's first fit is stamped inside the process, before it ends
+    assert run["command"] == "treebench run cart iris" and run["returncode"] == 0
+    assert 0 < run["first_work_wall_s_min"] < run["wall_s_min"]
+    assert 0 < run["first_work_cpu_s_min"] <= run["cpu_s_min"]
+    assert not {"torch", "numba", "matplotlib", "openml"} & set(run["heavy_imports"].split(","))
+    assert floor["command"] == FLOOR and floor["returncode"] == 0
+    assert "sklearn" in floor["heavy_imports"].split(",") and floor["first_work_wall_s_min"] is None
     (tmp_path / "d").mkdir()
     md = _startup(SimpleNamespace(cfg=cfg, startup_rows=rows), tmp_path / "d")
     assert "## Startup" in md and "**met** by every command" in md

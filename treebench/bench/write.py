@@ -277,6 +277,8 @@ def _startup(bench, d: Path) -> str:
         "wall_s_min": "wall s (min)",
         "wall_s_median": "wall s (median)",
         "cpu_s_min": "CPU s (min)",
+        "first_work_wall_s_min": "first fit: wall s (min)",
+        "first_work_cpu_s_min": "first fit: CPU s (min)",
         "runs": "runs",
         "returncode": "exit code",
         "meets_target": f"≤ {target:g} s",
