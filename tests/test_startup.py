@@ -107,10 +107,13 @@ from treebench.results import Store
 import os
 store = Store(os.path.join(os.environ["TREEBENCH_OUTPUTS"], "store"))
 out["records"] = [(r["method"], r["dataset"], r["status"]) for r in store.records()]
+out["targets"] = sorted(m for m in sys.modules if m.startswith("treebench.report.t"))
 """,
         tmp_path,
     )
     assert out["records"] == [["cart", "iris", "ok"]]
+    # no paper names cart on iris (the CI guards aside): no paper file validated, no report table
+    assert out["targets"] == []
     assert not set(out["run"]) & set(METHOD_LIBS)
     assert "sklearn" in out["run"]  # CART is scikit-learn's
     assert set(out["packages"]) == {"baselines"}  # the one package that registers cart
