@@ -228,3 +228,34 @@ def test_make_store_clones_with_fresh_keys_and_failures(tmp_path):
     assert len(recs) == 60 and len({r["key"] for r in recs}) == 60
     assert sum(r["status"] == "failed" for r in recs) == 2
     assert sum("store_bench" in (r.get("also_experiments") or []) for r in recs) == 3
+
+
+def test_quick_profile_keeps_one_worker_per_method(quick_run):
+    """--quick keeps one worker per method for every section (first-call costs paid once), forked
+    after every section's data are loaded; data loaded later get a new worker."""
+    from treebench.bench.sections import Bench
+    from treebench.bench.worker import DATA
+
+    cfg = bench.load_config(quick=True)
+    assert (
+        cfg["reuse_workers"] and cfg["first_call"] and not bench.load_config().get("reuse_workers")
+    )
+    b = Bench(cfg, ["cart"], ["digits"], log=lambda *a: None)
+    try:
+        b.preload(["main", "scaling"])
+        w = b.worker("cart")
+        assert w.alive and b.worker("cart") is w
+        b.release(w)
+        assert w.alive and b.worker("cart") is w  # kept for the next section
+        b.data("digits", 50, 20)  # loaded after the fork: the kept worker cannot see it
+        w2 = b.worker("cart")
+        assert w2 is not w and not w.alive and w2.alive
+        row = b._run(w2, "main", "cart", ("digits", 50, 20), b.params("cart", "digits"))
+        assert row["status"] == "ok" and row["n_train"] == 50
+    finally:
+        b.close()
+        for key in [k for k in DATA if k == ("digits", 50, 20)]:
+            del DATA[key]
+    assert not w2.alive
+    md = (quick_run / "BENCHMARKS.md").read_text()
+    assert "one per method, kept for every section" in md and "fits and predicts 100 rows" in md

@@ -107,10 +107,13 @@ from treebench.results import Store
 import os
 store = Store(os.path.join(os.environ["TREEBENCH_OUTPUTS"], "store"))
 out["records"] = [(r["method"], r["dataset"], r["status"]) for r in store.records()]
+out["targets"] = sorted(m for m in sys.modules if m.startswith("treebench.report.t"))
 """,
         tmp_path,
     )
     assert out["records"] == [["cart", "iris", "ok"]]
+    # no paper names cart on iris (the CI guards aside): no paper file validated, no report table
+    assert out["targets"] == []
     assert not set(out["run"]) & set(METHOD_LIBS)
     assert "sklearn" in out["run"]  # CART is scikit-learn's
     assert set(out["packages"]) == {"baselines"}  # the one package that registers cart
@@ -225,24 +228,39 @@ def test_load_yaml_equals_safe_load_and_raises_the_same_error(tmp_path):
 
 
 def test_startup_section_rows_and_table(tmp_path):
-    """The bench's startup section for ``--help`` alone, once: columns, imports, the table."""
+    """The bench's startup section for ``--help`` and a CART run, once, with the yardstick:
+    columns, imports, the first fit of the run, the table."""
     from types import SimpleNamespace
 
-    from treebench.bench.startup import STARTUP_COLUMNS, run_startup_section
+    from treebench.bench.startup import FLOOR, STARTUP_COLUMNS, run_startup_section
     from treebench.bench.write import _startup
 
     env = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + env  # the child imports this checkout
     try:
-        cfg = {"startup": {"repeats": 1, "commands": ["--help"], "target_seconds": 1000}}
+        cfg = {
+            "startup": {
+                "repeats": 1,
+                "commands": ["--help", "run cart iris"],
+                "target_seconds": 1000,
+            }
+        }
         rows = run_startup_section(cfg, log=lambda *a: None)
     finally:
         os.environ["PYTHONPATH"] = env
-    assert len(rows) == 1 and list(rows[0]) == STARTUP_COLUMNS
-    row = rows[0]
+    assert len(rows) == 3 and all(list(r) == STARTUP_COLUMNS for r in rows)
+    row, run, floor = rows
     assert row["command"] == "treebench --help" and row["returncode"] == 0 and row["runs"] == 1
     assert row["heavy_imports"] == "" and row["meets_target"] is True
     assert 0 < row["cpu_s_min"] and 0 < row["wall_s_min"] <= row["wall_s_median"]
+    assert row["first_work_wall_s_min"] is None and row["first_work_cpu_s_min"] is None
+    # the run's first fit is stamped inside the process, before it ends
+    assert run["command"] == "treebench run cart iris" and run["returncode"] == 0
+    assert 0 < run["first_work_wall_s_min"] < run["wall_s_min"]
+    assert 0 < run["first_work_cpu_s_min"] <= run["cpu_s_min"]
+    assert not {"torch", "numba", "matplotlib", "openml"} & set(run["heavy_imports"].split(","))
+    assert floor["command"] == FLOOR and floor["returncode"] == 0
+    assert "sklearn" in floor["heavy_imports"].split(",") and floor["first_work_wall_s_min"] is None
     (tmp_path / "d").mkdir()
     md = _startup(SimpleNamespace(cfg=cfg, startup_rows=rows), tmp_path / "d")
     assert "## Startup" in md and "**met** by every command" in md
@@ -283,3 +301,37 @@ out["torch_after_cap"] = torch.get_num_threads()
 
 def test_method_names_equal_the_registry_names():
     assert _catalog.method_names() == base.available_methods()
+
+
+def test_run_pauses_the_collector_until_the_job_starts(tmp_path):
+    """The console entry point pauses the cyclic collector for ``run`` (imports, composition) and
+    the job's work runs with it enabled, everything imported before frozen (treebench.gcpause)."""
+    out = _modules_after(
+        """
+import gc, sys
+import treebench.params as params, treebench.runner as runner
+from treebench import cli
+seen = {}
+check, run_job = params.check_params, runner.run_job
+def spy_check(cfg):
+    seen["startup"] = gc.isenabled()
+    return check(cfg)
+def spy_run_job(*a, **k):
+    seen["job"], seen["frozen"] = gc.isenabled(), gc.get_freeze_count() > 0
+    return run_job(*a, **k)
+params.check_params, runner.run_job = spy_check, spy_run_job
+def main(*args):
+    sys.argv = ["treebench", *args]
+    try:
+        cli.main()
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+main("run", "method=cart", "dataset=iris")
+out = {**seen, "after": gc.isenabled()}
+gc.unfreeze()
+main("list", "splits")
+out["list"] = (gc.isenabled(), gc.get_freeze_count())
+""",
+        tmp_path,
+    )
+    assert out == {"startup": False, "job": True, "frozen": True, "after": True, "list": [True, 0]}

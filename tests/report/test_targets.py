@@ -155,3 +155,22 @@ def test_paper_setting_names_the_experiment_and_number():
     assert line is not None and "experiment=rhf_table3 dataset=letter" in line
     assert "Random Hinge Forest" in line
     assert paper_setting("cart", "iris", papers) is None  # only CI guards know iris
+
+
+def test_papers_naming_finds_every_paper_setting():
+    """The text prefilter of the line printed after a run: over the files it keeps, the paper
+    setting of every (method, dataset) pair a target names is the one over all files."""
+    from treebench.report.mentions import papers_naming
+    from treebench.report.targets import load_all, paper_setting
+
+    papers = load_all()
+    pairs = {(t.select.method, t.select.dataset) for p in papers for t in p.targets if t.select}
+    pairs |= {("cart", "iris"), ("tnt", "nosuchdata"), ("hinge", "letter")}
+    for method, dataset in sorted(pairs, key=str):
+        if not (isinstance(method, str) and isinstance(dataset, str)):
+            continue
+        kept = papers_naming(method, dataset, exclude=("ci",))
+        line = paper_setting(method, dataset, [load_paper(p) for p in kept])
+        assert line == paper_setting(method, dataset, papers), (method, dataset)
+    assert papers_naming("cart", "iris", exclude=("ci",)) == []  # only the CI guards name iris
+    assert [p.name for p in papers_naming("hinge_forest", "letter")] == ["hinge.yaml"]

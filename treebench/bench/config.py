@@ -13,6 +13,8 @@ from treebench.config import CONF_DIR, compose
 
 CLASSIFICATION = "classification"
 SECTIONS = ("main", "inference", "threads", "scaling", "store", "startup")
+#: rows of the untraced first fit and predict of a new worker with ``first_call`` (quick profile)
+FIRST_CALL_ROWS = 100
 
 
 def load_config(quick: bool = False, path: str | Path | None = None) -> dict:

@@ -24,6 +24,7 @@ import pandas as pd
 
 from treebench.bench.config import (
     CLASSIFICATION,
+    FIRST_CALL_ROWS,
     SECTIONS,
     basis_columns,
     load_config,
@@ -36,6 +37,16 @@ from treebench.bench.measure import measure
 from treebench.bench.summary import RAW_COLUMNS
 from treebench.bench.worker import DATA, Worker
 from treebench.bench.write import write_outputs
+
+
+def _init_numba() -> None:
+    """Compile one trivial function: numba's LLVM JIT engine is initialised in this process
+    (~0.3 s of CPU a worker would pay at its first compiled call; no threads are started)."""
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - depends on the environment
+        return
+    numba.njit(lambda x: x + 1)(1)
 
 
 class Bench:
@@ -63,6 +74,9 @@ class Bench:
         self.startup_rows: list[dict] = []  # the startup section's rows (treebench.bench.startup)
         self.runs: dict[str, dict] = {}  # section -> when/how it ran (sections may come from runs)
         self.settings = {m: method_settings(m, cfg) for m in methods}
+        self.first_call = bool(cfg.get("first_call", False))
+        self.reuse_workers = bool(cfg.get("reuse_workers", False))
+        self._workers: dict[str, Worker] = {}  # with reuse_workers: one per method
         self._preimport()
 
     def params(self, method: str, dataset: str) -> dict:
@@ -71,15 +85,86 @@ class Bench:
 
     def _preimport(self) -> None:
         """Import torch (no ops: fork-safe) and the numba routers once in the parent, so workers
-        do not each pay the import (seconds of CPU per worker)."""
+        do not each pay the import (seconds of CPU per worker); and the config's ``preimport``
+        modules (e.g. ``torch._dynamo``, which torch's optimizers import on first use: ~1 s of CPU
+        per worker, ten times that under the warm-up's tracemalloc)."""
+        import importlib
+
         from treebench.methods.base import get_method
 
         if any(get_method(m, CLASSIFICATION).requires_torch for m in self.methods):
             try:
                 import torch  # noqa: F401
+
+                for name in self.cfg.get("preimport") or []:
+                    importlib.import_module(name)
             except ImportError:  # pragma: no cover - depends on the environment
                 pass
         import treebench.methods._routing  # noqa: F401
+
+        if self.cfg.get("jit_init"):  # numba's LLVM engine set up once, not in every worker
+            _init_numba()
+
+    def worker(self, method: str) -> Worker:
+        """A fresh worker for ``method``, or with ``reuse_workers`` its one worker (alive) for
+        every section; with ``first_call`` a fresh one has fitted and predicted
+        :data:`FIRST_CALL_ROWS` rows untraced before it is handed out."""
+        w = self._workers.get(method) if self.reuse_workers else None
+        if w is not None and w.alive and w.keys == set(DATA):
+            return w
+        if w is not None:  # gone, or forked before data it may need were loaded (see preload)
+            w.close()
+        w = Worker()
+        if self.reuse_workers:
+            self._workers[method] = w
+        if self.first_call:
+            self._first_call(w, method)
+        return w
+
+    def preload(self, sections) -> None:
+        """Load the data of every section in ``sections`` now: a worker kept for later sections
+        (``reuse_workers``) sees only the data loaded before it was forked."""
+        for ds in self.datasets if "main" in sections else []:
+            spec = self.cfg["datasets"].get(ds) or {}
+            self.data(ds, spec.get("max_train"), spec.get("max_test"))
+        if "scaling" in sections:
+            sc, ps = self.cfg["scaling"], self.cfg["param_scaling"]
+            self.data(sc["dataset"], max(sc["sizes"]), sc.get("n_test"))
+            self.data(ps["dataset"], ps.get("max_train"), 200)
+        for sec, name in (("inference", "inference"), ("threads", "threading")):
+            if sec in sections:
+                c = self.cfg[name]
+                self.data(c["dataset"], c.get("max_train"), None)
+
+    def release(self, w: Worker) -> None:
+        """Close a worker after its section (kept for the next section with ``reuse_workers``)."""
+        if not (self.reuse_workers and w.alive):
+            w.close()
+
+    def close(self) -> None:
+        """Close the workers kept with ``reuse_workers``."""
+        for w in self._workers.values():
+            w.close()
+        self._workers.clear()
+
+    def _first_call(self, w: Worker, method: str) -> None:
+        """Lazy imports, numba cache loads and torch's first operations paid outside any timed or
+        traced job: a fit and a predict on the first :data:`FIRST_CALL_ROWS` rows of the first
+        dataset, not recorded."""
+        ds = next(iter(self.cfg["datasets"]))
+        spec = self.cfg["datasets"].get(ds) or {}
+        key = self.data(ds, spec.get("max_train"), spec.get("max_test"))
+        n = min(FIRST_CALL_ROWS, len(DATA[key].y_train))
+        self._run(
+            w,
+            "first_call",
+            method,
+            key,
+            self.params(method, ds),
+            n_train=n,
+            record=False,
+            min_predict_s=0.0,
+        )
 
     def data(self, name, max_train=None, max_test=None) -> tuple:
         """Load (once) and return the key of a dataset subset in ``DATA``; before forking workers."""
@@ -139,7 +224,7 @@ class Bench:
             key = self.data(ds, spec.get("max_train"), spec.get("max_test"))
             data = DATA[key]
             self.log(f"[main] {ds}: train {data.X_train.shape}, test {data.X_test.shape}")
-            workers = {m: Worker() for m in self.methods}
+            workers = {m: self.worker(m) for m in self.methods}
             try:
                 for r in range(repeats + 1):
                     for m in self.methods:
@@ -166,11 +251,11 @@ class Bench:
                             )
             finally:
                 for w in workers.values():
-                    w.close()
+                    self.release(w)
 
     def _series(self, section, m, key, points, cap):
         """Fit-only points (param, value, params, n_train) in one worker after a warm-up fit."""
-        w = Worker()
+        w = self.worker(m)
         try:
             first = points[0]
             self._run(w, section, m, key, first[2], n_train=first[3], predict=False, record=False)
@@ -184,7 +269,7 @@ class Bench:
                 if row[self.FIT] > cap:
                     break
         finally:
-            w.close()
+            self.release(w)
 
     # -- scaling
     def scaling(self) -> None:
@@ -216,7 +301,7 @@ class Bench:
             if inf is None:
                 continue
             params = {**self.params(m, ic["dataset"]), **inf}
-            w = Worker()
+            w = self.worker(m)
             try:
                 yard = (
                     self.ref,
@@ -258,7 +343,7 @@ class Bench:
                             record=False,
                         )
             finally:
-                w.close()
+                self.release(w)
 
     # -- result store scale (issue #24)
     def store(self) -> None:
@@ -279,7 +364,7 @@ class Bench:
         for m in self.methods:
             if not self.settings[m]["threads"]:
                 continue
-            w = Worker()
+            w = self.worker(m)
             try:
                 self._run(
                     w,
@@ -307,7 +392,7 @@ class Bench:
                             f"predict {row['predict_samples_per_s']:.0f}/s"
                         )
             finally:
-                w.close()
+                self.release(w)
 
 
 def run(
@@ -352,6 +437,8 @@ def run(
         **_machine(),
     }
     bench = Bench(cfg, chosen, dsets, log=log)
+    if bench.reuse_workers:
+        bench.preload(sections)
     if update:
         _load_previous(bench, Path(out), sections)
     t0 = time.perf_counter()
@@ -368,7 +455,13 @@ def run(
         if name not in sections:
             continue
         started, load0 = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), _load()
-        steps[name]()
+        t_section = time.perf_counter()
+        try:
+            steps[name]()
+        except BaseException:
+            bench.close()  # workers kept for the next section (reuse_workers) end with the run
+            raise
+        log(f"section {name} done in {time.perf_counter() - t_section:.0f} s")
         bench.runs[name] = {
             "command": command,
             "started": started,
@@ -380,6 +473,7 @@ def run(
         }
         meta.update(load_end=_load(), finished=_dt.datetime.now(_dt.UTC).strftime("%H:%M UTC"))
         files = write_outputs(bench, Path(out), meta)  # after every section: partial results kept
+    bench.close()
     if not files:
         files = write_outputs(bench, Path(out), meta)
     log(f"bench done in {time.perf_counter() - t0:.0f} s; wrote {files['md']}")

@@ -9,6 +9,7 @@ this is exact; later jobs may reuse heap the allocator kept, so they can read lo
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import traceback
 from typing import Any
 
@@ -57,9 +58,15 @@ def _run_job(fn, args, kw) -> dict:
     return out
 
 
-def _worker_loop(conn) -> None:
+def _worker_loop(conn, parent: int) -> None:
     while True:
         try:
+            # a worker's pipe stays open in the workers forked after it: the parent's death is
+            # seen by polling, so that no worker outlives a killed bench
+            if not conn.poll(1.0):
+                if os.getppid() != parent:
+                    break
+                continue
             msg = conn.recv()
         except (EOFError, OSError):
             break
@@ -81,10 +88,11 @@ class Worker:
     def __init__(self):
         ctx = mp.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_loop, args=(child,), daemon=False)
+        self.proc = ctx.Process(target=_worker_loop, args=(child, os.getpid()), daemon=False)
         self.proc.start()
         child.close()
         self.alive = True
+        self.keys = set(DATA)  # the data this worker inherited
 
     def call(self, fn, args=(), kw=None, timeout: float = 300) -> dict:
         if not self.alive:

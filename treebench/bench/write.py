@@ -11,6 +11,7 @@ from string import Template
 import numpy as np
 import pandas as pd
 
+from treebench.bench.config import FIRST_CALL_ROWS
 from treebench.bench.plots import plot_overview, plot_scaling, plot_store
 from treebench.bench.startup import HEAVY, startup_frame
 from treebench.bench.store import store_frame
@@ -277,6 +278,8 @@ def _startup(bench, d: Path) -> str:
         "wall_s_min": "wall s (min)",
         "wall_s_median": "wall s (median)",
         "cpu_s_min": "CPU s (min)",
+        "first_work_wall_s_min": "first fit: wall s (min)",
+        "first_work_cpu_s_min": "first fit: CPU s (min)",
         "runs": "runs",
         "returncode": "exit code",
         "meets_target": f"≤ {target:g} s",
@@ -295,6 +298,21 @@ def _startup(bench, d: Path) -> str:
         verdict=verdict,
         table=md_table(st, columns),
     )
+
+
+def _workers_note(bench) -> str:
+    """How the run used its workers (the quick profile keeps one per method; see bench.yaml)."""
+    cfg = bench.cfg
+    if not cfg.get("reuse_workers"):
+        note = "one per method and dataset, or per series"
+    else:
+        note = "one per method, kept for every section: peak RSS is not from a fresh worker"
+    if cfg.get("first_call"):
+        note += (
+            f"; a new worker first fits and predicts {FIRST_CALL_ROWS} rows, untraced and not "
+            "recorded"
+        )
+    return note
 
 
 def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
@@ -333,6 +351,7 @@ def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
             git_sha=meta["git_sha"],
             packages=", ".join(f"{k} {v}" for k, v in meta["packages"].items()),
             timeout=f"{bench.timeout:g}",
+            workers=_workers_note(bench),
             threads=bench.threads,
             repeats=bench.runs.get("main", meta)["repeats"],
             basis=bench.basis,

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from rich.table import Table
 
-from treebench.report.tables import summary_table
 from treebench.results.store import Store
 from treebench.results.table import to_frame
 from treebench.term import make_console
@@ -141,6 +140,8 @@ def summarize_sweep(sweep_dir: os.PathLike, store_dir: os.PathLike, ledger=None)
     df = to_frame(recs)
     if not df.empty:  # to_frame repeats a record under each experiment it belongs to
         df = df.drop_duplicates("key").reset_index(drop=True)
+    from treebench.report.tables import summary_table  # paper targets' schema: not for one run
+
     table = summary_table(df)
     print_summary(table, f"sweep {sweep.name}: {len(recs)} records")
     if not df.empty:
