@@ -32,13 +32,11 @@ _EPS = float(np.finfo(np.float64).eps)
 
 
 @njit(cache=True)
-def _transpose(X, XT):
-    n, d = X.shape
-    for i0 in range(0, n, 64):
-        i1 = min(n, i0 + 64)
-        for i in range(i0, i1):
-            for f in range(d):
-                XT[f, i] = X[i, f]
+def _transpose_block(X, f0, f1, XT):
+    """``XT[f - f0, i] = X[i, f]`` for the columns ``f0 <= f < f1``."""
+    for i in range(X.shape[0]):
+        for f in range(f0, f1):
+            XT[f - f0, i] = X[i, f]
 
 
 @njit(cache=True)
@@ -79,47 +77,46 @@ def _column_codes(col, codes_row, vals_buf):
     return k
 
 
-@njit(cache=True)
-def _encode_all(XT, codes, vals_all, nbins):
-    d, n = XT.shape
-    for f in range(d):
-        nbins[f] = _column_codes(XT[f], codes[f], vals_all[f])
-
-
 def encode_features(X):
     """Rank-code the columns of float32 ``X`` (n, d).
 
     Returns ``codes`` (d, n) of the smallest unsigned dtype that fits, ``nbins`` (d,), ``vals`` (flat
     float32 distinct values of all features, ascending per feature) and ``voff`` (d + 1 offsets).
+    Columns are transposed and coded a block at a time, into a code array widened only when a column
+    needs it, so no full transposed or int32 copy of ``X`` is made.
     """
     X = np.ascontiguousarray(X, dtype=np.float32)
     n, d = X.shape
-    XT = np.empty((d, n), dtype=np.float32)
-    _transpose(X, XT)
-    codes = np.empty((d, n), dtype=np.int32)
+    blk = 16
+    XT = np.empty((min(blk, d), n), dtype=np.float32)
+    row = np.empty(n, dtype=np.int32)
+    vbuf = np.empty(n, dtype=np.float32)
+    codes = np.empty((d, n), dtype=np.uint8)
     nbins = np.zeros(d, dtype=np.int64)
-    vals_all = np.empty((d, n), dtype=np.float32)
-    _encode_all(XT, codes, vals_all, nbins)
-    del XT
+    vals = []
+    for f0 in range(0, d, blk):
+        f1 = min(d, f0 + blk)
+        _transpose_block(X, f0, f1, XT)
+        for f in range(f0, f1):
+            k = _column_codes(XT[f - f0], row, vbuf)
+            if k > np.iinfo(codes.dtype).max + 1:
+                codes = codes.astype(np.uint16 if k <= 65536 else np.int32)
+            codes[f] = row
+            nbins[f] = k
+            vals.append(vbuf[:k].copy())
     voff = np.zeros(d + 1, dtype=np.int64)
     voff[1:] = np.cumsum(nbins)
-    vals = np.concatenate([vals_all[f, : nbins[f]] for f in range(d)]) if d else np.zeros(0)
-    del vals_all
-    mb = int(nbins.max()) if d else 1
-    dtype = np.uint8 if mb <= 256 else np.uint16 if mb <= 65536 else np.int32
-    return np.ascontiguousarray(codes.astype(dtype)), nbins, vals.astype(np.float32), voff
+    vals = np.concatenate(vals) if d else np.zeros(0, dtype=np.float32)
+    return codes, nbins, vals, voff
 
 
 # ----------------------------------------------------------------------------- micro CART
 
 
 @njit(cache=True)
-def _gather_codes(codes, feats0, rows, Lc):
-    for q in range(feats0.shape[0]):
-        crow = codes[feats0[q]]
-        out = Lc[q]
-        for t in range(rows.shape[0]):
-            out[t] = crow[rows[t]]
+def _gather_row(crow, rows, out):
+    for t in range(rows.shape[0]):
+        out[t] = crow[rows[t]]
 
 
 @njit(cache=True)
@@ -270,7 +267,8 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     imp = np.zeros(cap, np.float64)
     lab = np.zeros(cap, np.int64)
     Lc = np.empty((nf0, n), codes.dtype)
-    _gather_codes(codes, feats0, rows, Lc)
+    # the codes of the subset are copied when the root is evaluated (not at all if it is a leaf)
+    gathered = False
     Y = y.astype(np.int64)
     Wt = w.astype(np.float64)
     tmpc = np.empty(n, codes.dtype)
@@ -381,6 +379,8 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
             q = plist[qq]
             B = nbins[feats0[q]]
             crow = Lc[q]
+            if not gathered:
+                _gather_row(codes[feats0[q]], rows, crow)
             if B <= 16 * m:
                 if node == hnode and hv[q]:
                     off = hoff[q]
@@ -450,6 +450,7 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
                     wl += h
                     prevc = c
         nfb[depth] = nconst
+        gathered = True
         if bq < 0:
             _finish(node, R + tau, par, left, right, wsum, imp, cost, done, tau)
             continue
