@@ -311,8 +311,9 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     if exact and Wt.sum() >= 2.0**52:
         exact = False
     hoff = np.zeros(nf0 + 1, np.int64)
-    for q in range(nf0):
-        hoff[q + 1] = hoff[q] + nbins[feats0[q]]
+    for q in range(nf0):  # a slot only for features whose histograms are ever kept (B (K + 1) <= n)
+        B = nbins[feats0[q]]
+        hoff[q + 1] = hoff[q] + (B if B * (K + 1) <= n else 0)
     ns = hoff[nf0] if exact else 0
     hn_s = np.empty(ns, np.int64)
     hw_s = np.empty(ns * K, np.float64)
