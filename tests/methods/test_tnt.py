@@ -116,6 +116,32 @@ def test_micro_tree_kernel_matches_sklearn_ccp():
             np.testing.assert_array_equal(pred, y[rows])
 
 
+@pytest.mark.parametrize("K", [2, 10])
+def test_micro_tree_kernel_count_weights_path_is_exact(K):
+    """Integral weights take the kernel's fast path (blocks split by swaps, larger children's
+    histograms by subtraction); halving the weights and the penalty takes the stable path and scales
+    every sum exactly by a power of two, so both must give the same tree on tie-heavy data."""
+    from treebench.methods.tnt import core
+
+    X, y = load_digits(return_X_y=True)
+    X = X.astype(np.float32)
+    y = y % K
+    rs = np.random.RandomState(3)
+    enc = core.encode_features(X)
+    feats = np.flatnonzero(enc[1] > 1)
+    w = rs.randint(1, 4, len(y)).astype(np.float64)
+    for n_rows in (300, len(y)):
+        rows = np.sort(rs.choice(len(y), n_rows, replace=False))
+        for C in [0.0, 1e-4, 1e-3, 5e-3]:
+            for min_leaf in (1, 3):
+                tau = C * w.sum()
+                a = core.build_micro(*enc, feats, rows, y[rows], w[rows], K, tau, min_leaf)
+                b = core.build_micro(*enc, feats, rows, y[rows], w[rows] / 2, K, tau / 2, min_leaf)
+                for u, v in zip(a[:5], b[:5], strict=True):
+                    np.testing.assert_array_equal(u, v)
+                np.testing.assert_array_equal(a[5], 2 * b[5])
+
+
 def test_N1_1_iris_and_string_labels():
     X, y = load_iris(return_X_y=True)
     names = np.array(["setosa", "versicolor", "virginica"])[y]

@@ -7,10 +7,11 @@
   two adjacent distinct values of the node, as scikit-learn's ``BestSplitter``), found with a per-node class
   histogram over the feature's codes (or a sort for tiny nodes), constant features are passed down and
   skipped. The tree is then cost-complexity pruned exactly (minimal subtree of the weakest-link sequence,
-  by dynamic programming). Growth stops early at nodes whose weighted impurity is below the pruning
-  penalty: such a node is a leaf of the pruned tree whatever grows below it, so the pruned tree is the same
-  as scikit-learn's ``DecisionTreeClassifier(ccp_alpha=...)`` up to tie-breaking between equally good
-  splits (scikit-learn visits features in a random order, this code in index order).
+  by dynamic programming). Growth stops early (branch and bound) at nodes that are provably leaves of the
+  pruned tree or provably below a pruned ancestor, so the pruned tree is the same as scikit-learn's
+  ``DecisionTreeClassifier(ccp_alpha=...)`` up to tie-breaking between equally good splits (scikit-learn
+  visits features in a random order, this code in a seeded one). With integral weights the larger
+  child's histograms are its parent's minus the smaller child's (exact sums).
 * :func:`live_infer` / :func:`tree_route`: label predicted by the live graph (graph nodes with their
   substitute micro trees) from a start node, and the branch a micro tree sends samples to, for index
   arrays of training samples.
@@ -31,13 +32,11 @@ _EPS = float(np.finfo(np.float64).eps)
 
 
 @njit(cache=True)
-def _transpose(X, XT):
-    n, d = X.shape
-    for i0 in range(0, n, 64):
-        i1 = min(n, i0 + 64)
-        for i in range(i0, i1):
-            for f in range(d):
-                XT[f, i] = X[i, f]
+def _transpose_block(X, f0, f1, XT):
+    """``XT[f - f0, i] = X[i, f]`` for the columns ``f0 <= f < f1``."""
+    for i in range(X.shape[0]):
+        for f in range(f0, f1):
+            XT[f - f0, i] = X[i, f]
 
 
 @njit(cache=True)
@@ -78,47 +77,46 @@ def _column_codes(col, codes_row, vals_buf):
     return k
 
 
-@njit(cache=True)
-def _encode_all(XT, codes, vals_all, nbins):
-    d, n = XT.shape
-    for f in range(d):
-        nbins[f] = _column_codes(XT[f], codes[f], vals_all[f])
-
-
 def encode_features(X):
     """Rank-code the columns of float32 ``X`` (n, d).
 
     Returns ``codes`` (d, n) of the smallest unsigned dtype that fits, ``nbins`` (d,), ``vals`` (flat
     float32 distinct values of all features, ascending per feature) and ``voff`` (d + 1 offsets).
+    Columns are transposed and coded a block at a time, into a code array widened only when a column
+    needs it, so no full transposed or int32 copy of ``X`` is made.
     """
     X = np.ascontiguousarray(X, dtype=np.float32)
     n, d = X.shape
-    XT = np.empty((d, n), dtype=np.float32)
-    _transpose(X, XT)
-    codes = np.empty((d, n), dtype=np.int32)
+    blk = 16
+    XT = np.empty((min(blk, d), n), dtype=np.float32)
+    row = np.empty(n, dtype=np.int32)
+    vbuf = np.empty(n, dtype=np.float32)
+    codes = np.empty((d, n), dtype=np.uint8)
     nbins = np.zeros(d, dtype=np.int64)
-    vals_all = np.empty((d, n), dtype=np.float32)
-    _encode_all(XT, codes, vals_all, nbins)
-    del XT
+    vals = []
+    for f0 in range(0, d, blk):
+        f1 = min(d, f0 + blk)
+        _transpose_block(X, f0, f1, XT)
+        for f in range(f0, f1):
+            k = _column_codes(XT[f - f0], row, vbuf)
+            if k > np.iinfo(codes.dtype).max + 1:
+                codes = codes.astype(np.uint16 if k <= 65536 else np.int32)
+            codes[f] = row
+            nbins[f] = k
+            vals.append(vbuf[:k].copy())
     voff = np.zeros(d + 1, dtype=np.int64)
     voff[1:] = np.cumsum(nbins)
-    vals = np.concatenate([vals_all[f, : nbins[f]] for f in range(d)]) if d else np.zeros(0)
-    del vals_all
-    mb = int(nbins.max()) if d else 1
-    dtype = np.uint8 if mb <= 256 else np.uint16 if mb <= 65536 else np.int32
-    return np.ascontiguousarray(codes.astype(dtype)), nbins, vals.astype(np.float32), voff
+    vals = np.concatenate(vals) if d else np.zeros(0, dtype=np.float32)
+    return codes, nbins, vals, voff
 
 
 # ----------------------------------------------------------------------------- micro CART
 
 
 @njit(cache=True)
-def _gather_codes(codes, feats0, rows, Lc):
-    for q in range(feats0.shape[0]):
-        crow = codes[feats0[q]]
-        out = Lc[q]
-        for t in range(rows.shape[0]):
-            out[t] = crow[rows[t]]
+def _gather_row(crow, rows, out):
+    for t in range(rows.shape[0]):
+        out[t] = crow[rows[t]]
 
 
 @njit(cache=True)
@@ -157,6 +155,92 @@ def _geq(a, b):
     return a - b > 1e-9 * (abs(a) + abs(b))
 
 
+@njit(cache=True)
+def _finish(t, c, par, left, right, wsum, imp, cost, done, tau):
+    """Record the pruned cost ``c`` of the complete subtree at ``t``; complete its ancestors in turn."""
+    cost[t] = c
+    done[t] = True
+    p = par[t]
+    while p >= 0:
+        a, b = left[p], right[p]
+        if not (done[a] and done[b]):
+            return
+        cost[p] = min(wsum[p] * imp[p] + tau, cost[a] + cost[b])
+        done[p] = True
+        p = par[p]
+
+
+@njit(cache=True)
+def _threshold(t, par, left, right, wsum, imp, lbv, cost, done, tau, path):
+    """Cost of the subtree at ``t`` at or above which some ancestor is provably pruned to a leaf.
+
+    Along the path from the root, ``T_child = min(T_parent, R_parent + tau) - sibling``, the sibling
+    counted at its pruned cost once its subtree is complete and at its lower bound before.
+    """
+    k = 0
+    u = t
+    while par[u] >= 0:
+        path[k] = u
+        k += 1
+        u = par[u]
+    T = np.inf
+    for j in range(k - 1, -1, -1):
+        c = path[j]
+        p = par[c]
+        sib = right[p] if left[p] == c else left[p]
+        est = cost[sib] if done[sib] else lbv[sib]
+        T = min(T, wsum[p] * imp[p] + tau) - est
+    return T
+
+
+@njit(cache=True)
+def _scan(hn, hw, off, B, K, m, W, sq, cnt, cl, min_leaf, best, clear):
+    """Best split of one feature from its histogram (``hn[off + b]`` samples and ``hw[(off + b) * K + k]``
+    weight of class ``k`` in bin ``b``), if better than ``best``: ``(best, left bin, right bin, #non-empty
+    bins)``, the bins -1 if not better. ``clear`` zeroes the histogram on the way.
+
+    The non-empty bins are scanned in code order; the sums of squared class weights left and right are
+    updated incrementally, so a candidate split costs O(1) and a bin O(#classes in it).
+    """
+    for k in range(K):
+        cl[k] = 0.0
+    wl = 0.0
+    sql = 0.0
+    sqr = sq
+    nl = 0
+    prev = -1
+    nonempty = 0
+    b1 = -1
+    b2 = -1
+    for b in range(B):
+        c = hn[off + b]
+        if c == 0:
+            continue
+        if prev >= 0 and nl >= min_leaf and m - nl >= min_leaf:
+            p = sql / wl + sqr / (W - wl)
+            if p > best:
+                best = p
+                b1 = prev
+                b2 = b
+        base = (off + b) * K
+        for k in range(K):
+            h = hw[base + k]
+            if h != 0.0:
+                a = cl[k]
+                sql += h * (2.0 * a + h)
+                sqr += h * (h - 2.0 * (cnt[k] - a))
+                cl[k] = a + h
+                wl += h
+                if clear:
+                    hw[base + k] = 0.0
+        nl += c
+        if clear:
+            hn[off + b] = 0
+        prev = b
+        nonempty += 1
+    return best, b1, b2, nonempty
+
+
 @njit(cache=True, nogil=True)
 def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     """Grow and cost-complexity prune a gini CART on the training samples ``rows``.
@@ -168,7 +252,9 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
 
     The codes of the subset are copied once into a local (feature, position) buffer that is partitioned
     together with the targets at every split (as scikit-learn partitions its sample array), so every
-    histogram pass reads contiguous memory and needs no extra buffer per node.
+    histogram pass reads contiguous memory. Integral weights make every sum exact and the order inside
+    a block irrelevant: a split then only swaps the misplaced samples, and the larger child, grown
+    next, takes its parent's histograms minus the smaller child's.
     """
     n = rows.shape[0]
     nf0 = feats0.shape[0]
@@ -181,7 +267,8 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     imp = np.zeros(cap, np.float64)
     lab = np.zeros(cap, np.int64)
     Lc = np.empty((nf0, n), codes.dtype)
-    _gather_codes(codes, feats0, rows, Lc)
+    # the codes of the subset are copied when the root is evaluated (not at all if it is a leaf)
+    gathered = False
     Y = y.astype(np.int64)
     Wt = w.astype(np.float64)
     tmpc = np.empty(n, codes.dtype)
@@ -189,13 +276,18 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     tmpw = np.empty(n, np.float64)
     dest = np.empty(n, np.int64)
     tc = np.empty(n, np.int64)
-    st_s = np.empty(n + 1, np.int64)
-    st_e = np.empty(n + 1, np.int64)
-    st_p = np.empty(n + 1, np.int64)
-    st_l = np.empty(n + 1, np.bool_)
-    st_d = np.empty(n + 1, np.int64)
-    st_x = np.empty(n + 1, np.bool_)
-    st_t = np.empty(n + 1, np.float64)
+    # per node: block [nd_s, nd_e), depth, parent, lower bound of its pruned cost, whether it may be
+    # split (known when it is created), and once its subtree is complete, that subtree's pruned cost
+    nd_s = np.empty(cap, np.int64)
+    nd_e = np.empty(cap, np.int64)
+    nd_d = np.empty(cap, np.int64)
+    par = np.empty(cap, np.int64)
+    lbv = np.empty(cap, np.float64)
+    nd_x = np.empty(cap, np.bool_)
+    cost = np.empty(cap, np.float64)
+    done = np.zeros(cap, np.bool_)
+    stack = np.empty(n + 1, np.int64)
+    path = np.empty(n + 1, np.int64)
     # fbuf[k, :nfb[k]]: rows of Lc (features) not constant at the last node of depth k (DFS path)
     fbuf = np.empty((32, max(nf0, 1)), np.int64)
     nfb = np.zeros(32, np.int64)
@@ -206,30 +298,40 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
             maxb = nbins[feats0[q]]
     hw = np.zeros(maxb * K, np.float64)
     hn = np.zeros(maxb, np.int64)
+    # With integral weights (counts) every sum below is exact, so the order of the samples in a block
+    # does not matter: a block is split by swapping only the misplaced samples, and the histograms of
+    # a node's larger child are its own minus those of the smaller one. Each feature has a slot for
+    # the histogram of the current node; ``hnode`` is the node whose derived histograms are in the
+    # slots (for the features flagged in ``hv``).
+    exact = True
+    for i in range(n):
+        if Wt[i] != np.floor(Wt[i]):
+            exact = False
+            break
+    if exact and Wt.sum() >= 2.0**52:
+        exact = False
+    hoff = np.zeros(nf0 + 1, np.int64)
+    for q in range(nf0):  # a slot only for features whose histograms are ever kept (B (K + 1) <= n)
+        B = nbins[feats0[q]]
+        hoff[q + 1] = hoff[q] + (B if B * (K + 1) <= n else 0)
+    ns = hoff[nf0] if exact else 0
+    hn_s = np.empty(ns, np.int64)
+    hw_s = np.empty(ns * K, np.float64)
+    hv = np.zeros(nf0, np.bool_)
+    stored = np.zeros(nf0, np.bool_)
+    hnode = -1
+    swp = np.empty(n, np.int64)
     cnt = np.zeros(K, np.float64)
     cl = np.zeros(K, np.float64)
-    node_count = 0
-    st_s[0], st_e[0], st_p[0], st_l[0], st_d[0], st_x[0] = 0, n, -1, False, 0, True
-    st_t[0] = np.inf
+    nd_s[0], nd_e[0], nd_d[0], par[0], nd_x[0] = 0, n, 0, -1, True
+    lbv[0] = 0.0
+    node_count = 1
+    stack[0] = 0
     sp = 1
     while sp > 0:
         sp -= 1
-        s, e, par, isl, depth, expandable, T = (
-            st_s[sp],
-            st_e[sp],
-            st_p[sp],
-            st_l[sp],
-            st_d[sp],
-            st_x[sp],
-            st_t[sp],
-        )
-        node = node_count
-        node_count += 1
-        if par >= 0:
-            if isl:
-                left[par] = node
-            else:
-                right[par] = node
+        node = stack[sp]
+        s, e, depth = nd_s[node], nd_e[node], nd_d[node]
         for k in range(K):
             cnt[k] = 0.0
         for i in range(s, e):
@@ -247,8 +349,14 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
         imp[node] = g
         lab[node] = best_k
         m = e - s
+        R = W * g
         # a node with weighted impurity below the penalty is a leaf of the pruned tree (R(t) < alpha)
-        if not expandable or not _splittable(m, W, g, tau, min_leaf):
+        if not nd_x[node] or not _splittable(m, W, g, tau, min_leaf):
+            _finish(node, R + tau, par, left, right, wsum, imp, cost, done, tau)
+            continue
+        T = _threshold(node, par, left, right, wsum, imp, lbv, cost, done, tau, path)
+        if tau > 0.0 and _geq(lbv[node], T):
+            _finish(node, R + tau, par, left, right, wsum, imp, cost, done, tau)
             continue
         if depth >= fbuf.shape[0]:
             nb2 = np.empty((2 * fbuf.shape[0], fbuf.shape[1]), np.int64)
@@ -272,49 +380,45 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
             q = plist[qq]
             B = nbins[feats0[q]]
             crow = Lc[q]
+            if not gathered:
+                _gather_row(codes[feats0[q]], rows, crow)
             if B <= 16 * m:
-                for i in range(s, e):
-                    b = crow[i]
-                    hn[b] += 1
-                    hw[b * K + Y[i]] += Wt[i]
-                # scan the non-empty bins in code order; sum of squared class weights left/right are
-                # updated incrementally, so a candidate split costs O(1) and a bin O(#classes in it)
-                for k in range(K):
-                    cl[k] = 0.0
-                wl = 0.0
-                sql = 0.0
-                sqr = sq
-                nl = 0
-                prev = -1
-                nonempty = 0
-                for b in range(B):
-                    c = hn[b]
-                    if c == 0:
-                        continue
-                    if prev >= 0 and nl >= min_leaf and m - nl >= min_leaf:
-                        p = sql / wl + sqr / (W - wl)
-                        if p > best:
-                            best = p
-                            bq = q
-                            bcl = prev
-                            bcr = b
-                    for k in range(K):
-                        h = hw[b * K + k]
-                        if h != 0.0:
-                            a = cl[k]
-                            sql += h * (2.0 * a + h)
-                            sqr += h * (h - 2.0 * (cnt[k] - a))
-                            cl[k] = a + h
-                            wl += h
-                            hw[b * K + k] = 0.0
-                    nl += c
-                    hn[b] = 0
-                    prev = b
-                    nonempty += 1
+                if node == hnode and hv[q]:
+                    off = hoff[q]
+                    best, b1, b2, nonempty = _scan(
+                        hn_s, hw_s, off, B, K, m, W, sq, cnt, cl, min_leaf, best, False
+                    )
+                    stored[q] = True
+                elif exact and B * (K + 1) <= m:
+                    off = hoff[q]
+                    hn_s[off : off + B] = 0
+                    hw_s[off * K : (off + B) * K] = 0.0
+                    for i in range(s, e):
+                        b = crow[i]
+                        hn_s[off + b] += 1
+                        hw_s[(off + b) * K + Y[i]] += Wt[i]
+                    best, b1, b2, nonempty = _scan(
+                        hn_s, hw_s, off, B, K, m, W, sq, cnt, cl, min_leaf, best, False
+                    )
+                    stored[q] = True
+                else:
+                    for i in range(s, e):
+                        b = crow[i]
+                        hn[b] += 1
+                        hw[b * K + Y[i]] += Wt[i]
+                    best, b1, b2, nonempty = _scan(
+                        hn, hw, 0, B, K, m, W, sq, cnt, cl, min_leaf, best, True
+                    )
+                    stored[q] = False
+                if b1 >= 0:
+                    bq = q
+                    bcl = b1
+                    bcr = b2
                 if nonempty > 1:
                     fbuf[depth, nconst] = q
                     nconst += 1
             else:
+                stored[q] = False
                 for t in range(m):
                     tc[t] = crow[s + t]
                 order = np.argsort(tc[:m], kind="mergesort")
@@ -347,39 +451,59 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
                     wl += h
                     prevc = c
         nfb[depth] = nconst
+        gathered = True
         if bq < 0:
+            _finish(node, R + tau, par, left, right, wsum, imp, cost, done, tau)
             continue
-        # stable partition of the node's block (codes <= bcl to the left) for the targets and weights
         crow = Lc[bq]
         nleft = 0
         for i in range(s, e):
             if crow[i] <= bcl:
                 nleft += 1
         mid = s + nleft
-        lo = 0
-        nr = nleft
-        for i in range(s, e):  # destination of every position of the block
-            if crow[i] <= bcl:
-                dest[i - s] = lo
-                lo += 1
-            else:
-                dest[i - s] = nr
-                nr += 1
-        for i in range(s, e):
-            tmpy[dest[i - s]] = Y[i]
-            tmpw[dest[i - s]] = Wt[i]
-        Y[s:e] = tmpy[:m]
-        Wt[s:e] = tmpw[:m]
+        nsw = 0
+        if exact:
+            # swap the samples of [s, mid) going right with those of [mid, e) going left
+            for i in range(s, mid):
+                if crow[i] > bcl:
+                    dest[nsw] = i
+                    nsw += 1
+            j = 0
+            for i in range(mid, e):
+                if crow[i] <= bcl:
+                    swp[j] = i
+                    j += 1
+            for j in range(nsw):
+                a, b = dest[j], swp[j]
+                Y[a], Y[b] = Y[b], Y[a]
+                Wt[a], Wt[b] = Wt[b], Wt[a]
+        else:
+            # stable partition (codes <= bcl to the left) of the targets and weights
+            lo = 0
+            nr = nleft
+            for i in range(s, e):  # destination of every position of the block
+                if crow[i] <= bcl:
+                    dest[i - s] = lo
+                    lo += 1
+                else:
+                    dest[i - s] = nr
+                    nr += 1
+            for i in range(s, e):
+                tmpy[dest[i - s]] = Y[i]
+                tmpw[dest[i - s]] = Wt[i]
+            Y[s:e] = tmpy[:m]
+            Wt[s:e] = tmpw[:m]
         # Branch and bound (exact): the subtree below this node matters only if this node and all its
         # ancestors survive pruning. ``T`` is the cost above which some ancestor is provably pruned to a
-        # leaf (ancestors' R + tau minus lower bounds of the siblings along the path); the node itself is
-        # provably a leaf if R + tau <= the children's lower bounds. Either way it becomes a leaf now.
+        # leaf (ancestors' R + tau minus the siblings along the path: their pruned cost once their
+        # subtree is complete, a lower bound before); the node itself is provably a leaf if R + tau <=
+        # the children's lower bounds. Either way it becomes a leaf now.
         WL, gL = _block_stats(Y, Wt, s, mid, K, cl)
         WR, gR = _block_stats(Y, Wt, mid, e, K, cl)
         lbL = _cost_lb(WL, gL, tau)
         lbR = _cost_lb(WR, gR, tau)
-        R = W * g
         if tau > 0.0 and (_geq(lbL + lbR, R + tau) or _geq(min(R + tau, lbL + lbR), T)):
+            _finish(node, R + tau, par, left, right, wsum, imp, cost, done, tau)
             continue
         bf = feats0[bq]
         feat[node] = bf
@@ -393,17 +517,56 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
         if x_left or x_right:
             for qq in range(nconst):
                 row = Lc[fbuf[depth, qq]]
-                for i in range(s, e):
-                    tmpc[dest[i - s]] = row[i]
-                row[s:e] = tmpc[:m]
-        st_s[sp], st_e[sp], st_p[sp], st_l[sp], st_d[sp] = mid, e, node, False, depth + 1
-        st_x[sp] = x_right
-        st_t[sp] = TR
-        sp += 1
-        st_s[sp], st_e[sp], st_p[sp], st_l[sp], st_d[sp] = s, mid, node, True, depth + 1
-        st_x[sp] = x_left
-        st_t[sp] = TL
-        sp += 1
+                if exact:
+                    for j in range(nsw):
+                        a, b = dest[j], swp[j]
+                        row[a], row[b] = row[b], row[a]
+                else:
+                    for i in range(s, e):
+                        tmpc[dest[i - s]] = row[i]
+                    row[s:e] = tmpc[:m]
+        cL = node_count
+        cR = node_count + 1
+        node_count += 2
+        left[node] = cL
+        right[node] = cR
+        nd_s[cL], nd_e[cL], nd_d[cL], par[cL], lbv[cL], nd_x[cL] = (
+            s,
+            mid,
+            depth + 1,
+            node,
+            lbL,
+            x_left,
+        )
+        nd_s[cR], nd_e[cR], nd_d[cR], par[cR], lbv[cR], nd_x[cR] = (
+            mid,
+            e,
+            depth + 1,
+            node,
+            lbR,
+            x_right,
+        )
+        # the larger child next, with the histograms of its parent minus those of the smaller child
+        if mid - s <= e - mid:
+            small, big, ss, se, mbig, x_big = cL, cR, s, mid, e - mid, x_right
+        else:
+            small, big, ss, se, mbig, x_big = cR, cL, mid, e, mid - s, x_left
+        stack[sp] = small
+        stack[sp + 1] = big
+        sp += 2
+        if exact and x_big:
+            for qq in range(nconst):
+                q = fbuf[depth, qq]
+                B = nbins[feats0[q]]
+                hv[q] = stored[q] and B <= 16 * mbig
+                if hv[q]:
+                    off = hoff[q]
+                    crow = Lc[q]
+                    for i in range(ss, se):
+                        b = crow[i]
+                        hn_s[off + b] -= 1
+                        hw_s[(off + b) * K + Y[i]] -= Wt[i]
+            hnode = big
     return _prune_compact(feat, thr, left, right, lab, wsum, imp, node_count, tau)
 
 
