@@ -1,7 +1,9 @@
 """E2EDT: greedy and finetune seconds, treebench vs the authors' endtoenddecisiontrees code.
 
 Both train one tree on the same data with the same settings (depth, epochs per split, steepness
-increment 0.1, batch 1000), torch with 1 thread. treebench: greedy seconds and test accuracy of a fit
+increment 0.1, batch ``--batch-size``: the reference's 1000 unless given; treebench's own default
+``auto`` takes smaller batches), torch with 1 thread; ``--seed`` seeds both (treebench's
+``random_state``, the reference's global torch RNG); ``--greedy-only`` skips both Finetunes. treebench: greedy seconds and test accuracy of a fit
 without finetuning, then finetune seconds per epoch (``fit_info_``) and test accuracy of a fit with
 ``--finetune-epochs``. Reference: ``fit_greedy`` (EM), then ``--ref-finetune-epochs`` of ``refine``
 (it is slow), the first (leaves-only) epoch reported apart. The reference is imported from the
@@ -31,6 +33,13 @@ def add_arguments(p):
     p.add_argument("--depth", type=int, default=8)
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--finetune-epochs", type=int, default=20)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--batch-size",
+        default="1000",
+        help="minibatch rows of both (the reference's 1000); 'auto' is treebench's default",
+    )
+    p.add_argument("--greedy-only", action="store_true", help="no Finetune on either side")
     p.add_argument(
         "--ref-finetune-epochs",
         type=int,
@@ -57,15 +66,22 @@ def run(a):
     yte_enc = np.searchsorted(classes, yte)
     print(
         f"data {a.dataset}: train {Xtr.shape}, test {Xte.shape}, classes {len(classes)}; "
-        f"depth {a.depth}, {a.epochs} epochs per split, torch threads 1"
+        f"depth {a.depth}, {a.epochs} epochs per split, batch {a.batch_size}, seed {a.seed}, "
+        "torch threads 1"
     )
+    bs = a.batch_size if a.batch_size == "auto" else int(a.batch_size)
 
     # ------------------------------------------------------------------ treebench
     def ours(finetune_epochs):
         est = make_estimator(
             "e2edt",
-            params={"max_depth": a.depth, "epochs": a.epochs, "finetune_epochs": finetune_epochs},
-            random_state=0,
+            params={
+                "max_depth": a.depth,
+                "epochs": a.epochs,
+                "finetune_epochs": finetune_epochs,
+                "batch_size": bs,
+            },
+            random_state=a.seed,
         )
         with timed() as t:
             est.fit(Xtr, ytr)
@@ -73,15 +89,19 @@ def run(a):
 
     est, t, acc_g = ours(0)
     tb_greedy, tb_greedy_cpu = est.fit_info_["greedy_seconds"], t.cpu
-    est_f, t_f, acc_f = ours(a.finetune_epochs)
-    fe = max(1, est_f.fit_info_.get("finetune_epochs", a.finetune_epochs))
-    tb_ft = est_f.fit_info_["finetune_seconds"] / fe
     print(
         f"treebench: greedy {tb_greedy:.2f} s wall / {tb_greedy_cpu:.2f} s CPU "
-        f"({est.size_report(Xte)['n_splits']} splits), greedy test acc {acc_g:.4f}; finetune "
-        f"{tb_ft:.3f} s/epoch wall (mean over {fe} epochs, the leaves-only first one included), "
-        f"finetuned test acc {acc_f:.4f} (deterministic)"
+        f"({est.size_report(Xte)['n_splits']} splits, batch {est.fit_info_['batch_size']}), "
+        f"greedy test acc {acc_g:.4f}"
     )
+    if not a.greedy_only:
+        est_f, t_f, acc_f = ours(a.finetune_epochs)
+        fe = max(1, est_f.fit_info_.get("finetune_epochs", a.finetune_epochs))
+        tb_ft = est_f.fit_info_["finetune_seconds"] / fe
+        print(
+            f"treebench: finetune {tb_ft:.3f} s/epoch wall (mean over {fe} epochs, the "
+            f"leaves-only first one included), finetuned test acc {acc_f:.4f} (deterministic)"
+        )
     if not a.ref:
         return
     use_reference(a.ref)
@@ -97,8 +117,11 @@ def run(a):
     ds = torch.utils.data.TensorDataset(
         torch.from_numpy(Xtr), torch.from_numpy(y_enc.astype(np.int64))
     )
-    torch.manual_seed(0)  # the reference draws from the global RNG
-    model = DecisionTree(Xtr.shape[1], len(classes), initial_steepness=1.0, batch_size=1000)
+    if bs == "auto":
+        raise SystemExit("--batch-size auto has no reference counterpart: give the rows")
+    torch.manual_seed(a.seed)  # the reference draws from the global RNG
+    # (its greedy stumps always use its DecisionTree default, 1000 rows, whatever is passed here)
+    model = DecisionTree(Xtr.shape[1], len(classes), initial_steepness=1.0, batch_size=bs)
     t0, c0 = time.perf_counter(), time.process_time()
     model.fit_greedy(ds, epochs=a.epochs, algo="EM", steepness_inc=0.1, max_depth=a.depth)
     ref_greedy = time.perf_counter() - t0
@@ -108,6 +131,13 @@ def run(a):
     Xte_t = torch.from_numpy(Xte)
     with torch.no_grad():
         ref_acc_g = float((model(Xte_t, discrete=True).argmax(1).numpy() == yte_enc).mean())
+    print(
+        f"reference: greedy {ref_greedy:.2f} s wall / {ref_greedy_cpu:.2f} s CPU "
+        f"({nodes[0]} splits), greedy test acc {ref_acc_g:.4f}"
+    )
+    if a.greedy_only:
+        print(f"reference/treebench: greedy {ratio(ref_greedy_cpu, tb_greedy_cpu)} CPU")
+        return
     stamps, cpu = [time.perf_counter()], [time.process_time()]
     for _ in model.refine(ds, a.ref_finetune_epochs, "EM"):
         model.root.set_steepness(inc_value=0.1)
@@ -115,11 +145,9 @@ def run(a):
         cpu.append(time.process_time())
     rep = np.diff(stamps)
     ref_ft = float(rep[1:].mean()) if len(rep) > 1 else float(rep[0])
-    ref_ft_cpu = float(np.diff(cpu)[1:].mean())
+    ref_ft_cpu = float(np.diff(cpu)[1:].mean()) if len(rep) > 1 else float(np.diff(cpu)[0])
     print(
-        f"reference: greedy {ref_greedy:.2f} s wall / {ref_greedy_cpu:.2f} s CPU "
-        f"({nodes[0]} splits), greedy test acc "
-        f"{ref_acc_g:.4f}; finetune {ref_ft:.3f} s/epoch wall / {ref_ft_cpu:.3f} CPU over {len(rep) - 1} full epochs "
+        f"reference: finetune {ref_ft:.3f} s/epoch wall / {ref_ft_cpu:.3f} CPU over {len(rep) - 1} full epochs "
         f"(first, leaves-only epoch {rep[0]:.3f} s)"
     )
     print(

@@ -505,6 +505,70 @@ def test_lazy_hinge_adam_equals_torch_sparse_adam():
     torch.testing.assert_close(ours[0].detach()[still], p0[0][still], rtol=0, atol=0)
 
 
+@pytest.mark.parametrize(("kind", "depth", "k"), [("tree", 5, 1), ("tree", 10, 1), ("fern", 10, 1), ("tree", 5, 3)])  # fmt: skip
+def test_hinge_adagrad_rows_equal_dense_adagrad_bitwise(kind, depth, k):
+    """Adagrad on the forest's gradient rows (HingeAdagrad: sparse threshold and leaf gradients, only
+    the touched entries stepped) lands on torch.optim.Adagrad(fused=True)'s dense result bit for bit:
+    parameters, accumulators and predictions."""
+    import copy
+
+    from treebench.methods.hinge.net import HingeAdagrad, _kernels, torch_train_steps
+
+    if _kernels is None:
+        pytest.skip("numba not installed")
+    rng = np.random.default_rng(depth)
+    X = torch.from_numpy(rng.normal(size=(300, 70)).astype(np.float32))
+    y = torch.from_numpy(rng.integers(0, 3, 300))
+    net = HingeNet(
+        70, 3, 12, depth, kind, aggregation="sum" if k > 1 else "linear",
+        generator=torch.Generator().manual_seed(depth),
+    )  # fmt: skip
+    dense, rows = net, copy.deepcopy(net)
+    dense.forest.sparse_grad = dense.forest.sparse_thresholds = False
+    rows.forest.sparse_grad = rows.forest.sparse_thresholds = True
+    opt_d = torch.optim.Adagrad(list(dense.parameters()), lr=0.05, fused=True)
+    opt_r = HingeAdagrad(list(rows.parameters()), lr=0.05)
+    batches = rng.integers(0, 300, (80, 16))
+
+    def loss_fn(out, yb, wb):
+        return torch.nn.functional.cross_entropy(out, yb)
+
+    for net_, opt in ((dense, opt_d), (rows, opt_r)):
+        net_.train()
+        torch_train_steps(net_, opt, X, y, None, batches, loss_fn)
+    assert rows.forest.thresholds.grad.is_sparse and rows.forest.weights.grad.is_sparse
+    assert rows.forest.thresholds.grad._nnz() <= 16 * 12
+    for (name, a), b in zip(dense.state_dict().items(), rows.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    for a, b in zip(dense.parameters(), rows.parameters(), strict=True):
+        assert torch.equal(opt_d.state[a]["sum"], opt_r.state[b]["sum"])
+        assert torch.equal(opt_d.state[a]["step"], opt_r.state[b]["step"])
+    dense.eval(), rows.eval()
+    with torch.no_grad():
+        assert torch.equal(dense(X), rows(X))
+    assert opt_r.state_dict()["state"].keys() == opt_d.state_dict()["state"].keys()
+
+
+@pytest.mark.parametrize("depth", [5, 10])
+def test_estimator_adagrad_rows_path_is_bit_identical(depth, monkeypatch):
+    """The estimator's torch-path fit (here 72 inputs, so not the compiled UCI step) predicts the
+    same bits whether AdaGrad takes the forest's gradients densely (a small forest's default) or as
+    rows (a large forest's default, forced here at depths 5 and 10)."""
+    import treebench.methods.hinge.net as hnet
+
+    X, y = load_digits(return_X_y=True)
+    X = np.hstack([X, np.random.default_rng(0).normal(size=(len(X), 8))])
+    kw = dict(n_estimators=10, max_depth=depth, n_iterations=300, snapshot_every=100)
+    dense = HingeForestClassifier(**kw, selection="last", random_state=0, n_jobs=1).fit(X, y)
+    assert not dense.fit_info_["compiled_training"] and not dense.net_.forest.sparse_thresholds
+    monkeypatch.setattr(hnet, "SPARSE_ADAGRAD_MIN_ENTRIES", 0)
+    rows = HingeForestClassifier(**kw, selection="last", random_state=0, n_jobs=1).fit(X, y)
+    assert rows.net_.forest.sparse_thresholds
+    np.testing.assert_array_equal(dense.predict_proba(X), rows.predict_proba(X))
+    for k, v in dense.net_.state_dict().items():
+        assert torch.equal(v, rows.net_.state_dict()[k]), k
+
+
 @pytest.mark.parametrize("kind", ["tree", "fern"])
 @pytest.mark.parametrize("task", ["classification", "regression", "weighted"])
 def test_compiled_uci_training_equals_torch_path(kind, task):

@@ -4,8 +4,10 @@
   minimum-|margin| decision v* and its signed margin r*, and write ``w[leaf] * |r*|`` (per tree, or
   summed over trees).
 * :func:`forest_backward` -- the paper's sparse derivatives (Eqs. 11-12): per (sample, tree) only
-  ``w[leaf]``, ``t[v*]`` and ``z[f(v*)]`` receive gradient. Leaf-weight gradients come back either
-  dense or as coalesced rows (sorted unique (tree, leaf) pairs plus their summed K-vectors).
+  ``w[leaf]``, ``t[v*]`` and ``z[f(v*)]`` receive gradient, accumulated into dense arrays;
+  :func:`forest_backward_rows` returns the leaf-weight (and optionally the threshold) gradient as
+  coalesced rows (sorted unique (tree, leaf) pairs plus their summed K-vectors) instead, at a cost
+  independent of the number of leaves.
 * :func:`adam_dense` / :func:`adam_rows` -- one Adam step (torch.optim.Adam's arithmetic) on a dense
   gradient, or on a gradient that is zero outside a set of rows: every entry's moments still decay
   and every entry still moves (dense Adam), but the gradient is never materialised.
@@ -77,10 +79,9 @@ def _sign(r):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw_dense, sparse):
-    """G [B, 1, K] (reduce) or [B, M, K]. Accumulates into gz [B, F] (if need_z), gt [M, N] and, when
-    not ``sparse``, gw_dense [M, L, K]. With ``sparse`` returns (tree, leaf) index arrays and the
-    [nnz, K] leaf-gradient rows, sorted by (tree, leaf) and unique (coalesced)."""
+def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw):
+    """G [B, 1, K] (reduce) or [B, M, K]. Accumulates into gz [B, F] (if need_z), gt [M, N] and
+    gw [M, L, K] (dense arrays; only the entries of the samples' paths change)."""
     B = leaf.shape[0]
     M = leaf.shape[1]
     K = w.shape[2]
@@ -100,45 +101,91 @@ def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw_
             gt[t, v] -= s
             if need_z:
                 gz[b, f[v]] += s
-            if not sparse:
-                a = abs(r)
-                gl = gw_dense[t, lf]
-                for k in range(K):
-                    gl[k] += gb[k] * a
-    if not sparse:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, K), gw_dense.dtype)
-    # coalesced rows: per tree, its unique leaves (stamp array), sorted, then summed per leaf
+            a = abs(r)
+            gl = gw[t, lf]
+            for k in range(K):
+                gl[k] += gb[k] * a
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _unique_sorted(keys, t, stamp, base, slot, ti, xi, nnz):
+    """The distinct values of ``keys`` (one tree's B indices), sorted, appended at ``nnz`` to the row
+    lists (ti = t, xi = value); ``slot[value]`` = its row. ``stamp`` marks the values seen under the
+    mark ``base`` (a fresh mark per tree and call: the stamps are never reset). Returns the new nnz."""
+    nu = 0
+    for b in range(keys.shape[0]):
+        x = keys[b]
+        if stamp[x] != base:
+            stamp[x] = base
+            xi[nnz + nu] = x
+            nu += 1
+    xs = xi[nnz : nnz + nu]
+    xs.sort()
+    for j in range(nu):
+        ti[nnz + j] = t
+        slot[xs[j]] = nnz + j
+    return nnz + nu
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def forest_backward_rows(
+    G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, thr_rows, ws, base
+):
+    """:func:`forest_backward` with the leaf-weight gradient (and with ``thr_rows`` the threshold
+    gradient) as coalesced rows: sorted unique (tree, leaf) pairs and their summed [nnz, K] values
+    (and (tree, decision) pairs with their sums); without ``thr_rows`` the threshold gradient goes
+    into the dense ``gt`` [M, N]. Same sums in the same order as :func:`forest_backward`.
+
+    ``ws`` = (leaf stamps [L], leaf slots [L], decision stamps [N], decision slots [N]), int64
+    workspaces kept by the caller (stamps start at -1) and ``base`` a mark not used before with
+    them (the caller adds M per call): no array of the forest's size is filled or allocated per
+    call, so a call costs O(B M (D + K)) whatever the number of leaves 2^D.
+
+    Returns (ti, li, vals, tti, tni, tvals)."""
+    B = leaf.shape[0]
+    M = leaf.shape[1]
+    K = w.shape[2]
+    st_l, sl_l, st_n, sl_n = ws
     n = B * M
-    L = w.shape[1]
     ti = np.empty(n, np.int64)
     li = np.empty(n, np.int64)
-    vals = np.zeros((n, K), gw_dense.dtype)
-    stamp = np.full(L, -1, np.int64)
-    slot = np.empty(L, np.int64)
-    u = np.empty(B, np.int64)
+    vals = np.zeros((n, K), w.dtype)
+    nt = n if thr_rows else 0
+    tti = np.empty(nt, np.int64)
+    tni = np.empty(nt, np.int64)
+    tvals = np.zeros(nt, w.dtype)
     nnz = 0
+    tnnz = 0
     for t in range(M):
-        nu = 0
-        for b in range(B):
-            lf = leaf[b, t]
-            if stamp[lf] != t:
-                stamp[lf] = t
-                u[nu] = lf
-                nu += 1
-        us = u[:nu]
-        us.sort()
-        for j in range(nu):
-            ti[nnz + j] = t
-            li[nnz + j] = us[j]
-            slot[us[j]] = nnz + j
+        f = feats[t]
+        wt = w[t]
+        nnz = _unique_sorted(leaf[:, t], t, st_l, base + t, sl_l, ti, li, nnz)
+        if thr_rows:
+            tnnz = _unique_sorted(vstar[:, t], t, st_n, base + t, sl_n, tti, tni, tnnz)
         for b in range(B):
             gb = G[b, 0] if reduce else G[b, t]
-            a = abs(rstar[b, t])
-            row = vals[slot[leaf[b, t]]]
+            lf = leaf[b, t]
+            r = rstar[b, t]
+            wl = wt[lf]
+            s = 0.0
+            for k in range(K):
+                s += gb[k] * wl[k]
+            s *= _sign(r)
+            v = vstar[b, t]
+            if thr_rows:
+                tvals[sl_n[v]] -= s
+            else:
+                gt[t, v] -= s
+            if need_z:
+                gz[b, f[v]] += s
+            a = abs(r)
+            row = vals[sl_l[lf]]
             for k in range(K):
                 row[k] += gb[k] * a
-        nnz += nu
-    return ti[:nnz].copy(), li[:nnz].copy(), vals[:nnz].copy()
+    return (
+        ti[:nnz].copy(), li[:nnz].copy(), vals[:nnz].copy(),
+        tti[:tnnz].copy(), tni[:tnnz].copy(), tvals[:tnnz].copy(),
+    )  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -227,7 +274,7 @@ def uci_train_steps(
     Wp, rmean, rvar, n_upd, bn_eps, max_momentum,
     feats, thr, w, depth, fern,
     Wh, bh,
-    acc_Wp, acc_thr, acc_w, acc_Wh, acc_bh, lr, ada_eps,
+    acc_Wp, acc_thr, acc_w, acc_Wh, acc_bh, lr, ada_eps, gt, gw,
 ):  # fmt: skip
     """Training steps of the UCI network, each the same computation as one step of the torch path:
     inner products (Wp [F, P], no bias) -> running-statistics BN -> hinge trees/ferns with scalar
@@ -238,7 +285,10 @@ def uci_train_steps(
     BN running statistics fold in the batch's mean / unbiased variance (``n_upd`` counts updates).
 
     ``batches`` [S, B] holds training-row indices of the S minibatches. All arrays are updated in
-    place (numpy views of the torch parameters). Returns the mean minibatch loss."""
+    place (numpy views of the torch parameters). ``gt`` (shape of ``thr``) and ``gw`` (of ``w``) are
+    zero scratch arrays kept by the caller and left zero: a step touches only the entries of the
+    samples' paths, so nothing of the forest's size 2^D is allocated or cleared per call. Returns the
+    mean minibatch loss."""
     S, B = batches.shape
     P = X.shape[1]
     F = Wp.shape[0]
@@ -256,8 +306,6 @@ def uci_train_steps(
     out = np.empty((B, M, 1), dt)
     dlog = np.empty((B, K), dt)
     gz = np.zeros((B, F), dt)
-    gt = np.zeros(thr.shape, dt)
-    gw = np.zeros(w.shape, dt)
     total = 0.0
     for s in range(S):
         for i in range(B):
@@ -311,7 +359,7 @@ def uci_train_steps(
         # forest backward: gt, gw (dense scratch, zero outside the touched entries) and gz
         gz[:] = 0
         forest_backward(
-            dout.reshape(B, M, 1), feats, w, leaf, vstar, rstar, False, True, gz, gt, gw, False
+            dout.reshape(B, M, 1), feats, w, leaf, vstar, rstar, False, True, gz, gt, gw
         )
         for i in range(B):
             for f in range(F):
@@ -351,3 +399,38 @@ def uci_train_steps(
                 rvar[f] = alpha * rvar[f] + (1 - alpha) * bvar[f]
             n_upd[0] = n + 1
     return total / S
+
+
+@numba.njit(cache=True, nogil=True)
+def gather_rows(p, s, idx, dims):
+    """Rows of the [R, C] arrays ``p`` and ``s`` at the sparse indices ``idx`` [nd, nnz] of a tensor
+    whose first nd dimensions are ``dims``: (flat row ids, p rows, s rows, ordered), the rows
+    copied; ``ordered`` is False when the row ids are not strictly increasing (not coalesced)."""
+    nd, nnz = idx.shape
+    C = p.shape[1]
+    rows = np.empty(nnz, np.int64)
+    pr = np.empty((nnz, C), p.dtype)
+    sr = np.empty((nnz, C), s.dtype)
+    ordered = True
+    for j in range(nnz):
+        r = idx[0, j]
+        for d in range(1, nd):
+            r = r * dims[d] + idx[d, j]
+        rows[j] = r
+        if j > 0 and r <= rows[j - 1]:
+            ordered = False
+        for c in range(C):
+            pr[j, c] = p[r, c]
+            sr[j, c] = s[r, c]
+    return rows, pr, sr, ordered
+
+
+@numba.njit(cache=True, nogil=True)
+def scatter_rows(p, s, rows, pr, sr):
+    """Write :func:`gather_rows`' rows back: p[rows] = pr, s[rows] = sr."""
+    C = p.shape[1]
+    for j in range(rows.shape[0]):
+        r = rows[j]
+        for c in range(C):
+            p[r, c] = pr[j, c]
+            s[r, c] = sr[j, c]

@@ -9,8 +9,9 @@ Two implementations of the same function:
   whose forward walks every (tree, sample) once and whose backward writes only those entries. The
   leaf-weight gradient can be returned as coalesced sparse rows (``sparse_grad``), which
   :class:`HingeAdam` (dense Adam semantics, torch.optim.Adam's arithmetic) consumes without ever
-  materialising the ~M 2^D K zeros; with K-vector leaves summed over trees (``reduce``) no
-  [B, M, K] tensor is built either.
+  materialising the ~M 2^D K zeros, and the threshold gradient too (``sparse_thresholds``), which
+  :class:`HingeAdagrad` applies to the touched entries only; with K-vector leaves summed over trees
+  (``reduce``) no [B, M, K] tensor is built either.
 * :meth:`HingeForest.forward_torch`: traversal without autograd (vectorised over samples and trees,
   loop over levels), then three gathers; autograd yields the same sparse derivatives. Used without
   numba and as the reference in tests.
@@ -23,6 +24,7 @@ import math
 import numpy as np
 import torch
 from torch import nn
+from torch.optim.adagrad import adagrad as _adagrad_fn
 
 try:  # optional (the ``fast`` extra): compiled traversal, forward/backward and Adam
     import numba
@@ -122,7 +124,9 @@ class HingeForest(nn.Module):
 
     With numba the forward/backward are compiled kernels (:class:`_HingeForestFn`); otherwise (or via
     :meth:`forward_torch`) three gathers and autograd. ``sparse_grad=True`` makes the leaf-weight
-    gradient a sparse COO tensor (for :class:`HingeAdam` / ``torch.optim.Adagrad``).
+    gradient a sparse COO tensor (for :class:`HingeAdam` / :class:`HingeAdagrad`); with it, the
+    attribute ``sparse_thresholds = True`` makes the threshold gradient one too (for
+    :class:`HingeAdagrad`: then a training step costs O(B M D), not O(M 2^D)).
     """
 
     def __init__(
@@ -139,6 +143,8 @@ class HingeForest(nn.Module):
     ):
         super().__init__()
         self.sparse_grad = bool(sparse_grad)
+        self.sparse_thresholds = False
+        self._rows_ws = None
         if kind not in ("tree", "fern"):
             raise ValueError(f"kind must be 'tree' or 'fern', got {kind!r}")
         self.in_features, self.n_trees, self.depth = int(in_features), int(n_trees), int(depth)
@@ -158,6 +164,27 @@ class HingeForest(nn.Module):
         self.register_buffer("_leaf_off", torch.arange(n_trees) * self.n_leaves)
         # after D tree levels g = offset + heap index = offset + (2^D - 1) + leaf
         self.register_buffer("_leaf_base", torch.arange(n_trees) * n_dec + (2**depth - 1))
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_rows_ws"] = None  # scratch of the compiled backward: not pickled, not copied
+        return state
+
+    def _rows_workspace(self):
+        """(stamps and slots of leaves and decisions, a fresh stamp base) for the compiled
+        coalescing of sparse gradients; allocated once, never cleared (see
+        :func:`~treebench.methods.hinge.kernels.forest_backward_rows`)."""
+        if self._rows_ws is None:
+            L, N = self.n_leaves, self.n_decisions
+            self._rows_ws = [
+                (np.full(L, -1, np.int64), np.empty(L, np.int64),
+                 np.full(N, -1, np.int64), np.empty(N, np.int64)),
+                0,
+            ]  # fmt: skip
+        ws = self._rows_ws
+        base = ws[1]
+        ws[1] += self.n_trees
+        return ws[0], base
 
     @torch.no_grad()
     def route(self, z):
@@ -274,28 +301,38 @@ class _HingeForestFn(torch.autograd.Function):
         forest, reduce, sparse = ctx.forest, ctx.reduce, ctx.sparse
         leaf, vstar, rstar, w, F = ctx.state
         G = _np(grad_out.unsqueeze(1) if reduce else grad_out).astype(w.dtype, copy=False)
-        B, K = leaf.shape[0], w.shape[2]
+        B = leaf.shape[0]
         need_z = ctx.needs_input_grad[0]
         gz = np.zeros((B, F) if need_z else (1, 1), w.dtype)
-        gt = np.zeros(forest.thresholds.shape, w.dtype)
-        gw = np.zeros((1, 1, K) if sparse else w.shape, w.dtype)
-        ti, li, vals = _kernels.forest_backward(
-            G, forest.features.numpy(), w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw, sparse
-        )
-        wdt = forest.weights.dtype
+        thr_rows = sparse and forest.sparse_thresholds
+        gt = np.zeros((1, 1) if thr_rows else forest.thresholds.shape, w.dtype)
+        feats = forest.features.numpy()
         if sparse:
-            idx = torch.from_numpy(np.stack([ti, li]))
-            grad_w = torch.sparse_coo_tensor(
-                idx,
-                torch.from_numpy(vals).to(wdt),
-                forest.weights.shape,
-                is_coalesced=True,
-                check_invariants=False,
+            ws, base = forest._rows_workspace()
+            ti, li, vals, tti, tni, tvals = _kernels.forest_backward_rows(
+                G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, thr_rows, ws, base
             )
+            grad_w = _coo(ti, li, vals, forest.weights)
         else:
-            grad_w = torch.from_numpy(gw).to(wdt)
-        grad_t = torch.from_numpy(gt).to(forest.thresholds.dtype)
+            gw = np.zeros(w.shape, w.dtype)
+            _kernels.forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw)
+            grad_w = torch.from_numpy(gw).to(forest.weights.dtype)
+        if thr_rows:
+            grad_t = _coo(tti, tni, tvals, forest.thresholds)
+        else:
+            grad_t = torch.from_numpy(gt).to(forest.thresholds.dtype)
         return (torch.from_numpy(gz) if need_z else None), grad_t, grad_w, None, None, None
+
+
+def _coo(rows, cols, vals, param):
+    """Coalesced sparse COO gradient of ``param`` with entries (rows, cols) = vals (sorted, unique)."""
+    return torch.sparse_coo_tensor(
+        torch.from_numpy(np.stack([rows, cols])),
+        torch.from_numpy(vals).to(param.dtype),
+        param.shape,
+        is_coalesced=True,
+        check_invariants=False,
+    )
 
 
 class HingeAdam(torch.optim.Optimizer):
@@ -377,6 +414,65 @@ def _flat(t):
     if t.device.type != "cpu" or not t.is_contiguous() or t.dtype not in _NP_DTYPE:
         raise ValueError("HingeAdam needs contiguous float32/float64 CPU parameters")
     return t.detach().numpy()
+
+
+class HingeAdagrad(torch.optim.Adagrad):
+    """``torch.optim.Adagrad(fused=True)`` that also takes sparse COO gradients (the hinge forest's
+    coalesced rows), with the same result as the dense step on the gradient with zeros.
+
+    Adagrad leaves an entry with zero gradient as it is (its sum grows by 0, it moves by
+    ``lr * 0 / (sqrt(sum) + eps)``; no weight decay), so only the touched rows are gathered, stepped by
+    torch's own fused kernel (elementwise: an entry's result does not depend on its neighbours) and
+    written back. A step then costs the rows a minibatch reaches, not the forest's 2^D leaves. The
+    state (``sum``, ``step``) and ``state_dict`` are torch's.
+    """
+
+    def __init__(self, params, lr=1e-2, eps=1e-10):
+        super().__init__(params, lr=lr, eps=eps, fused=True)
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            ps, gs, sums, steps, back = [], [], [], [], []
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                st = self.state[p]
+                if g.is_sparse:
+                    if group["weight_decay"] != 0:
+                        raise ValueError("HingeAdagrad: sparse gradients need weight_decay=0")
+                    nd = g.sparse_dim()
+                    R = math.prod(p.shape[:nd])
+                    dims = np.asarray(p.shape[:nd], np.int64)
+                    pn, sn = _flat(p).reshape(R, -1), _flat(st["sum"]).reshape(R, -1)
+                    rows, pr, sr, ordered = _kernels.gather_rows(pn, sn, g._indices().numpy(), dims)
+                    if not ordered:  # duplicates or unsorted (our backward's rows never are)
+                        g = g.coalesce()
+                        rows, pr, sr, _ = _kernels.gather_rows(pn, sn, g._indices().numpy(), dims)
+                    ps.append(torch.from_numpy(pr))
+                    gs.append(g._values().reshape(pr.shape))
+                    sums.append(torch.from_numpy(sr))
+                    back.append((pn, sn, rows, pr, sr))
+                else:
+                    ps.append(p)
+                    gs.append(g)
+                    sums.append(st["sum"])
+                steps.append(st["step"])
+            if not ps:
+                continue
+            _adagrad_fn(
+                ps, gs, sums, steps, fused=True, lr=group["lr"],
+                weight_decay=group["weight_decay"], lr_decay=group["lr_decay"], eps=group["eps"],
+                maximize=group["maximize"], has_complex=False,
+            )  # fmt: skip
+            for pn, sn, rows, pr, sr in back:
+                _kernels.scatter_rows(pn, sn, rows, pr, sr)
+        return loss
 
 
 class HingeNet(nn.Module):
@@ -579,6 +675,8 @@ class CompiledUCITrainer:
         self.params = (net.pool.weight, f.thresholds, f.weights, net.head.weight, net.head.bias)
         self.views = tuple(_flat(p) for p in self.params)
         self.acc = tuple(np.zeros_like(v) for v in self.views)
+        # the forest's gradient scratch (thresholds, leaves): zero, and left zero by every step
+        self.scratch = (np.zeros_like(self.views[1]), np.zeros_like(self.views[2]))
         self.bn = (_flat(bn.running_mean), _flat(bn.running_var), bn.n_updates.numpy().reshape(1))
         self.lr, self.eps = dt.type(lr), dt.type(eps)
 
@@ -611,6 +709,7 @@ class CompiledUCITrainer:
                 self.classification, Wp, rm, rv, nu, rm.dtype.type(bn.eps),
                 rm.dtype.type(bn.max_momentum), f.features.numpy(), thr, w, f.depth,
                 f.kind == "fern", Wh, bh, aWp, athr, aw, aWh, abh, self.lr, self.eps,
+                *self.scratch,
             )
         )  # fmt: skip
 
@@ -618,14 +717,23 @@ class CompiledUCITrainer:
 _TORCH_DTYPE = {np.float32: torch.float32, np.float64: torch.float64}
 
 
+#: optimizer="adagrad" takes the forest's gradients as rows (:class:`HingeAdagrad`) from this many
+#: threshold + leaf-weight entries on: below, the dense gradient and torch's fused Adagrad over all
+#: entries cost less than the rows' fixed overhead (docs/methods/hinge.md, "Cost per step and depth")
+SPARSE_ADAGRAD_MIN_ENTRIES = 2**20
+
+
 def make_optimizer(name: str, net: nn.Module, lr: float):
     """``"adam"``: :class:`HingeAdam` with sparse leaf gradients when numba is available (else
     ``torch.optim.Adam``); ``"lazy_adam"``: :class:`HingeAdam` updating only the leaves a minibatch
     reaches (``torch.optim.SparseAdam``'s rule; dense Adam for the other layers);
-    ``"adagrad"``: ``torch.optim.Adagrad`` (dense). Sets ``net``'s forest to sparse leaf gradients
-    when the optimiser takes them."""
+    ``"adagrad"``: ``torch.optim.Adagrad`` (fused, dense gradients); for a forest of at least
+    :data:`SPARSE_ADAGRAD_MIN_ENTRIES` thresholds and leaf weights (and numba), :class:`HingeAdagrad`
+    on sparse leaf and threshold gradients instead: the same results at a cost per step independent
+    of the 2^D leaves. Sets ``net``'s forest to the sparse gradients the optimiser takes."""
     params = list(net.parameters())
     forest = getattr(net, "forest", net)
+    forest.sparse_thresholds = False
     if name == "lazy_adam":
         if _kernels is None:  # pragma: no cover - numba is a dependency
             raise ValueError("optimizer='lazy_adam' needs numba")
@@ -637,7 +745,14 @@ def make_optimizer(name: str, net: nn.Module, lr: float):
             return HingeAdam(params, lr=lr)
         forest.sparse_grad = False
         return torch.optim.Adam(params, lr=lr)
-    if name == "adagrad":  # the UCI setting: small models, dense gradients, torch's fused kernel
+    if name == "adagrad":  # the UCI setting; the leaves a step does not reach stay as they are
+        n_forest = forest.thresholds.numel() + forest.weights.numel()
+        if _kernels is not None and n_forest >= SPARSE_ADAGRAD_MIN_ENTRIES:
+            forest.sparse_grad = forest.sparse_thresholds = True
+            try:
+                return HingeAdagrad(params, lr=lr)
+            except (RuntimeError, TypeError, ValueError):  # pragma: no cover - older torch
+                forest.sparse_thresholds = False
         forest.sparse_grad = False
         try:
             return torch.optim.Adagrad(params, lr=lr, fused=True)
