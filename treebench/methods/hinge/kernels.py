@@ -78,6 +78,16 @@ def _sign(r):
     return 1.0 if r > 0 else (-1.0 if r < 0 else 0.0)
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _margin_grad(gb, wl, r, K):
+    """d loss / d margin of one sample in one tree: its output gradient dotted with the reached leaf's
+    weights, signed by the side of the deciding threshold."""
+    s = 0.0
+    for k in range(K):
+        s += gb[k] * wl[k]
+    return s * _sign(r)
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw):
     """G [B, 1, K] (reduce) or [B, M, K]. Accumulates into gz [B, F] (if need_z), gt [M, N] and
@@ -92,11 +102,7 @@ def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw)
             gb = G[b, 0] if reduce else G[b, t]
             lf = leaf[b, t]
             r = rstar[b, t]
-            wl = wt[lf]
-            s = 0.0
-            for k in range(K):
-                s += gb[k] * wl[k]
-            s *= _sign(r)
+            s = _margin_grad(gb, wt[lf], r, K)
             v = vstar[b, t]
             gt[t, v] -= s
             if need_z:
@@ -166,11 +172,7 @@ def forest_backward_rows(
             gb = G[b, 0] if reduce else G[b, t]
             lf = leaf[b, t]
             r = rstar[b, t]
-            wl = wt[lf]
-            s = 0.0
-            for k in range(K):
-                s += gb[k] * wl[k]
-            s *= _sign(r)
+            s = _margin_grad(gb, wt[lf], r, K)
             v = vstar[b, t]
             if thr_rows:
                 tvals[sl_n[v]] -= s
