@@ -369,10 +369,7 @@ class HingeAdam(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = _closure_loss(closure)
         for group in self.param_groups:
             lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
             for p in group["params"]:
@@ -409,6 +406,14 @@ class HingeAdam(torch.optim.Optimizer):
 _NP_DTYPE = {torch.float32: np.float32, torch.float64: np.float64}
 
 
+def _closure_loss(closure):
+    """The loss of an optimizer step's ``closure`` (evaluated with gradients on), or None."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
+
+
 def _flat(t):
     """A numpy view sharing ``t``'s memory (in-place updates reach the tensor)."""
     if t.device.type != "cpu" or not t.is_contiguous() or t.dtype not in _NP_DTYPE:
@@ -432,10 +437,7 @@ class HingeAdagrad(torch.optim.Adagrad):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = _closure_loss(closure)
         for group in self.param_groups:
             ps, gs, sums, steps, back = [], [], [], [], []
             for p in group["params"]:
