@@ -57,11 +57,9 @@ def test_outputs_and_columns(quick_run):
     assert list(summary.columns) == bench.SUMMARY_COLUMNS
     assert set(summary["method"]) == {"cart", "rf"}  # CART, the reference, is always added
     assert (summary["status"] == "ok").all()
-    assert (
-        (summary[["fit_s_median", "predict_sps_median", "split_evals", "peak_rss_mb"]] > 0)
-        .all()
-        .all()
-    )
+    assert (summary[["fit_s_median", "predict_sps_median", "split_evals"]] > 0).all().all()
+    # --quick reuses one worker per method: heap the allocator kept can make a job's growth read 0
+    assert (summary["peak_rss_mb"] >= 0).all()
 
 
 def test_ratios_come_from_the_same_runs_cart(quick_run):
