@@ -4,42 +4,14 @@ from __future__ import annotations
 
 import io
 
-import numpy as np
-import pytest
 from rich.console import Console
 
-from treebench.api import make_estimator
 from treebench.methods.progress import report, reporting
 from treebench.progress import FitProgress
 
 
 def test_report_outside_reporting_does_nothing():
     report("epochs", 1, 2)  # no callback installed: no output, no error
-
-
-@pytest.mark.parametrize(
-    ("method", "params", "phase"),
-    [
-        ("tnt", {}, "grow rounds"),
-        ("hinge_forest", {"n_iterations": 200, "snapshot_every": 100}, "iterations"),
-        ("onestage", {"max_epochs": 3}, "epochs"),
-        ("sdt", {"max_epochs": 2}, "epochs"),
-        ("redt", {}, "teacher fits (jackknife)"),
-        ("e2edt", {"max_depth": 2, "epochs": 1, "finetune_epochs": 2}, "finetune epochs"),
-    ],
-)
-def test_methods_report_their_units_of_work(method, params, phase):
-    from sklearn.datasets import load_iris
-
-    X, y = load_iris(return_X_y=True)
-    seen = []
-    with reporting(lambda p, done, total: seen.append((p, done, total))):
-        make_estimator(method, params=params).fit(X.astype(np.float64), y)
-    steps = [(d, t) for p, d, t in seen if p == phase]
-    assert steps, seen
-    assert [d for d, _ in steps] == sorted(d for d, _ in steps)  # monotone
-    done, total = steps[-1]
-    assert total is None or done == total  # the last report says the phase is complete
 
 
 def test_plain_lines_off_a_terminal_are_rate_limited():

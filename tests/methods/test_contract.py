@@ -14,6 +14,7 @@ from sklearn.utils.estimator_checks import estimator_checks_generator
 
 from treebench.config import CONF_DIR
 from treebench.methods.base import SIZE_KEYS, discover, expected_failed_checks
+from treebench.methods.progress import reporting
 
 CASES = sorted((name, task) for name, e in discover().items() for task in e.classes)
 
@@ -58,6 +59,29 @@ def test_yaml_params_are_constructor_defaults(name, task):
                 f"{name}.yaml {key}={value!r} but constructor default is {default!r}"
             )
     assert "random_state" not in (cfg.get("params") or {}), "random_state is owned by the runner"
+
+
+@pytest.mark.parametrize(("name", "task"), CASES)
+def test_progress_protocol(name, task, data):
+    """``fit`` reports only the phases its class declares in ``progress_phases`` (at least one report
+    when it declares any); within a phase ``done`` never exceeds ``total`` and goes back only after a
+    complete report (a member or group starting again), so a progress bar never jumps back mid-way.
+    Early stopping may end a phase short of its total."""
+    est = smoke_estimator(name, task)
+    declared = set(getattr(type(est), "progress_phases", ()))
+    seen = []
+    X, y = data[task]
+    with reporting(lambda phase, done, total: seen.append((phase, done, total))):
+        est.fit(X, y)
+    assert {p for p, _, _ in seen} <= declared, f"undeclared phases: {seen[:3]}"
+    assert bool(seen) == bool(declared), f"declares {sorted(declared)}, reported {len(seen)}"
+    last: dict[str, tuple] = {}
+    for phase, done, total in seen:
+        assert total is None or 0 < done <= total, (phase, done, total)
+        prev = last.get(phase)
+        if prev is not None and done < prev[0]:
+            assert prev[0] == prev[1], f"{phase} went back from {prev} to {done} before completing"
+        last[phase] = (done, total)
 
 
 @pytest.mark.parametrize(("name", "task"), CASES)

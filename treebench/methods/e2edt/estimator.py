@@ -68,6 +68,9 @@ def auto_batch_size(n_rows):
 class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
     """Shared fit/predict of E2EDT (one tree) and E2EDF (a forest)."""
 
+    #: what ``fit`` reports through :mod:`treebench.methods.progress` (the contract test checks it)
+    progress_phases = ("greedy levels", "finetune epochs")
+
     requires_torch = True
     _forest = False
     _expected_failed_checks = {

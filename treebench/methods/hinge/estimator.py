@@ -88,6 +88,9 @@ _PROTOCOLS = {  # recorded in fit_info_["protocol"]: how the kept model state wa
 class _HingeBase(SizeMixin, BaseEstimator):
     """Shared implementation; subclasses fix ``_kind`` ("tree"/"fern") and the task."""
 
+    #: what ``fit`` reports through :mod:`treebench.methods.progress` (the contract test checks it)
+    progress_phases = ("iterations",)
+
     requires_torch = True
     _kind = "tree"
     _is_classifier = True

@@ -90,6 +90,9 @@ def auto_patience(n_batches, paper):
 class _OneStageBase(SizeMixin, BaseEstimator):
     """Shared implementation; see the module docstring. Subclasses fix the task and the architecture search (``_strategy``)."""
 
+    #: what ``fit`` reports through :mod:`treebench.methods.progress` (the contract test checks it)
+    progress_phases = ("epochs",)
+
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
             "minibatch Adam, Gumbel noise per row and a validation part drawn by row: weights "

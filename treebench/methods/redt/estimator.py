@@ -352,6 +352,9 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
     verbose : int
     """
 
+    #: what ``fit`` reports through :mod:`treebench.methods.progress` (the contract test checks it)
+    progress_phases = ("teacher fits (jackknife)",)
+
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
             "the teacher's jackknife folds split rows (a copy of a row can train the teacher that "

@@ -60,6 +60,9 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
         Standardise the features with the training statistics.
     """
 
+    #: what ``fit`` reports through :mod:`treebench.methods.progress` (the contract test checks it)
+    progress_phases = ("epochs",)
+
     requires_torch = True
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (

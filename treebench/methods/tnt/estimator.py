@@ -98,6 +98,9 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
     verbose : int
     """
 
+    #: what ``fit`` reports through :mod:`treebench.methods.progress` (the contract test checks it)
+    progress_phases = ("grow rounds",)
+
     _parameter_constraints = {
         "ccp_alpha": [NON_NEGATIVE],
         "N1": [POSITIVE_INT],
@@ -260,6 +263,9 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
 
 class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
     """Shared code: a scikit-learn ensemble (``ensemble_``) of TnT graphs built in ``fit``."""
+
+    #: what ``fit`` reports through :mod:`treebench.methods.progress` (the contract test checks it)
+    progress_phases = ("grow rounds",)
 
     _parameter_constraints = {
         **{
