@@ -418,8 +418,14 @@ def pareto_figure(cells: pd.DataFrame, dataset: str, task: str, path: Path) -> P
     from matplotlib.ticker import FuncFormatter
 
     plain = FuncFormatter(lambda v, _: f"{v:g}")
+    # minor ticks labelled at 2x and 5x a power of ten only, so that labels do not run together
+    sparse = FuncFormatter(
+        lambda v, _: (
+            f"{v:g}" if v > 0 and round(v / 10 ** math.floor(math.log10(v))) in (2, 5) else ""
+        )
+    )
     ax.xaxis.set_major_formatter(plain)
-    ax.xaxis.set_minor_formatter(plain)
+    ax.xaxis.set_minor_formatter(sparse)
     ax.tick_params(axis="x", which="minor", labelsize=7)
     ax.set_xlabel("leaves (all trees; mean over seeds)")
     ax.set_ylabel(f"test {name}")
