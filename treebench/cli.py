@@ -355,13 +355,12 @@ def status(
     if df.empty:
         console.print("no records")
     else:
-        df = df.assign(
-            local=(df["status"] != "failed") & ~df["key"].isin(led.keys()) if led else False
+        v = df[["experiment", "method", "dataset", "status", "key"]]  # what the counts need
+        v = v.assign(
+            local=(v["status"] != "failed") & ~v["key"].isin(led.keys()) if led else False
         )
-        counts = pd.crosstab(
-            [df["experiment"].astype(str), df["method"], df["dataset"]], df["status"]
-        )
-        counts["local"] = df.groupby([df["experiment"].astype(str), "method", "dataset"])[
+        counts = pd.crosstab([v["experiment"].astype(str), v["method"], v["dataset"]], v["status"])
+        counts["local"] = v.groupby([v["experiment"].astype(str), "method", "dataset"])[
             "local"
         ].sum()
         cols = ("ok", "skipped", "failed", "local")

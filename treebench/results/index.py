@@ -74,6 +74,22 @@ def _read_cache(path: Path) -> pd.DataFrame | None:
     return df
 
 
+def _json_texts(values) -> list[str]:
+    """``json.dumps`` of each value, each distinct hashable value encoded once (a column repeats a
+    few values over many rows); keyed by type too, so ``False`` and ``0`` stay apart."""
+    memo: dict = {}
+    out = []
+    for v in values:
+        try:
+            text = memo.get((type(v), v))
+            if text is None:
+                text = memo[(type(v), v)] = json.dumps(v)
+        except TypeError:  # a list or dict
+            text = json.dumps(v)
+        out.append(text)
+    return out
+
+
 def _write_cache(path: Path, df: pd.DataFrame) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -81,7 +97,7 @@ def _write_cache(path: Path, df: pd.DataFrame) -> None:
     enc = df.copy()
     obj = [c for c in enc.columns if enc[c].dtype == object]
     for c in obj:  # Parquet needs one type per column; JSON text keeps each value's own type
-        enc[c] = pd.Categorical([json.dumps(v) for v in enc[c]])
+        enc[c] = pd.Categorical(_json_texts(enc[c]))
     table = pa.Table.from_pandas(enc, preserve_index=False)
     meta = {"format": _FORMAT, "columns": list(df.columns), "object_columns": obj}
     table = table.replace_schema_metadata(
