@@ -161,7 +161,7 @@ def test_side_configurations_and_other_experiments_are_left_out():
     split = rec("alpha", "d1", 2, 0.1, 0.9)
     split["overrides"] = ["experiment=headtohead", "split=kfold5"]
     rows = score_rows(frame([*recs, side, other, sweep, split]))
-    assert len(rows) == len(recs) + 1
+    assert len(rows) == len(recs) + 2  # the sweep's run has the full parameters: in both profiles
     assert (rows["profile"] == "reduced").sum() == 1
 
 
@@ -289,3 +289,24 @@ def test_records_hash_names_the_records_not_their_order():
     recs = _records()[:5]
     assert records_hash(recs) == records_hash(list(reversed(recs)))
     assert records_hash(recs) != records_hash(recs[:4])
+
+
+def test_a_reduced_run_with_the_full_parameters_counts_in_the_full_profile():
+    """The reduced plan's job with the full plan's parameters is the same job (the full sweep skips
+    it as done): it counts in both profiles; one with other parameters only in its own."""
+    same = {"depth": 4}
+    recs = [
+        rec("alpha", "d1", 0, 0.8, 0.7, params=same),
+        rec("alpha", "d1", 1, 0.8, 0.7, params=same, profile="reduced"),
+        rec("alpha", "d1", 2, 0.8, 0.7, params={"depth": 2}, profile="reduced"),
+        rec("beta", "d1", 0, 0.8, 0.7, params=same, profile="reduced"),  # no full run to match
+    ]
+    rows = score_rows(frame(recs))
+    full = rows[rows["profile"] == "full"]
+    assert sorted(zip(full["method"], full["seed"], strict=True)) == [("alpha", 0), ("alpha", 1)]
+    reduced = rows[rows["profile"] == "reduced"]
+    assert sorted(zip(reduced["method"], reduced["seed"], strict=True)) == [
+        ("alpha", 1),
+        ("alpha", 2),
+        ("beta", 0),
+    ]

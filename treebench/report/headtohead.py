@@ -10,6 +10,8 @@ and the experiment's sweep plan, none from this code.
 
 from __future__ import annotations
 
+import json
+
 import math
 from pathlib import Path
 
@@ -59,9 +61,10 @@ def score_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFrame:
     -------
     DataFrame
         ``method, dataset, task, seed, profile, tune, status, reason, score, ref_score, n_leaves,
-        ref_leaves, fit_seconds, tuning_seconds`` (score = test accuracy for classification, test
-        R² for regression; ``ref_*`` of the record's same-size reference). Records whose overrides
-        change the configuration (another configuration of a method) are left out.
+        ref_leaves, fit_seconds, tuning_seconds, shared`` (score = test accuracy for
+        classification, test R² for regression; ``ref_*`` of the record's same-size reference;
+        ``shared``: a row copied into profile ``full`` by :func:`_shared_with_full`). Records whose
+        overrides change the configuration (another configuration of a method) are left out.
     """
     cols = [
         "method",
@@ -78,6 +81,7 @@ def score_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFrame:
         "ref_leaves",
         "fit_seconds",
         "tuning_seconds",
+        "shared",
     ]
     if df.empty or "experiment" not in df.columns:
         return pd.DataFrame(columns=cols)
@@ -109,7 +113,29 @@ def score_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFrame:
             "tuning_seconds": pd.to_numeric(col("tuning.seconds"), errors="coerce"),
         }
     )
+    out["shared"] = False
+    out = pd.concat([out, _shared_with_full(rows, out)], ignore_index=True)
     return out.sort_values(["profile", "tune", "dataset", "method", "seed"]).reset_index(drop=True)
+
+
+def _shared_with_full(rows: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
+    """Copies, labelled profile ``full``, of the other profiles' rows whose method parameters equal
+    those of the method's ``full`` records: the same job (the same run key), which a sweep of the
+    full plan finds done and skips, so it carries the label of the profile that ran it first."""
+    pcols = [c for c in rows.columns if c.startswith("param.")]
+
+    def signature(r):
+        return json.dumps(
+            {c: r[c] for c in pcols if not (r[c] is None or r[c] != r[c])},
+            sort_keys=True,
+            default=str,
+        )
+
+    sig = pd.Series([signature(r) for r in rows[pcols].to_dict("records")], index=rows.index)
+    key = out["method"] + "\x1f" + sig.loc[out.index]
+    full = set(key[out["profile"] == "full"])
+    shared = (out["profile"] != "full") & key.isin(full)
+    return out[shared].assign(profile="full", shared=True)
 
 
 def headline_setting(rows: pd.DataFrame) -> tuple[str, str] | None:
@@ -223,6 +249,8 @@ def tuned_vs_defaults(
         100 × R²) with the dataset it is on.
     """
     ok = rows[(rows["status"] == "ok") & rows["score"].notna() & rows["ref_score"].notna()]
+    if "shared" in ok.columns:  # compared where they ran, not again as the full profile's copies
+        ok = ok[~ok["shared"].astype(bool)]
     detail = []
     for prof in sorted(ok["profile"].unique()):
         p = ok[ok["profile"] == prof]
@@ -602,7 +630,9 @@ def headtohead_markdown(
         f"datasets × seeds {', '.join(map(str, plan['seeds']))}. {n_ok} ok records. A cell gives "
         f"the seeds with a record; an incomplete one reads `k of {expected} seeds` and its means "
         "below are over those seeds only, labelled so; `n/a` = the method cannot do the dataset's "
-        f"task (skipped record; {n_na} cells); `—` = nothing recorded.\n",
+        f"task (skipped record; {n_na} cells); `—` = nothing recorded. A run of another profile "
+        "whose method parameters are this profile's (the same job, found done by this profile's "
+        "sweep) counts here too.\n",
         to_markdown(cov),
     ]
     if missing:
