@@ -11,7 +11,6 @@ and the experiment's sweep plan, none from this code.
 from __future__ import annotations
 
 import json
-
 import math
 from pathlib import Path
 
