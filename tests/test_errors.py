@@ -256,3 +256,17 @@ def test_a_method_whose_optional_dependency_is_missing_says_how_to_install_it(tm
         in res.stderr
     )
     assert "no job launched" in res.stdout + res.stderr and not _records(tmp_path)
+
+
+def test_check_outputs_where_access_says_yes_but_creating_fails(tmp_path, monkeypatch):
+    """root passes os.access everywhere; a read-only mount or /proc still refuses new entries."""
+
+    def refuse(*a, **k):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr("treebench.files.tempfile.mkdtemp", refuse)
+    with pytest.raises(OutputsError, match="refuses new entries: Read-only file system"):
+        check_outputs(tmp_path / "a")
+    monkeypatch.undo()
+    check_outputs(tmp_path / "a")
+    assert list(tmp_path.iterdir()) == []  # the probe left nothing

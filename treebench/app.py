@@ -62,7 +62,8 @@ def _launcher_parallelism() -> int:
 
 def _job_log(msg: str) -> None:
     """A job's status line: on the console and, through Hydra's logging, in the job's log file."""
-    print(msg, flush=True)
+    sys.stdout.write(msg + "\n")  # one write: parallel workers' lines never run together
+    sys.stdout.flush()
     logging.getLogger("treebench").info(msg)
 
 
@@ -100,10 +101,8 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
         pass
     if single and records:
         print_records(records)
-        if (
-            cfg.get("experiment_name", "adhoc") == "adhoc"
-        ):  # not a paper's protocol: say where it is
-            _print_paper_setting(records[0])
+        if cfg.get("experiment_name", "adhoc") == "adhoc" and records[0].get("status") == "ok":
+            _print_paper_setting(records[0])  # not a paper's protocol: say where it is
     return records
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -34,7 +35,6 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     A reader sees the old file or the new one, never a part; the temp file is dot-named
     (``.tmp-*``), so globs of the directory's records skip it.
     """
-    import tempfile
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,7 +55,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 def unwritable_reason(path: str | os.PathLike) -> str | None:
     """Why a directory cannot be created or written to, or None when it can.
 
-    Nothing is created: the nearest existing ancestor of ``path`` must be a writable directory.
+    Nothing is left behind: the nearest existing ancestor of ``path`` must be a directory in which
+    this user can create an entry (tried with an empty directory, removed at once).
     """
     p = Path(path).expanduser().absolute()
     probe = p
@@ -67,6 +68,10 @@ def unwritable_reason(path: str | os.PathLike) -> str | None:
         return f"{probe} is not a directory"
     if not os.access(probe, os.W_OK | os.X_OK):
         return f"{probe} is not writable by this user"
+    try:  # root passes access(), yet a read-only mount or /proc refuses: try, leaving nothing
+        os.rmdir(tempfile.mkdtemp(dir=probe, prefix=".treebench-probe-"))
+    except OSError as exc:
+        return f"{probe} refuses new entries: {exc.strerror or exc}"
     return None
 
 

@@ -271,3 +271,15 @@ def test_read_only_or_full_cache_gives_a_clear_error(tmp_path, monkeypatch):
             cache.ensure_file(spec, Ctx, retries=1, backoff=0)
         assert "TREEBENCH_DATA_DIR" in str(info.value)
         assert not list((tmp_path / "cache").rglob("nothing.csv*"))
+
+
+def test_missing_file_without_a_mirror_names_the_mirror_setting(tmp_path):
+    rf = RemoteFile("https://example.org/up/toy.txt", "libsvm/toy.txt", SHA)
+    with pytest.raises(DatasetUnavailableError) as exc:
+        ensure_file(rf, _ctx(tmp_path, allow=False))
+    msg = str(exc.value)
+    assert "no mirror is set (TREEBENCH_MIRROR" in msg and "treebench fetch dataset=toy" in msg
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    with pytest.raises(DatasetUnavailableError, match=f"nor in the mirror \\({mirror}\\)"):
+        ensure_file(rf, _ctx(tmp_path, mirror=str(mirror), allow=False))

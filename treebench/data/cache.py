@@ -224,7 +224,12 @@ def ensure_file(
     if not getattr(ctx, "allow_fetch", True):
         raise DatasetUnavailableError(
             f"dataset {dataset!r} needs {rf.path}, which is not in the cache ({data_dir})"
-            + (f" nor in the mirror ({ctx.mirror})" if getattr(ctx, "mirror", None) else "")
+            + (
+                f" nor in the mirror ({ctx.mirror})"
+                if getattr(ctx, "mirror", None)
+                else " and no mirror is set (TREEBENCH_MIRROR: a directory or URL holding the "
+                "upstream files by their relative paths; README, 'Environment variables')"
+            )
             + f"; download it with `treebench fetch dataset={dataset}` (upstream: {rf.url})"
         )
 
