@@ -356,9 +356,7 @@ def status(
         console.print("no records")
     else:
         v = df[["experiment", "method", "dataset", "status", "key"]]  # what the counts need
-        v = v.assign(
-            local=(v["status"] != "failed") & ~v["key"].isin(led.keys()) if led else False
-        )
+        v = v.assign(local=(v["status"] != "failed") & ~v["key"].isin(led.keys()) if led else False)
         counts = pd.crosstab([v["experiment"].astype(str), v["method"], v["dataset"]], v["status"])
         counts["local"] = v.groupby([v["experiment"].astype(str), "method", "dataset"])[
             "local"
