@@ -139,6 +139,7 @@ def run_all(refs: str, out: str, repeats: int = 3, only=None, command: str = "",
             continue
         rows += run_comparison(c, refs_dir, repeats, base, log=log)
     df = pd.DataFrame(rows).reindex(columns=REFERENCE_COLUMNS)
+    df[["repeat", "size"]] = df[["repeat", "size"]].astype("Int64")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(out, index=False)
