@@ -52,7 +52,8 @@ def main(argv=None) -> None:
         p.set_defaults(run=mod.run)
     p = sub.add_parser("all", help="the fixed comparisons of BENCHMARKS.md, written to a CSV")
     p.add_argument("--refs", required=True, help="directory holding the reference checkouts")
-    p.add_argument("--out", default=str(HERE.parents[1] / "docs" / "bench" / "references.csv"))
+    out = HERE.parents[1] / "docs" / "bench" / "references.csv"
+    p.add_argument("--out", default=str(out), help="results CSV (the table: .md beside it)")
     p.add_argument("--repeats", type=int, default=3, help="fits of each implementation")
     p.add_argument("--only", nargs="+", default=None, help="these methods only (tnt, e2edt, ...)")
     p.set_defaults(run=_all)
