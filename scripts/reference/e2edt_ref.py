@@ -55,6 +55,87 @@ def load(name):
     return scale(Xtr).astype(f), ytr.astype(int), scale(Xte).astype(f), yte.astype(int)
 
 
+def reference_class(torch):
+    """The reference's ``DecisionTree``, with boolean masks for ``Tensor.byte`` (modern PyTorch)."""
+    if not getattr(torch.Tensor.byte, "_bool_mask_shim", False):
+        orig = torch.Tensor.byte
+
+        def byte(self):
+            return (
+                self.bool() if self.dtype in (torch.bool, torch.uint8) or self.dim() else orig(self)
+            )
+
+        byte._bool_mask_shim = True
+        torch.Tensor.byte = byte
+    from e2edt import DecisionTree  # the reference package, from the --ref checkout
+
+    return DecisionTree
+
+
+def suite(ref, dataset="letter", depth=8, epochs=3, finetune_epochs=2, batch_size=1000, seed=0):
+    """The fits of ``compare.py all``: greedy growth then ``finetune_epochs`` of Finetune (the
+    reference's ``refine``, the leaves-only first epoch included on both sides), timed together."""
+    import torch
+
+    from treebench.api import make_estimator
+
+    torch.set_num_threads(1)
+    Xtr, ytr, Xte, yte = load(dataset)
+    classes, y_enc = np.unique(ytr, return_inverse=True)
+    yte_enc = np.searchsorted(classes, yte)
+    warm = {"max_depth": 2, "epochs": 1, "finetune_epochs": 1, "batch_size": batch_size}
+    make_estimator("e2edt", params=warm).fit(Xtr[:2000], ytr[:2000])  # compile the numba kernels
+
+    def ours():
+        est = make_estimator(
+            "e2edt",
+            params={
+                "max_depth": depth,
+                "epochs": epochs,
+                "finetune_epochs": finetune_epochs,
+                "batch_size": batch_size,
+            },
+            random_state=seed,
+        )
+        with timed() as t:
+            est.fit(Xtr, ytr)
+        acc = float((est.predict(Xte) == yte).mean())
+        return {
+            "cpu": t.cpu,
+            "wall": t.wall,
+            "accuracy": acc,
+            "size": est.size_report(Xte)["n_splits"],
+        }
+
+    fits = {"treebench": ours}
+    if not ref:
+        return fits
+    use_reference(ref)
+    DecisionTree = reference_class(torch)
+    ds = torch.utils.data.TensorDataset(
+        torch.from_numpy(Xtr), torch.from_numpy(y_enc.astype(np.int64))
+    )
+
+    def theirs():
+        torch.manual_seed(seed)
+        model = DecisionTree(
+            Xtr.shape[1], len(classes), initial_steepness=1.0, batch_size=batch_size
+        )
+        with timed() as t:
+            model.fit_greedy(ds, epochs=epochs, algo="EM", steepness_inc=0.1, max_depth=depth)
+            for _ in model.refine(ds, finetune_epochs, "EM"):
+                model.root.set_steepness(inc_value=0.1)
+        nodes = [0]
+        model.root.foreach(lambda nd: nodes.__setitem__(0, nodes[0] + int(not nd._path_end)))
+        with torch.no_grad():
+            pred = model(torch.from_numpy(Xte), discrete=True).argmax(1).numpy()
+        acc = float((pred == yte_enc).mean())
+        return {"cpu": t.cpu, "wall": t.wall, "accuracy": acc, "size": nodes[0]}
+
+    fits["reference"] = theirs
+    return fits
+
+
 def run(a):
     import torch
 
@@ -108,11 +189,7 @@ def run(a):
     import time
 
     # ------------------------------------------------------------------ reference
-    _orig_byte = torch.Tensor.byte
-    torch.Tensor.byte = lambda self: (
-        self.bool() if self.dtype in (torch.bool, torch.uint8) or self.dim() else _orig_byte(self)
-    )
-    from e2edt import DecisionTree  # the reference package, from the --ref checkout
+    DecisionTree = reference_class(torch)
 
     ds = torch.utils.data.TensorDataset(
         torch.from_numpy(Xtr), torch.from_numpy(y_enc.astype(np.int64))

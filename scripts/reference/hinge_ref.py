@@ -92,6 +92,60 @@ class Trainer:
         }
 
 
+def suite(ref, iterations=1000, seed=0):
+    """The fits of ``compare.py all``: ``iterations`` minibatches of the Table 3 model on Letter;
+    treebench's whole ``fit`` against the reference model's training loop."""
+    import torch
+
+    from treebench.api import make_estimator
+
+    torch.set_num_threads(1)
+    Xtr, ytr, Xte, yte = fold("letter")
+    classes = np.unique(ytr)
+    X, y = Xtr.astype(np.float32), np.searchsorted(classes, ytr).astype(np.int64)
+    Xt, yt = Xte.astype(np.float32), np.searchsorted(classes, yte)
+    params = {
+        "aggregation": "sum",
+        "optimizer": "adam",
+        "learning_rate": 0.005,
+        "n_iterations": iterations,
+        "snapshot_every": iterations,
+        "selection": "last",
+        "validation_fraction": 0.0,
+    }
+    make_estimator("hinge_forest", params={**params, "n_iterations": 20}).fit(X, y)  # warm-up
+
+    def ours():
+        est = make_estimator("hinge_forest", params=params, random_state=seed)
+        with timed() as t:
+            est.fit(X, y)
+        acc = float((est.predict(Xt) == yt).mean())
+        return {
+            "cpu": t.cpu,
+            "wall": t.wall,
+            "accuracy": acc,
+            "size": est.size_report(Xt)["n_splits"],
+        }
+
+    fits = {"treebench": ours}
+    if not ref:
+        return fits
+    use_reference(ref)
+
+    def theirs():
+        torch.manual_seed(seed)
+        net = reference_net(torch)
+        with timed() as t:
+            Trainer(torch, net, X, y, seed=seed).run(iterations)
+        net.eval()
+        with torch.no_grad():
+            acc = float((net(torch.from_numpy(Xt)).argmax(1).numpy() == yt).mean())
+        return {"cpu": t.cpu, "wall": t.wall, "accuracy": acc, "size": 100 * (2**10 - 1)}
+
+    fits["reference"] = theirs
+    return fits
+
+
 def run(a):
     import torch
 

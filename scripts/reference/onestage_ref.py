@@ -64,6 +64,13 @@ def install_lightning_standin(torch):
 
 
 def reference_epoch_seconds(Xtr, ytr, Xva, yva, depth, epochs, seed):
+    """Median (wall, CPU) seconds of the reference's training epochs."""
+    times = reference_fit(Xtr, ytr, Xva, yva, depth, epochs, seed)[1]
+    return tuple(np.median(np.array(times), axis=0))
+
+
+def reference_fit(Xtr, ytr, Xva, yva, depth, epochs, seed):
+    """The reference's tree trained for ``epochs`` and its (wall, CPU) seconds per epoch."""
     import torch
 
     install_lightning_standin(torch)
@@ -96,7 +103,7 @@ def reference_epoch_seconds(Xtr, ytr, Xva, yva, depth, epochs, seed):
             leaf.on_train_batch_end(None, tree, None, batch, i, 0)
             arch.on_train_batch_end(None, tree, None, batch, i, 0)
         times.append((time.perf_counter() - t0, time.process_time() - c0))
-    return tuple(np.median(np.array(times), axis=0))
+    return tree, times
 
 
 def ours_epoch_seconds(X, y, depth, epochs, seed, n_jobs=1):
@@ -112,6 +119,62 @@ def ours_epoch_seconds(X, y, depth, epochs, seed, n_jobs=1):
     m.fit(X, y)
     ep = m.fit_info_["epochs"]
     return ((time.perf_counter() - t0) / ep, (time.process_time() - c0) / ep), m
+
+
+def split_pima():
+    """Pima as the reference's protocol splits it: 80/20, scaler on the 80 %, 25 % of it validation;
+    ``(X_80, y_80, X_test, y_test, scaled train, y, scaled validation, y, scaled test)``."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = pooled("pima")
+    Xtr80, Xte, ytr80, yte = train_test_split(X, y, test_size=0.2, random_state=0)
+    sc = StandardScaler().fit(Xtr80)
+    Xs = sc.transform(Xtr80).astype(np.float32)
+    Xtr, Xva, ytr, yva = train_test_split(Xs, ytr80, test_size=0.25, random_state=0)
+    return Xtr80, ytr80, Xte, yte, Xtr, ytr, Xva, yva, sc.transform(Xte).astype(np.float32)
+
+
+def suite(ref, depth=6, epochs=5, seed=0):
+    """The fits of ``compare.py all``: ``epochs`` training epochs on Pima; treebench's whole ``fit``
+    against the reference's training loop (tree built, Lightning overhead excluded)."""
+    import torch
+
+    torch.set_num_threads(1)
+    Xtr80, ytr80, Xte, yte, Xtr, ytr, Xva, yva, Xte_s = split_pima()
+    ours_epoch_seconds(Xtr80[:64], ytr80[:64], 2, 1, 0)  # compile the numba kernels
+
+    def ours():
+        from treebench.api import make_estimator
+
+        m = make_estimator(
+            "onestage",
+            params={"max_depth": depth, "max_epochs": epochs, "patience": epochs + 1},
+            random_state=seed,
+            n_jobs=1,
+        )
+        t0, c0 = time.perf_counter(), time.process_time()
+        m.fit(Xtr80, ytr80)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        acc = float((m.predict(Xte) == yte).mean())
+        return {"cpu": cpu, "wall": wall, "accuracy": acc, "size": m.size_report(Xte)["n_splits"]}
+
+    fits = {"treebench": ours}
+    if not ref:
+        return fits
+    use_reference(ref)
+
+    def theirs():
+        t0, c0 = time.perf_counter(), time.process_time()
+        tree = reference_fit(Xtr, ytr, Xva, yva, depth, epochs, seed)[0]
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        tree.eval()
+        with torch.no_grad():
+            acc = float(tree.score(Xte_s, yte))
+        return {"cpu": cpu, "wall": wall, "accuracy": acc, "size": None}
+
+    fits["reference"] = theirs
+    return fits
 
 
 def run(a):

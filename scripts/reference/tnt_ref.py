@@ -103,6 +103,29 @@ def line(name, r):
     )
 
 
+def suite(ref, dataset="letter", C=5e-4, seed=0):
+    """The fits of ``compare.py all``: implementation -> callable returning one fit's numbers."""
+    from argparse import Namespace
+
+    from sklearn.datasets import load_iris
+
+    from treebench.api import make_estimator
+
+    make_estimator("tnt", params={"ccp_alpha": 1e-2, "n_jobs": 1}).fit(*load_iris(return_X_y=True))
+    a = Namespace(N1=2, N2=5, compat=False)
+    data = load(dataset, seed, "given", None)
+
+    def one(fit):
+        r = fit(a, data, C, seed)
+        return {"cpu": r["cpu"], "wall": r["wall"], "accuracy": r["test"], "size": r["splits"]}
+
+    fits = {"treebench": lambda: one(fit_ours)}
+    if ref:
+        use_reference(ref)
+        fits["reference"] = lambda: one(fit_ref)
+    return fits
+
+
 def run(a):
     from sklearn.datasets import load_iris
 

@@ -10,12 +10,14 @@ samples/s and against CART, profiled when below), **threads** (1 and 2 threads) 
 (``treebench status``/``collect``/``check`` as processes against synthetic result stores of growing
 size, cold and warm row cache: seconds and peak RSS; issue #24) and **startup** (``--help``,
 ``list``, ``status`` and a CART run on iris as processes: seconds to first useful work against 1 s;
-issues #24, #26).
+issues #24, #26). BENCHMARKS.md also carries the **comparison with the authors' code**, rendered from
+the committed ``docs/bench/references.csv`` that ``scripts/reference/compare.py all`` writes.
 
 Modules: :mod:`~treebench.bench.config` (bench config, method settings), :mod:`~.data` (the
 runner's fold, subsets), :mod:`~.worker` (forked processes), :mod:`~.measure` (one measurement),
 :mod:`~.store` (the store section), :mod:`~.startup` (the startup section),
-:mod:`~.sections` (the sections, `run`), :mod:`~.summary` (tables), :mod:`~.write` and ``templates/``
+:mod:`~.sections` (the sections, `run`), :mod:`~.summary` (tables), :mod:`~.references` (the
+comparison with the authors' code), :mod:`~.write` and ``templates/``
 (``BENCHMARKS.md``), :mod:`~.plots`.
 """
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from functools import cache
 from pathlib import Path
 from string import Template
@@ -13,9 +14,11 @@ import pandas as pd
 
 from treebench.bench.config import FIRST_CALL_ROWS
 from treebench.bench.plots import plot_overview, plot_scaling, plot_store
+from treebench.bench.references import provenance, read_references, references_markdown
 from treebench.bench.startup import HEAVY, startup_frame
 from treebench.bench.store import store_frame
 from treebench.bench.summary import RAW_COLUMNS, SUMMARY_COLUMNS, scaling_summary, summarize
+from treebench.config import PROJECT_DIR
 
 TEMPLATE = Path(__file__).with_name("templates") / "BENCHMARKS.md"
 
@@ -300,6 +303,19 @@ def _startup(bench, d: Path) -> str:
     )
 
 
+def _references(d: Path) -> str:
+    """The comparison with the authors' code, from ``references.csv`` in ``d`` or else the committed
+    one (copied to ``d``); written by ``scripts/reference/compare.py all``, never measured here."""
+    path = d / "references.csv"
+    committed = PROJECT_DIR / "docs" / "bench" / "references.csv"
+    if not path.exists() and committed.exists():
+        shutil.copyfile(committed, path)
+    if not path.exists():
+        return fill("references_missing")
+    df = read_references(path)
+    return fill("references", **provenance(df), table=references_markdown(df))
+
+
 def _workers_note(bench) -> str:
     """How the run used its workers (the quick profile keeps one per method; see bench.yaml)."""
     cfg = bench.cfg
@@ -373,6 +389,7 @@ def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
         md.append(_store(bench, d, files))
     if getattr(bench, "startup_rows", None):
         md.append(_startup(bench, d))
+    md.append(_references(d))
     md.append(fill("footer"))
     files["md"].write_text("".join(md))
     return files
