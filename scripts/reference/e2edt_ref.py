@@ -17,7 +17,7 @@ rescaled to [0, 1]; mnist = 60000/10000, normalised as the reference ((x/255 - 0
 from __future__ import annotations
 
 import numpy as np
-from _common import fold, ratio, timed, use_reference
+from _common import fit_measured, fold, ratio, timed, use_reference
 
 REPOSITORY = "github.com/tomsal/endtoenddecisiontrees"
 
@@ -97,15 +97,7 @@ def suite(ref, dataset="letter", depth=8, epochs=3, finetune_epochs=2, batch_siz
             },
             random_state=seed,
         )
-        with timed() as t:
-            est.fit(Xtr, ytr)
-        acc = float((est.predict(Xte) == yte).mean())
-        return {
-            "cpu": t.cpu,
-            "wall": t.wall,
-            "accuracy": acc,
-            "size": est.size_report(Xte)["n_splits"],
-        }
+        return fit_measured(est, Xtr, ytr, Xte, yte)
 
     fits = {"treebench": ours}
     if not ref:

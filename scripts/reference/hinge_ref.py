@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from _common import fold, ratio, timed, use_reference
+from _common import fit_measured, fold, ratio, timed, use_reference
 
 REPOSITORY = "github.com/nslay/HingeTreeForTorch (built in place)"
 
@@ -117,15 +117,7 @@ def suite(ref, iterations=1000, seed=0):
 
     def ours():
         est = make_estimator("hinge_forest", params=params, random_state=seed)
-        with timed() as t:
-            est.fit(X, y)
-        acc = float((est.predict(Xt) == yt).mean())
-        return {
-            "cpu": t.cpu,
-            "wall": t.wall,
-            "accuracy": acc,
-            "size": est.size_report(Xt)["n_splits"],
-        }
+        return fit_measured(est, X, y, Xt, yt)
 
     fits = {"treebench": ours}
     if not ref:
