@@ -242,6 +242,7 @@ def test_quick_profile_keeps_one_worker_per_method(quick_run):
     try:
         b.preload(["main", "scaling"])
         w = b.worker("cart")
+        assert b._first_calls == {w: "cart"}  # started, not awaited
         assert w.alive and b.worker("cart") is w
         b.release(w)
         assert w.alive and b.worker("cart") is w  # kept for the next section
@@ -250,6 +251,7 @@ def test_quick_profile_keeps_one_worker_per_method(quick_run):
         assert w2 is not w and not w.alive and w2.alive
         row = b._run(w2, "main", "cart", ("digits", 50, 20), b.params("cart", "digits"))
         assert row["status"] == "ok" and row["n_train"] == 50
+        assert not b._first_calls  # the job waited for the first call
     finally:
         b.close()
         for key in [k for k in DATA if k == ("digits", 50, 20)]:
@@ -257,3 +259,66 @@ def test_quick_profile_keeps_one_worker_per_method(quick_run):
     assert not w2.alive
     md = (quick_run / "BENCHMARKS.md").read_text()
     assert "one per method, kept for every section" in md and "fits and predicts 100 rows" in md
+
+
+def test_quick_profile_settings_leave_the_full_profile_alone():
+    """The quick profile's shortcuts are its own: the full profile keeps its predict budgets, its
+    process sections on their own and its outputs written after every section."""
+    full, quick = bench.load_config(), bench.load_config(quick=True)
+    assert full["inference"]["predict_min_seconds"] == 0.5
+    assert full["threading"]["predict_min_seconds"] == 0.2
+    assert not full.get("overlap_processes") and full.get("partial_writes", True)
+    assert not full.get("first_call")  # the series and threads sections warm up their workers
+    assert quick["overlap_processes"] and not quick["partial_writes"]
+    assert quick["inference"]["predict_min_seconds"] < 0.5
+
+
+def test_process_sections_run_beside_the_others(tmp_path, monkeypatch):
+    """With ``overlap_processes`` (--quick) the store and startup sections run in a worker of their
+    own, started with the run; their rows, run records and log lines come back to the run, whose
+    outputs are written once (``partial_writes: false``)."""
+    import json
+
+    import yaml
+
+    from treebench.bench import sections
+    from treebench.bench.config import CONF_DIR
+
+    cfg = yaml.safe_load((Path(CONF_DIR) / "bench" / "bench.yaml").read_text())
+    cfg["quick"]["store"] = {"sizes": [200], "commands": ["status"], "plan_jobs": 4}
+    cfg["quick"]["startup"] = {"repeats": 1, "commands": ["--help"], "floor": False}
+    conf = tmp_path / "bench.yaml"
+    conf.write_text(yaml.safe_dump(cfg))
+
+    b = sections.Bench(bench.load_config(True, conf), ["cart"], [], processes=["startup"])
+    try:
+        assert b._aside is not None and b._aside.alive  # started with the run
+        b.startup()
+        assert b._aside is None and [r["command"] for r in b.startup_rows] == ["treebench --help"]
+        assert set(b.aside_runs["startup"]) == {"started", "finished", "load_start", "load_end"}
+    finally:
+        b.close()
+
+    writes = []
+    write = sections.write_outputs
+    monkeypatch.setattr(sections, "write_outputs", lambda *a: writes.append(1) or write(*a))
+    out, lines = tmp_path / "out", []
+    args = {"methods": ["cart"], "quick": True, "out": out, "config": str(conf)}
+    bench.run(**args, sections=["main", "store", "startup"], log=lines.append)
+    assert len(writes) == 1
+    d = out / "docs" / "bench"
+    assert list(json.loads((d / "runs.json").read_text())) == ["main", "store", "startup"]
+    st = pd.read_csv(d / "store.csv")
+    assert set(zip(st["command"], st["cache"], strict=True)) == {
+        ("status", "cold"),
+        ("status", "warm"),
+        ("plan", "cold"),
+    }
+    assert (st["returncode"] == 0).all()
+    su = pd.read_csv(d / "startup.csv")
+    assert list(su["command"]) == ["treebench --help"] and (su["returncode"] == 0).all()
+    assert any(ln.startswith("[store]") for ln in lines)  # logged in the worker, shown by the run
+    assert any(ln.startswith("startup: --help") for ln in lines)
+    md = (out / "BENCHMARKS.md").read_text()
+    assert "the store and startup section(s) ran beside the other sections" in md
+    assert "## Result store scale" in md and "* startup:" in md

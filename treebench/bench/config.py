@@ -52,8 +52,14 @@ def method_settings(name: str, cfg: dict, dataset: str | None = None) -> dict:
         params.update(m["params"] or {})
     else:
         params.update(y.get("bench_params") or y.get("smoke_params") or {})
+    return {"params": params, **method_profile(name, cfg)}
+
+
+def method_profile(name: str, cfg: dict) -> dict:
+    """The bench config's settings of one method besides its ``params`` (no method config is
+    composed: tens of milliseconds each): ``expected``, ``sweep``, ``inference``, ``threads``."""
+    m = cfg["methods"].get(name) or {}
     return {
-        "params": params,
         "expected": m.get("expected") or {},
         "sweep": m.get("sweep"),
         "inference": m.get("inference"),

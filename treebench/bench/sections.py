@@ -6,7 +6,8 @@ Every section sends jobs to :class:`~treebench.bench.worker.Worker` processes, a
 (lazy imports, numba compilation and first-call caches are not timed; the warm-up also traces
 Python allocations). The main table interleaves repeats over the methods, so that the load of a
 shared machine hits all methods alike; ratios are against the reference method (CART) measured in
-the same run.
+the same run. With ``overlap_processes`` (the quick profile) the process sections run in a worker of
+their own beside the others.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from treebench.bench.config import (
     SECTIONS,
     basis_columns,
     load_config,
+    method_profile,
     method_settings,
     output_dir,
     registered_methods,
@@ -49,8 +51,46 @@ def _init_numba() -> None:
     numba.njit(lambda x: x + 1)(1)
 
 
+#: the sections whose measurements are CLI processes (no worker jobs)
+PROCESS_SECTIONS = ("store", "startup")
+
+
+def _process_sections(cfg: dict, names: list[str]) -> dict:
+    """Run the process sections ``names`` (inside a worker, see :meth:`Bench.start_processes`).
+
+    Returns
+    -------
+    dict
+        The rows of each section by name, ``runs`` (section -> when it ran and the load average
+        then) and ``log`` (the lines the sections logged, for the parent to show).
+    """
+    from treebench.bench.startup import run_startup_section
+    from treebench.bench.store import run_store_section
+
+    lines: list[str] = []
+    out: dict = {"log": lines, "runs": {}}
+    for name in names:
+        started, load0 = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), _load()
+        section = run_store_section if name == "store" else run_startup_section
+        out[name] = section(cfg, log=lambda *a: lines.append(" ".join(map(str, a))))
+        out["runs"][name] = {
+            "started": started,
+            "finished": _dt.datetime.now(_dt.UTC).strftime("%H:%M UTC"),
+            "load_start": load0,
+            "load_end": _load(),
+        }
+    return out
+
+
 class Bench:
-    """One benchmark run: config, data, workers, raw rows, log."""
+    """One benchmark run: config, data, workers, raw rows, log.
+
+    Parameters
+    ----------
+    processes : sequence of str
+        Process sections (:data:`PROCESS_SECTIONS`) started at once in a worker of their own, to
+        run beside the other sections (:meth:`start_processes`).
+    """
 
     def __init__(
         self,
@@ -59,6 +99,7 @@ class Bench:
         datasets: list[str],
         log=print,
         data_dir: str | None = None,
+        processes=(),
     ):
         self.cfg, self.methods, self.datasets, self.log = cfg, methods, datasets, log
         self.ref = cfg["reference"]
@@ -73,10 +114,16 @@ class Bench:
         self.store_rows: list[dict] = []  # the store section's rows (treebench.bench.store)
         self.startup_rows: list[dict] = []  # the startup section's rows (treebench.bench.startup)
         self.runs: dict[str, dict] = {}  # section -> when/how it ran (sections may come from runs)
-        self.settings = {m: method_settings(m, cfg) for m in methods}
+        self.settings = {m: method_profile(m, cfg) for m in methods}
         self.first_call = bool(cfg.get("first_call", False))
         self.reuse_workers = bool(cfg.get("reuse_workers", False))
         self._workers: dict[str, Worker] = {}  # with reuse_workers: one per method
+        self._first_calls: dict[Worker, str] = {}  # workers still running their first call
+        self._aside: Worker | None = None  # the process sections' worker (start_processes)
+        self._aside_names: set[str] = set()
+        self.aside_runs: dict[str, dict] = {}  # when each of them ran
+        if processes:  # forked before the imports below, which it does not need
+            self.start_processes(processes)
         self._preimport()
 
     def params(self, method: str, dataset: str) -> dict:
@@ -107,12 +154,13 @@ class Bench:
 
     def worker(self, method: str) -> Worker:
         """A fresh worker for ``method``, or with ``reuse_workers`` its one worker (alive) for
-        every section; with ``first_call`` a fresh one has fitted and predicted
-        :data:`FIRST_CALL_ROWS` rows untraced before it is handed out."""
+        every section; with ``first_call`` a fresh one has been sent its first call
+        (:meth:`_first_call`), which its next job waits for."""
         w = self._workers.get(method) if self.reuse_workers else None
         if w is not None and w.alive and w.keys == set(DATA):
             return w
         if w is not None:  # gone, or forked before data it may need were loaded (see preload)
+            self._await_first_call(w)
             w.close()
         w = Worker()
         if self.reuse_workers:
@@ -142,29 +190,63 @@ class Bench:
             w.close()
 
     def close(self) -> None:
-        """Close the workers kept with ``reuse_workers``."""
+        """Close the workers kept with ``reuse_workers``; kill process sections still running."""
         for w in self._workers.values():
+            self._await_first_call(w)
             w.close()
         self._workers.clear()
+        if self._aside is not None:
+            self._aside.kill()
+            self._aside = None
+
+    def start_processes(self, names) -> None:
+        """Start the process sections ``names`` (:data:`PROCESS_SECTIONS`) in a worker of their own
+        now, so that they run beside the sections run next (their CLI processes and the other
+        sections' jobs then share the machine's cores); :meth:`store` and :meth:`startup` collect
+        them."""
+        self._aside = Worker()
+        self._aside.submit(_process_sections, (self.cfg, list(names)))
+        self._aside_names = set(names)
+
+    def _collect_processes(self) -> None:
+        """Wait for the process sections started by :meth:`start_processes` (each of their
+        commands has its own timeout) and take their rows, run records and log lines."""
+        if self._aside is None:
+            return
+        res = self._aside.result(timeout=None)
+        self._aside.close()
+        self._aside = None
+        if res["status"] != "ok":
+            raise RuntimeError(
+                f"process sections failed: {res['error']}\n{res.get('traceback', '')}"
+            )
+        for line in res["log"]:
+            self.log(line)
+        self.store_rows = res.get("store", self.store_rows)
+        self.startup_rows = res.get("startup", self.startup_rows)
+        self.aside_runs = res["runs"]
 
     def _first_call(self, w: Worker, method: str) -> None:
         """Lazy imports, numba cache loads and torch's first operations paid outside any timed or
         traced job: a fit and a predict on the first :data:`FIRST_CALL_ROWS` rows of the first
-        dataset, not recorded."""
+        dataset, not recorded. Started, not awaited: the worker's next job waits for it, so the
+        first calls of the workers a section starts run side by side (and beside the parent)."""
         ds = next(iter(self.cfg["datasets"]))
         spec = self.cfg["datasets"].get(ds) or {}
         key = self.data(ds, spec.get("max_train"), spec.get("max_test"))
         n = min(FIRST_CALL_ROWS, len(DATA[key].y_train))
-        self._run(
-            w,
-            "first_call",
-            method,
-            key,
-            self.params(method, ds),
-            n_train=n,
-            record=False,
-            min_predict_s=0.0,
-        )
+        args = (method, self.params(method, ds), key, self.threads, self.seed)
+        w.submit(measure, args, {"n_train": n, "min_predict_s": 0.0})
+        self._first_calls[w] = method
+
+    def _await_first_call(self, w: Worker) -> None:
+        """Wait for ``w``'s first call (:meth:`_first_call`), if it has one running."""
+        method = self._first_calls.pop(w, None)
+        if method is None:
+            return
+        res = w.result(self.timeout)
+        if res["status"] != "ok":
+            self.log(f"  {method} first call: {res['status']} {res['error']}")
 
     def data(self, name, max_train=None, max_test=None) -> tuple:
         """Load (once) and return the key of a dataset subset in ``DATA``; before forking workers."""
@@ -190,6 +272,7 @@ class Bench:
         **kw,
     ) -> dict:
         threads = self.threads if threads is None else threads
+        self._await_first_call(worker)
         res = worker.call(measure, (method, params, key, threads, self.seed), kw, self.timeout)
         data = DATA[key]
         row = {c: None for c in RAW_COLUMNS}
@@ -254,11 +337,15 @@ class Bench:
                     self.release(w)
 
     def _series(self, section, m, key, points, cap):
-        """Fit-only points (param, value, params, n_train) in one worker after a warm-up fit."""
+        """Fit-only points (param, value, params, n_train) in one worker after a warm-up fit (none
+        with ``first_call``: the worker paid its first calls when it started)."""
         w = self.worker(m)
         try:
             first = points[0]
-            self._run(w, section, m, key, first[2], n_train=first[3], predict=False, record=False)
+            if not self.first_call:
+                self._run(
+                    w, section, m, key, first[2], n_train=first[3], predict=False, record=False
+                )
             for param, value, params, n in points:
                 row = self._run(
                     w, section, m, key, params, param=param, value=value, n_train=n, predict=False
@@ -317,7 +404,7 @@ class Bench:
                     key,
                     params,
                     tile_to=int(ic["n_samples"]),
-                    min_predict_s=0.5,
+                    min_predict_s=float(ic.get("predict_min_seconds", 0.5)),
                     yardstick=yard,
                 )
                 if row["status"] == "ok":
@@ -349,6 +436,9 @@ class Bench:
     def store(self) -> None:
         from treebench.bench.store import run_store_section
 
+        if "store" in self._aside_names:
+            self._collect_processes()
+            return
         self.store_rows = run_store_section(self.cfg, log=self.log)
 
     # -- threads
@@ -356,6 +446,9 @@ class Bench:
     def startup(self) -> None:
         from treebench.bench.startup import run_startup_section
 
+        if "startup" in self._aside_names:
+            self._collect_processes()
+            return
         self.startup_rows = run_startup_section(self.cfg, log=self.log)
 
     def threading(self) -> None:
@@ -366,16 +459,17 @@ class Bench:
                 continue
             w = self.worker(m)
             try:
-                self._run(
-                    w,
-                    "threads",
-                    m,
-                    key,
-                    self.params(m, tc["dataset"]),
-                    threads=1,
-                    min_predict_s=0.0,
-                    record=False,
-                )  # warm-up
+                if not self.first_call:  # warm-up (with first_call, paid when the worker started)
+                    self._run(
+                        w,
+                        "threads",
+                        m,
+                        key,
+                        self.params(m, tc["dataset"]),
+                        threads=1,
+                        min_predict_s=0.0,
+                        record=False,
+                    )
                 for t in tc["threads"]:
                     row = self._run(
                         w,
@@ -384,7 +478,7 @@ class Bench:
                         key,
                         self.params(m, tc["dataset"]),
                         threads=t,
-                        min_predict_s=0.2,
+                        min_predict_s=float(tc.get("predict_min_seconds", 0.2)),
                     )
                     if row["status"] == "ok":
                         self.log(
@@ -436,7 +530,10 @@ def run(
         "started": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         **_machine(),
     }
-    bench = Bench(cfg, chosen, dsets, log=log)
+    aside = [s for s in PROCESS_SECTIONS if s in sections]
+    if not cfg.get("overlap_processes") or len(aside) == len(sections):
+        aside = []  # nothing to run beside
+    bench = Bench(cfg, chosen, dsets, log=log, processes=aside)
     if bench.reuse_workers:
         bench.preload(sections)
     if update:
@@ -470,9 +567,11 @@ def run(
             "load_end": _load(),
             "repeats": reps,
             "git_sha": meta["git_sha"],
+            **bench.aside_runs.get(name, {}),
         }
         meta.update(load_end=_load(), finished=_dt.datetime.now(_dt.UTC).strftime("%H:%M UTC"))
-        files = write_outputs(bench, Path(out), meta)  # after every section: partial results kept
+        if cfg.get("partial_writes", True):  # after every section: partial results kept
+            files = write_outputs(bench, Path(out), meta)
     bench.close()
     if not files:
         files = write_outputs(bench, Path(out), meta)

@@ -94,10 +94,20 @@ class Worker:
         self.alive = True
         self.keys = set(DATA)  # the data this worker inherited
 
-    def call(self, fn, args=(), kw=None, timeout: float = 300) -> dict:
+    def call(self, fn, args=(), kw=None, timeout: float | None = 300) -> dict:
+        """Run ``fn(*args, **kw)`` in the worker and return its result dict (``status`` added)."""
         if not self.alive:
             return {"status": "failed", "error": "worker is gone after an earlier failure"}
+        self.submit(fn, args, kw)
+        return self.result(timeout)
+
+    def submit(self, fn, args=(), kw=None) -> None:
+        """Start ``fn(*args, **kw)`` in the worker; :meth:`result` waits for it."""
         self.conn.send((fn, args, kw or {}))
+
+    def result(self, timeout: float | None = 300) -> dict:
+        """The submitted job's result; the worker is killed after ``timeout`` wall seconds (None:
+        no limit)."""
         if self.conn.poll(timeout):
             try:
                 return self.conn.recv()

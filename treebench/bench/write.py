@@ -326,8 +326,10 @@ def _workers_note(bench) -> str:
     if cfg.get("first_call"):
         note += (
             f"; a new worker first fits and predicts {FIRST_CALL_ROWS} rows, untraced and not "
-            "recorded"
+            "recorded (the new workers of a section side by side)"
         )
+    if getattr(bench, "aside_runs", None):
+        note += f"; the {' and '.join(bench.aside_runs)} section(s) ran beside the other sections"
     return note
 
 
