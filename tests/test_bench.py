@@ -322,3 +322,15 @@ def test_process_sections_run_beside_the_others(tmp_path, monkeypatch):
     md = (out / "BENCHMARKS.md").read_text()
     assert "the store and startup section(s) ran beside the other sections" in md
     assert "## Result store scale" in md and "* startup:" in md
+
+
+def test_machine_note_follows_the_recorded_load():
+    from treebench.bench.write import _machine_load
+
+    quiet = {"main": {"load_start": "0.50, 0.40, 0.30", "load_end": "1.90, 0.5, 0.4"}}
+    assert "at most 1.90" in _machine_load(quiet, 2) and "little other work" in _machine_load(
+        quiet, 2
+    )
+    busy = {**quiet, "store": {"load_start": "6.10, 5.0, 4.0", "load_end": None}}
+    assert "up to 6.10, above the core count" in _machine_load(busy, 2)
+    assert _machine_load({"main": {}}, 2) == "load not recorded"

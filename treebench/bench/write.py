@@ -56,6 +56,29 @@ def templates() -> dict[str, Template]:
     return {name: Template(text) for name, text in zip(parts[::2], parts[1::2], strict=True)}
 
 
+def _machine_load(runs: dict, cores) -> str:
+    """How busy the machine was, from the 1-minute load averages the runs recorded."""
+    loads = []
+    for r in runs.values():
+        for k in ("load_start", "load_end"):
+            try:
+                loads.append(float(str(r.get(k)).split(",")[0]))
+            except ValueError:
+                continue
+    if not loads:
+        return "load not recorded"
+    top = max(loads)
+    if top > float(cores):
+        return (
+            f"shared with other work while this ran (1-minute load average up to {top:.2f}, above "
+            "the core count): absolute seconds are noisy"
+        )
+    return (
+        f"1-minute load average at most {top:.2f} while this ran (at or below the core count: "
+        "little other work)"
+    )
+
+
 def fill(part: str, **fields) -> str:
     return templates()[part].substitute(**fields)
 
@@ -364,6 +387,7 @@ def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
             runs=runs.rstrip("\n"),
             cores=meta["cores"],
             cpu=meta["cpu"],
+            machine_load=_machine_load(bench.runs, meta["cores"]),
             host=meta["host"],
             python=meta["python"],
             git_sha=meta["git_sha"],
