@@ -238,7 +238,11 @@ def test_page_sections_figures_and_determinism(tmp_path):
     for n in names:  # byte-identical figures
         assert (tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes(), n
     # regression: only alpha and beta do it, too few methods for a diagram
-    assert "Not computed: needs >= 3 methods complete on >= 2 datasets (have 2 methods" in a
+    assert (
+        "Not computed over complete cells: needs >= 3 methods complete on >= 2 datasets (have 2"
+        in a
+    )
+    assert "Provisional ranking" not in a  # no complete-cell gap to fill on classification
 
 
 def test_page_before_any_run_says_so(tmp_path):
@@ -310,3 +314,23 @@ def test_a_reduced_run_with_the_full_parameters_counts_in_the_full_profile():
         ("alpha", 2),
         ("beta", 0),
     ]
+
+
+def test_provisional_ranking_uses_the_seeds_every_method_has():
+    """Incomplete cells: the diagram ranks each dataset's mean over the seeds all methods share
+    there, labelled provisional; seeds only some methods have do not enter."""
+    recs = []
+    for ds, scores in {"d1": (0.9, 0.8, 0.7), "d2": (0.8, 0.9, 0.6), "d3": (0.9, 0.7, 0.8)}.items():
+        for m, sc in zip(("alpha", "beta", "gamma"), scores, strict=True):
+            recs.append(rec(m, ds, 0, sc, 0.5))
+        recs.append(rec("alpha", ds, 1, 0.1, 0.5))  # alpha alone has seed 1: left out
+    md = headtohead_markdown(frame(recs), None, stamp="t")
+    part = md.split("### classification")[1].split("##")[0]
+    assert "Not computed over complete cells" in part
+    assert "**Provisional ranking** (1 of 2 seeds per dataset)" in part  # plan: seeds 0, 1
+    ranks = {
+        ln.split("|")[1].strip(): float(ln.split("|")[2])
+        for ln in part.splitlines()
+        if ln.startswith("| ") and ln.split("|")[2].strip()[:1].isdigit()
+    }
+    assert ranks == pytest.approx({"alpha": 4 / 3, "beta": 2.0, "gamma": 8 / 3})

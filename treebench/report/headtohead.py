@@ -489,6 +489,40 @@ def cd_blocks(cells: pd.DataFrame, expected: int) -> tuple[pd.DataFrame, list[st
     return table.dropna(), left_out
 
 
+def cd_blocks_common(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, int]]:
+    """A provisional :func:`cd_blocks` while cells are incomplete: per dataset, the mean score over
+    the seeds every method of the table has there (paired seeds; a dataset whose methods share
+    none is left out), with the same leave-out rule.
+
+    Returns
+    -------
+    (table, left_out, seeds)
+        The score table, the methods left out and, per dataset in the table, the seeds it uses.
+    """
+    ok = rows[(rows["status"] == "ok") & rows["score"].notna()]
+    methods = sorted(ok["method"].unique())
+    left_out: list[str] = []
+    while True:
+        cur = ok[ok["method"].isin(methods)]
+        table, seeds = {}, {}
+        for ds, g in cur.groupby("dataset", sort=True):
+            per = g.groupby("method")["seed"].apply(set)
+            if len(per) < len(methods):
+                continue
+            common = set.intersection(*per)
+            if common:
+                sel = g[g["seed"].isin(common)]
+                table[ds] = sel.groupby("method")["score"].mean()
+                seeds[ds] = len(common)
+        t = pd.DataFrame(table).T.reindex(columns=methods)
+        if len(methods) <= 3 or len(t) >= 2:
+            return t.dropna(), left_out, seeds
+        have = {m: ok[ok["method"] == m]["dataset"].nunique() for m in methods}
+        worst = sorted(methods, key=lambda m: (have[m], m))[0]
+        left_out.append(worst)
+        methods = [m for m in methods if m != worst]
+
+
 # --------------------------------------------------------------------------------------- the page
 
 
@@ -674,14 +708,26 @@ def headtohead_markdown(
     for task in sorted(cells["task"].unique()):
         table, left = cd_blocks(cells[cells["task"] == task], expected)
         md.append(f"### {task}\n")
-        if left:
-            md.append(f"Left out (too few complete datasets): {', '.join(left)}.\n")
+        tag = ""
         if table.shape[1] < 3 or table.shape[0] < 2:
             md.append(
-                f"Not computed: needs >= 3 methods complete on >= 2 datasets (have "
-                f"{table.shape[1]} methods × {table.shape[0]} datasets).\n"
+                f"Not computed over complete cells: needs >= 3 methods complete on >= 2 datasets "
+                f"(have {table.shape[1]} methods × {table.shape[0]} datasets).\n"
             )
-            continue
+            table, left, seeds = cd_blocks_common(main[main["task"] == task])
+            if table.shape[1] < 3 or table.shape[0] < 2:
+                continue
+            used = sorted({seeds[d] for d in table.index})
+            span = str(used[0]) if len(used) == 1 else f"{used[0]}-{used[-1]}"
+            tag = f"provisional, {span} of {expected} seeds"
+            md.append(
+                f"**Provisional ranking** ({span} of {expected} seeds per dataset): until the cells "
+                "are complete, each "
+                "dataset's mean over the seeds every method below has there (paired seeds); it "
+                "will move as seeds land.\n"
+            )
+        if left:
+            md.append(f"Left out (too few datasets): {', '.join(left)}.\n")
         fr = st.friedman(table)
         nem = st.nemenyi(table, alpha)
         md.append(
@@ -697,8 +743,9 @@ def headtohead_markdown(
                 fig_dir / f"cd_{task}",
                 formats=(".png",),
                 title=(
-                    f"{task}, test score: Friedman p = {fr['p']:.3g}; Nemenyi, N = {nem['n']} "
-                    f"datasets, k = {nem['k']}, α = {alpha}, CD = {nem['cd']:.2f}"
+                    f"{task}, test score{f' ({tag})' if tag else ''}: Friedman p = {fr['p']:.3g}; "
+                    f"Nemenyi, N = {nem['n']} datasets, k = {nem['k']}, α = {alpha}, "
+                    f"CD = {nem['cd']:.2f}"
                 ),
             )
             md.append(f"![critical-difference diagram, {task}]({figures_link}/{files[0].name})\n")
