@@ -333,4 +333,6 @@ def test_provisional_ranking_uses_the_seeds_every_method_has():
         for ln in part.splitlines()
         if ln.startswith("| ") and ln.split("|")[2].strip()[:1].isdigit()
     }
-    assert ranks == pytest.approx({"alpha": 4 / 3, "beta": 2.0, "gamma": 8 / 3})
+    assert ranks == pytest.approx(
+        {"alpha": 4 / 3, "beta": 2.0, "gamma": 8 / 3}, abs=1e-3
+    )  # 3 decimals
