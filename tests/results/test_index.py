@@ -122,3 +122,20 @@ def test_corrupt_cache_is_rebuilt(tmp_path):
     records_frame(s.root)
     (s.root / CACHE_NAME).write_bytes(b"garbage")
     assert list(records_frame(s.root)["key"]) == ["ac1"]
+
+
+@pytest.mark.skipif(not LEDGER.is_dir(), reason="no committed ledger in this checkout")
+def test_rows_parsed_in_chunks_equal_one_parse(tmp_path, monkeypatch):
+    """Chunks of a few records (types inferred once, over all of them) give the table of one parse,
+    with the collector re-enabled afterwards."""
+    import gc
+
+    monkeypatch.setattr("treebench.results.index.CHUNK", 7)
+    s = _mixed_store(tmp_path / "store", n=120)
+    bad = s.root / "fe" / "febad.json"
+    bad.parent.mkdir(exist_ok=True)
+    bad.write_text("[1, 2]")
+    problems: list = []
+    _assert_same(records_frame(s.root, problems=problems), _direct(s.root))
+    assert problems == [(bad, "not a record (no 'key' field)")]
+    assert gc.isenabled()
