@@ -268,6 +268,45 @@ def test_stacked_adam_matches_torch_adam_and_skips_inactive():
     assert opt2.t.tolist() == [0, 1, 0]
 
 
+@pytest.mark.parametrize("kernels", [True, False])
+def test_stumps_trained_together_equal_stumps_trained_alone(monkeypatch, kernels):
+    """A level's stumps trained side by side (unequal batch counts, partial last batches) end where
+    each stump trained alone from the same init and the same minibatch order ends (issue #24)."""
+    monkeypatch.setattr(core, "KERNELS_ENABLED", kernels)
+    g = torch.Generator().manual_seed(0)
+    sizes = [230, 70, 9]  # 8, 3 and 1 batches of 32 rows per epoch
+    X = torch.randn(sum(sizes), 5, generator=g)
+    y = torch.randint(0, 3, (sum(sizes),), generator=g)
+    sw = torch.ones(len(y))
+    n_idx = torch.randperm(len(y), generator=g)
+    s_idx = torch.repeat_interleave(torch.arange(3), torch.tensor(sizes))
+    bank = core.LinearBank.init(3, 5, g)
+    rand, keys = torch.rand, []
+
+    def recording(*a, **kw):  # the per-epoch shuffle keys of the joint run
+        out = rand(*a, **kw)
+        keys.append(out)
+        return out
+
+    def train(bk, rows, stumps, feed):
+        monkeypatch.setattr(torch, "rand", feed)
+        out = core.train_stumps(bk, X, y, sw, rows, stumps, 3, 4, 1.0, 0.1, 32, torch.Generator())
+        monkeypatch.setattr(torch, "rand", rand)
+        return out
+
+    joint = train(bank.select([0, 1, 2]), n_idx, s_idx, recording)
+    assert len(keys) == 3  # no split step in the first epoch
+    for j in range(3):
+        m = s_idx == j
+        own = iter([k[m] for k in keys])
+        alone = train(bank.select([j]), n_idx[m], s_idx[m] * 0, lambda *a, it=own, **kw: next(it))
+        torch.testing.assert_close(alone[0].w[0], joint[0].w[j], rtol=0, atol=1e-6)
+        torch.testing.assert_close(alone[0].b[0], joint[0].b[j], rtol=0, atol=1e-6)
+        for a, b in zip(alone[1:], joint[1:], strict=True):
+            torch.testing.assert_close(a[0], b[j], rtol=0, atol=1e-6)
+        assert not torch.equal(joint[0].w[j], bank.w[j])
+
+
 def test_greedy_stumps_split_their_own_subsets(iris):
     X, y = iris
     e = E2EDTClassifier(
