@@ -45,7 +45,7 @@ def test_outputs_and_columns(quick_run):
         "peak RSS MB",
         "traced MB",
         "split evals",
-        "Shared machine",
+        "**Machine**: ",  # with the load the run recorded (test_machine_note_follows_the_recorded_load)
         "load average",
         "Inference target",
     ):
