@@ -135,3 +135,32 @@ def test_jobs_planned_from_a_shared_composition_match_what_each_job_writes(tmp_p
     assert got == [(0.0, 1, 1), (0.0, 2, 2), (0.01, 1, 1), (0.01, 2, 2)]
     again = run_cli(["run", "-m", both, *common], tmp_path, env)
     assert again.returncode == 0 and "4 done already, 0 to launch" in again.stdout
+
+
+def test_order_runs_jobs_with_the_first_key_slowest(tmp_path):
+    """``hydra.sweeper.order=[seed,dataset]``: every method on one dataset and seed before the next,
+    so a sweep stopped part-way leaves whole cells; without it, the planned (method-major) order."""
+    args = ("-m", "method=cart,rf", "dataset=iris,wine", "seed=0,1")
+    res = _plan(tmp_path, *args, "hydra.sweeper.order=[seed,dataset]")
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = [ln for ln in res.stdout.splitlines() if "method=" in ln]
+    jobs = [
+        tuple(w for w in ln.split() if w.startswith(("method=", "dataset=", "seed=")))
+        for ln in lines
+    ]
+    assert [sorted(j) for j in jobs] == [
+        sorted(j)
+        for j in [
+            ("method=cart", "dataset=iris", "seed=0"),
+            ("method=rf", "dataset=iris", "seed=0"),
+            ("method=cart", "dataset=wine", "seed=0"),
+            ("method=rf", "dataset=wine", "seed=0"),
+            ("method=cart", "dataset=iris", "seed=1"),
+            ("method=rf", "dataset=iris", "seed=1"),
+            ("method=cart", "dataset=wine", "seed=1"),
+            ("method=rf", "dataset=wine", "seed=1"),
+        ]
+    ]
+    plain = _plan(tmp_path, *args)
+    first = [ln for ln in plain.stdout.splitlines() if "method=" in ln][:4]
+    assert all("method=cart" in ln for ln in first)  # the planned order: method slowest

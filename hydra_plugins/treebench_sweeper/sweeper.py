@@ -7,7 +7,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional  # noqa: UP035 - plugin modules load without __future__
+from typing import Any, Dict, List, Optional  # noqa: UP035 - plugin modules load without __future__
 
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
@@ -58,6 +58,9 @@ class TreebenchSweeperConf:
     rows: Optional[Any] = None  # noqa: UP045
     # the plan of ``profile=reduced``: {params: ..., rows: ...} replacing the two above
     reduced: Optional[Dict[str, Any]] = None  # noqa: UP006, UP045
+    # keys whose values change slowest, e.g. [seed, dataset]: jobs run in that order (each value in
+    # the order it first appears), so a sweep stopped part-way has whole cells; default: as planned
+    order: Optional[List[str]] = None  # noqa: UP006, UP045
 
 
 ConfigStore.instance().store(
@@ -102,11 +105,13 @@ class TreebenchSweeper(BasicSweeper):
         dry_run: bool = False,
         rows: list | dict | None = None,
         reduced: dict | None = None,
+        order: list | None = None,
     ) -> None:
         super().__init__(max_batch_size=max_batch_size, params=params)
         self.dry_run = dry_run
         self.rows = _plain(rows) or []
         self.reduced = _plain(reduced)
+        self.order = [str(k) for k in (_plain(order) or [])]
 
     def _use_profile(self) -> None:
         """With ``profile=reduced`` and a ``reduced`` plan, its params and rows replace the full ones."""
@@ -199,6 +204,26 @@ class TreebenchSweeper(BasicSweeper):
                 jobs.append(job + combo)
         return jobs
 
+    @staticmethod
+    def _ordered(jobs: list[list[str]], order: list[str]) -> list[list[str]]:
+        """``jobs`` sorted by the values of the ``order`` keys, the first key slowest; each key's
+        values rank in the order they first appear; stable, so ties keep the planned order."""
+        if not order:
+            return jobs
+        ranks: dict[str, dict[str, int]] = {k: {} for k in order}
+
+        def value(job: list[str], key: str) -> str | None:
+            for o in job:
+                k, _, v = o.lstrip("+").partition("=")
+                if k == key:
+                    return v
+            return None
+
+        for job in jobs:
+            for k in order:
+                ranks[k].setdefault(value(job, k), len(ranks[k]))
+        return sorted(jobs, key=lambda job: tuple(ranks[k][value(job, k)] for k in order))
+
     def sweep(self, arguments: list[str]) -> Any:
         from treebench import slurm
         from treebench.app import _abspath, open_store
@@ -209,7 +234,7 @@ class TreebenchSweeper(BasicSweeper):
         from treebench.resources import explicit_launcher_keys, group_by_resources, job_resources
         from treebench.runner import job_keys
 
-        jobs = self._jobs(arguments)
+        jobs = self._ordered(self._jobs(arguments), self.order)
         if not self.dry_run:
             try:
                 check_outputs(_abspath(self.config.paths.store), "store")
