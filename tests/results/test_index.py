@@ -11,7 +11,7 @@ import pytest
 
 from treebench.config import PROJECT_DIR
 from treebench.results import Ledger, Store
-from treebench.results.index import CACHE_NAME
+from treebench.results.index import CACHE_NAME, flush
 from treebench.results.ledger import combined_records
 from treebench.results.table import records_frame, to_frame
 
@@ -57,7 +57,8 @@ def _assert_same(a: pd.DataFrame, b: pd.DataFrame):
 @pytest.mark.skipif(not LEDGER.is_dir(), reason="no committed ledger in this checkout")
 def test_cached_rows_equal_parsed_rows(tmp_path):
     s = _mixed_store(tmp_path / "store")
-    first = records_frame(s.root)  # builds the cache
+    first = records_frame(s.root)  # builds the cache, in a thread
+    flush()
     assert (s.root / CACHE_NAME).is_file()
     _assert_same(first, _direct(s.root))
     _assert_same(records_frame(s.root), first)  # read from the cache
@@ -112,6 +113,7 @@ def test_unwritable_store_works_without_cache(tmp_path, monkeypatch):
 
     monkeypatch.setattr("treebench.results.index.os.replace", refuse)  # a shared read-only store
     assert list(records_frame(s.root)["key"]) == ["ab1"]
+    flush()
     assert not (s.root / CACHE_NAME).exists()
     assert not list(s.root.glob(".tmp-*")), "no temporary cache left behind"
 
@@ -120,6 +122,7 @@ def test_corrupt_cache_is_rebuilt(tmp_path):
     s = Store(tmp_path / "store")
     s.write({"key": "ac1", "status": "ok", "experiment": "e"})
     records_frame(s.root)
+    flush()
     (s.root / CACHE_NAME).write_bytes(b"garbage")
     assert list(records_frame(s.root)["key"]) == ["ac1"]
 
@@ -139,3 +142,44 @@ def test_rows_parsed_in_chunks_equal_one_parse(tmp_path, monkeypatch):
     _assert_same(records_frame(s.root, problems=problems), _direct(s.root))
     assert problems == [(bad, "not a record (no 'key' field)")]
     assert gc.isenabled()
+
+
+@pytest.mark.skipif(not LEDGER.is_dir(), reason="no committed ledger in this checkout")
+def test_rows_parsed_in_worker_processes_equal_one_parse(tmp_path, monkeypatch):
+    """A store large enough for worker processes gives the table of one parse, unreadable records
+    reported from the workers."""
+    monkeypatch.setattr("treebench.results.index.CHUNK", 11)
+    monkeypatch.setattr("treebench.results.index.PARALLEL_MIN", 22)
+    s = _mixed_store(tmp_path / "store", n=120)
+    bad = s.root / "fe" / "febad.json"
+    bad.parent.mkdir(exist_ok=True)
+    bad.write_text("{not json")
+    problems: list = []
+    _assert_same(records_frame(s.root, problems=problems), _direct(s.root))
+    assert [(p, r.split(" (")[0]) for p, r in problems] == [(bad, "not valid JSON")]
+
+
+def test_chunks_typed_apart_bind_as_one_inference(tmp_path, monkeypatch):
+    """Ints with gaps typed as floats in one chunk keep their int values where another chunk makes
+    the column mixed; ints and floats alone give floats, as one inference over all rows does."""
+    s = Store(tmp_path / "store")
+    values = [1, None, 2, False, 0, "x", 3.5]
+    for i, v in enumerate(values):  # chunk of 2: (1, absent), (2, False), (0, "x"), (3.5,)
+        rec = {"key": f"{i:02x}k", "status": "ok", "params": {} if v is None else {"a": v}}
+        rec["params"]["b"] = i if i % 3 else float(i)
+        s.write(rec)
+    for chunk in (2, 100):
+        monkeypatch.setattr("treebench.results.index.CHUNK", chunk)
+        (s.root / CACHE_NAME).unlink(missing_ok=True)
+        got = records_frame(s.root)
+        _assert_same(got, _direct(s.root))
+        assert [type(v).__name__ for v in got["param.a"]] == [
+            "int",
+            "float",
+            "int",
+            "bool",
+            "int",
+            "str",
+            "float",
+        ]
+        assert got["param.b"].dtype == "float64"

@@ -69,23 +69,45 @@ def config_columns(df: pd.DataFrame, by: tuple = ("dataset", "method")) -> pd.Da
     if df.empty or not params:
         return out
     coded = [_param_codes(df[c]) for c in params]
-    # positional (a fresh RangeIndex): df's index may repeat labels, e.g. after a concat
-    codes = pd.DataFrame({c: k for c, (k, _) in zip(params, coded, strict=True)})
-    blocks = [df[c].to_numpy() for c in by if c in df.columns] or [np.zeros(len(df), dtype=int)]
-    differs = codes.groupby(blocks).transform("nunique") > 1
+    codes = np.empty((len(df), len(params)), dtype=np.int32, order="F")  # rows x params
+    for j, (k, _) in enumerate(coded):
+        codes[:, j] = k
+    # each row's block (-1: a missing block value, which no block holds)
+    keys = pd.DataFrame({i: df[c].to_numpy() for i, c in enumerate(by) if c in df.columns})
+    if keys.empty:
+        block = np.zeros(len(df), dtype=np.int64)
+    else:
+        block = keys.groupby(list(keys.columns), sort=False).ngroup().to_numpy()
+        block = np.where(np.isnan(block), -1, block).astype(np.int64)
+    # a param varies in a block where its smallest and largest code there differ
+    order = np.argsort(block, kind="stable")
+    order = order[block[order] >= 0]
+    differs = np.zeros(codes.shape, dtype=bool)
+    if len(order):
+        sorted_codes = codes[order]
+        starts = np.flatnonzero(np.r_[True, np.diff(block[order]) != 0])
+        varies = np.minimum.reduceat(sorted_codes, starts) != np.maximum.reduceat(
+            sorted_codes, starts
+        )
+        differs[order] = np.repeat(varies, np.diff(np.r_[starts, len(order)]), axis=0)
     # a config's codes over the columns that vary in its block; the other columns are constant
-    configs = codes.where(differs, _SAME)
-    index = pd.MultiIndex.from_frame(configs)
-    distinct = index.unique().sort_values()
+    configs = np.where(differs, codes, _SAME)
+    varying = np.flatnonzero((configs != _SAME).any(axis=0))
+    # each row's configuration, numbered in lexicographic order of the codes (groupby's
+    # compressed group index: np.unique over rows or a MultiIndex cost seconds at 100k rows)
+    keys = pd.DataFrame(configs[:, varying])
+    rank = keys.groupby(list(keys.columns), sort=True).ngroup().to_numpy() if len(varying) else 0
+    rank = np.broadcast_to(rank, len(df))
+    _, first = np.unique(rank, return_index=True)
+    distinct = configs[np.ix_(first, varying)]
     labels = [
         ", ".join(
-            f"{c.removeprefix('param.')}={names[k] if k >= 0 else 'null'}"
-            for c, k, (_, names) in zip(params, cfg, coded, strict=True)
+            f"{params[j].removeprefix('param.')}={coded[j][1][k] if k >= 0 else 'null'}"
+            for j, k in zip(varying, cfg, strict=True)
             if k != _SAME
         )
         for cfg in distinct  # one label per distinct configuration, not per row
     ]
-    rank = distinct.get_indexer(index)
     out["config"] = np.asarray(labels, dtype=object)[rank]
     out["config_rank"] = rank
     return out

@@ -17,10 +17,12 @@ from __future__ import annotations
 import gc
 import json
 import os
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from treebench.files import apply_umask
@@ -53,7 +55,9 @@ def concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
     parts = [p for p in parts if not p.empty]
     if not parts:
         return pd.DataFrame()
-    return pd.concat(parts, ignore_index=True).infer_objects()
+    df = pd.concat(parts, ignore_index=True)
+    # column by column: DataFrame.infer_objects leaves a column of a split object block as object
+    return pd.DataFrame({c: s.infer_objects() if s.dtype == object else s for c, s in df.items()})
 
 
 def _read_cache(path: Path) -> pd.DataFrame | None:
@@ -76,19 +80,29 @@ def _read_cache(path: Path) -> pd.DataFrame | None:
     return df
 
 
-def _json_texts(values) -> list[str]:
-    """``json.dumps`` of each value, each distinct hashable value encoded once (a column repeats a
-    few values over many rows); keyed by type too, so ``False`` and ``0`` stay apart."""
+def _json_texts(values) -> np.ndarray:
+    """``json.dumps`` of each value: None and NaN (most cells of a sparse column) set at once, each
+    other distinct value encoded once (a column repeats a few values over many rows), keyed by type
+    too so that ``False`` and ``0`` stay apart; a list of plain values is keyed as a tuple."""
+    arr = pd.Series(values, dtype=object).to_numpy()  # lists stay cells, never a 2-D array
+    out = np.empty(len(arr), dtype=object)
+    none = arr == None  # noqa: E711 (elementwise: True where the value is None)
+    nan = pd.isna(arr) & ~none
+    out[none], out[nan] = "null", "NaN"
+    rest = np.flatnonzero(~(none | nan))
     memo: dict = {}
-    out = []
-    for v in values:
+    texts = []
+    for v in arr[rest]:
+        t = type(v)
+        key = (t, tuple(v) if t is list else v)
         try:
-            text = memo.get((type(v), v))
+            text = memo.get(key)
             if text is None:
-                text = memo[(type(v), v)] = json.dumps(v)
-        except TypeError:  # a list or dict
+                text = memo[key] = json.dumps(v)
+        except TypeError:  # a dict, or a list holding one
             text = json.dumps(v)
-        out.append(text)
+        texts.append(text)
+    out[rest] = texts
     return out
 
 
@@ -96,7 +110,7 @@ def _write_cache(path: Path, df: pd.DataFrame) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    enc = df.copy()
+    enc = df.copy(deep=False)  # object columns are replaced below, never written into
     obj = [c for c in enc.columns if enc[c].dtype == object]
     for c in obj:  # Parquet needs one type per column; JSON text keeps each value's own type
         enc[c] = pd.Categorical(_json_texts(enc[c]))
@@ -114,9 +128,28 @@ def _write_cache(path: Path, df: pd.DataFrame) -> None:
         tmp.unlink(missing_ok=True)
 
 
-#: record files parsed into one frame at a time: the parsed dicts of a whole store would take about
-#: as much memory again as the table (parsing 100,000 records: peak 1.7 -> 1.1 GB, same CPU)
+_writing: list[threading.Thread] = []  # cache writes in flight, see _write_cache_soon
+
+
+def _write_cache_soon(path: Path, df: pd.DataFrame) -> None:
+    """:func:`_write_cache` in a thread, so the command goes on with the rows meanwhile (most of a
+    Parquet write is Arrow's, outside the GIL); the interpreter waits for it at exit."""
+    t = threading.Thread(target=_write_cache, args=(path, df), name="treebench-row-cache")
+    t.start()
+    _writing.append(t)
+
+
+def flush() -> None:
+    """Wait for the row cache writes in flight (before reading a cache, or copying a store)."""
+    while _writing:
+        _writing.pop().join()
+
+
+#: record files parsed into one frame by one task: the parsed dicts of a whole store would take
+#: about as much memory again as the table (parsing 100,000 records: peak 1.7 -> 1.1 GB, same CPU)
 CHUNK = 5000
+#: at least this many files to parse go to worker processes (one per core)
+PARALLEL_MIN = 2 * CHUNK
 
 
 @contextmanager
@@ -133,11 +166,20 @@ def _collector_paused():
             gc.enable()
 
 
-def _parse(root: Path, rel: str, files: dict, flatten, problems: list) -> dict | None:
+def _loads(data: bytes):
+    """The JSON value of ``data``: orjson's parse (~2x faster), else json's, which also reads the
+    NaN and Infinity that ``json.dump`` writes for such floats."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
+def _parse(root: Path, rel: str, stamp: str, flatten, problems: list) -> dict | None:
     """The flat row of the record file ``rel``, or None (and its reason in ``problems``)."""
     p = root / rel
     try:
-        rec = json.loads(p.read_bytes())
+        rec = _loads(p.read_bytes())
     except json.JSONDecodeError as exc:
         problems.append((p, f"not valid JSON ({exc})"))
         return None
@@ -149,7 +191,98 @@ def _parse(root: Path, rel: str, files: dict, flatten, problems: list) -> dict |
     if not isinstance(rec, dict) or "key" not in rec:
         problems.append((p, "not a record (no 'key' field)"))
         return None
-    return {**flatten(rec), _FILE: rel, _STAMP: files[rel]}
+    return {**flatten(rec), _FILE: rel, _STAMP: stamp}
+
+
+#: :func:`pandas.api.types.infer_dtype` kinds (missing values counted) whose values a typed column
+#: gives back unchanged; typing any other kind may lose a value's type (ints with NaN read as
+#: floats, None as NaN), which matters where the column holds other types in other chunks
+_LOSSLESS = frozenset({"integer", "floating", "boolean", "string"})
+
+
+def _parse_chunk(root: Path, rels: list[str], stamps: list[str], flatten):
+    """The rows of the record files ``rels``, typed column by column here (in the worker), as
+    ``(typed, raw, problems)``: ``raw`` keeps the values as parsed of the columns whose typing
+    lost something (for :func:`_merge_chunks`), ``problems`` the ``(path, reason)`` of each
+    unreadable file."""
+    from pandas.api.types import infer_dtype
+
+    problems: list = []
+    with _collector_paused():
+        rows = [
+            r
+            for rel, stamp in zip(rels, stamps, strict=True)
+            if (r := _parse(root, rel, stamp, flatten, problems))
+        ]
+        frame = pd.DataFrame(rows, dtype=object)
+    typed, raw = {}, {}
+    for c, s in frame.items():
+        typed[c] = t = s.infer_objects()
+        if t.dtype != object and infer_dtype(s, skipna=False) not in _LOSSLESS:
+            raw[c] = s
+    return pd.DataFrame(typed, index=frame.index), pd.DataFrame(raw, index=frame.index), problems
+
+
+def _merge_chunks(chunks: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
+    """Row-bind the ``(typed, raw)`` chunks of :func:`_parse_chunk` into the frame one inference
+    over all rows gives (:func:`concat` of the parsed values).
+
+    Typed columns bind as one inference would type their values together (ints and floats give
+    floats, any other mix gives objects), and a typed value turns back into the same Python
+    value; only a column that comes out as objects and was typed with a loss in some chunk is
+    rebuilt from the parsed values. Object columns are then inferred over all rows.
+    """
+    chunks = [(t, r) for t, r in chunks if not t.empty]
+    if not chunks:
+        return pd.DataFrame()
+    typed = pd.concat([t for t, _ in chunks], ignore_index=True)
+    lossy = set().union(*(r.columns for _, r in chunks))
+    for c in [c for c, dtype in typed.dtypes.items() if dtype == np.dtype(object)]:
+        s = typed[c]
+        if c in lossy:
+            s = pd.concat(
+                [
+                    r[c]
+                    if c in r
+                    else t[c].astype(object)
+                    if c in t
+                    else pd.Series(np.nan, index=t.index, dtype=object)
+                    for t, r in chunks
+                ],
+                ignore_index=True,
+            )
+        # column by column: DataFrame.infer_objects leaves a column of a split block as object
+        typed[c] = s.infer_objects()
+    return typed
+
+
+def _parsed_chunks(root: Path, todo: list[str], files: dict, flatten):
+    """:func:`_parse_chunk`'s ``(typed, raw, problems)`` per :data:`CHUNK` files of ``todo``, in order; on several cores when
+    there are :data:`PARALLEL_MIN` files or more (``flatten`` must then be a module-level function)."""
+    tasks = [
+        (root, todo[a : a + CHUNK], [files[r] for r in todo[a : a + CHUNK]], flatten)
+        for a in range(0, len(todo), CHUNK)
+    ]
+    if len(todo) < PARALLEL_MIN:
+        yield from (_parse_chunk(*t) for t in tasks)
+        return
+    import multiprocessing
+
+    from joblib import cpu_count
+
+    n = min(cpu_count(), len(tasks))  # cores this process may use (affinity, cgroup quota)
+    if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from (_parse_chunk(*t) for t in tasks)
+        return
+    # forked workers start at once, with this process's imports, and need no resource tracker
+    # (which would outlive the command); they only parse JSON and build frames. Leaving the
+    # block ends and reaps them.
+    with multiprocessing.get_context("fork").Pool(n) as pool:
+        yield from pool.imap(_parse_task, tasks)
+
+
+def _parse_task(task: tuple):
+    return _parse_chunk(*task)
 
 
 def store_rows(root: Path, flatten, problems: list) -> pd.DataFrame:
@@ -157,6 +290,7 @@ def store_rows(root: Path, flatten, problems: list) -> pd.DataFrame:
 
     Unreadable records are left out and appended to ``problems`` as ``(path, reason)``.
     """
+    flush()  # a cache this process is still writing
     files = listing(root)
     cache = root / CACHE_NAME
     old = _read_cache(cache) if files else None
@@ -168,20 +302,15 @@ def store_rows(root: Path, flatten, problems: list) -> pd.DataFrame:
         todo = [f for f in files if f not in cached]
     else:
         old, todo = None, list(files)
-    parts = []
-    with _collector_paused():
-        for a in range(0, len(todo), CHUNK):
-            rows = [
-                r
-                for rel in todo[a : a + CHUNK]
-                if (r := _parse(root, rel, files, flatten, problems))
-            ]
-            if rows:  # values as parsed: types are inferred once over all rows, by concat()
-                parts.append(pd.DataFrame(rows, dtype=object))
-    if not parts and old is not None and len(old) == len(files):
+    chunks = [(old, pd.DataFrame(index=old.index))] if old is not None else []
+    for typed, raw, probs in _parsed_chunks(root, todo, files, flatten):
+        problems.extend(probs)
+        if not typed.empty:
+            chunks.append((typed, raw))
+    if old is not None and len(chunks) == 1 and len(old) == len(files):
         df = old  # nothing changed
     else:
-        df = concat([old if old is not None else pd.DataFrame(), *parts])
+        df = _merge_chunks(chunks)
         if not df.empty:
             df = df.sort_values(_FILE, kind="stable").reset_index(drop=True)
             for (
@@ -189,5 +318,5 @@ def store_rows(root: Path, flatten, problems: list) -> pd.DataFrame:
             ) in df.columns:  # bookkeeping strings, mostly repeated: little memory as categories
                 if c.startswith("__") and df[c].dtype != object:
                     df[c] = df[c].astype("category")
-            _write_cache(cache, df)
+            _write_cache_soon(cache, df)
     return df.drop(columns=[_FILE, _STAMP], errors="ignore").reset_index(drop=True)

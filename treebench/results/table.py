@@ -11,26 +11,25 @@ from treebench.results.index import concat, store_rows
 from treebench.results.ledger import Ledger, merge_labels
 from treebench.results.store import DONE_STATUSES
 
-_NESTED = ("params", "size", "metrics", "info", "provenance")
+#: nested groups flattened into the row, each with its columns' prefix
+_NESTED = {
+    "params": "param.",
+    "size": "",
+    "metrics": "",
+    "info": "info.",
+    "provenance": "provenance.",
+}
+_NOT_TOP = frozenset({*_NESTED, "also_experiments"})
 ALSO = "__also_experiments"  # a record's extra experiment labels, until rows are expanded
 COLS = "__columns"  # a row's column names in order (joined by _SEP)
 _SEP = "\x1f"
 
 
 def _flatten(rec: dict) -> dict:
-    row = {
-        k: v
-        for k, v in rec.items()
-        if k not in _NESTED and k != "also_experiments" and not isinstance(v, dict)
-    }
-    for group in _NESTED:
+    row = {k: v for k, v in rec.items() if k not in _NOT_TOP and not isinstance(v, dict)}
+    for group, prefix in _NESTED.items():
         for k, v in (rec.get(group) or {}).items():
-            name = (
-                k
-                if group in ("size", "metrics")
-                else f"{group[:-1] if group.endswith('s') else group}.{k}"
-            )
-            row[name] = v if not isinstance(v, (dict, list)) else str(v)
+            row[prefix + k] = str(v) if isinstance(v, (dict, list)) else v
     tuning = rec.get("tuning")
     if tuning:  # a tuned run's budget (``tune``, part of its configuration in tables) and choice
         row["tune"] = (
@@ -68,9 +67,9 @@ def to_frame(records) -> pd.DataFrame:
 def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
     """A copy whose object columns holding several value types (e.g. verbose False and 0 from two
     methods) are strings, which Parquet needs; the returned table keeps the original values."""
-    out = df.copy()
+    out = df.copy(deep=False)  # columns are replaced below, never written into
     for col in [c for c in out.columns if out[c].dtype == object]:  # not pandas 3's str columns
-        kinds = {type(v) for v in out[col].dropna()}
+        kinds = set(map(type, out[col].dropna()))
         if len(kinds) > 1:
             out[col] = out[col].map(lambda v: v if v is None or v != v else str(v))
     return out
