@@ -8,6 +8,8 @@ import pandas as pd
 from treebench.report.select import norm
 
 _SIZE_COLS = ("n_splits", "n_leaves", "split_evals")
+#: column groups a summary never reads (unless one is its ``metric``)
+_UNREAD = ("info.", "provenance.", "tuning.", "reference.")
 #: code of a param column that is not part of a row's configuration (same for all its runs)
 _SAME = -2
 
@@ -125,6 +127,9 @@ def summary_table(df: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
     """
     if df.empty:
         return pd.DataFrame()
+    # the columns read below (identity, status, params, metrics, sizes): fewer to copy
+    keep = [c for c in df.columns if not c.startswith(_UNREAD) or c == metric]
+    df = df[keep]
     if "key" in df.columns:
         df = df.drop_duplicates("key")
     df = df.reset_index(drop=True)

@@ -312,7 +312,8 @@ def store_rows(root: Path, flatten, problems: list) -> pd.DataFrame:
     else:
         df = _merge_chunks(chunks)
         if not df.empty:
-            df = df.sort_values(_FILE, kind="stable").reset_index(drop=True)
+            if not df[_FILE].is_monotonic_increasing:  # cached rows, then new ones
+                df = df.sort_values(_FILE, kind="stable").reset_index(drop=True)
             for (
                 c
             ) in df.columns:  # bookkeeping strings, mostly repeated: little memory as categories

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from treebench.results.index import concat, store_rows
@@ -101,11 +102,22 @@ def _expand(df: pd.DataFrame) -> pd.DataFrame:
     also = df[ALSO]
     if also.isna().all():
         return df.drop(columns=[ALSO]).reset_index(drop=True)
-    labels = [
-        [e, *(a for a in (x or []) if a != e)] if isinstance(x, list) else [e]
-        for e, x in zip(df["experiment"], also, strict=True)
-    ]
-    out = df.drop(columns=[ALSO]).assign(experiment=labels).explode("experiment")
+    own = df["experiment"].to_numpy(dtype=object)
+    extra = {  # row -> its other labels; only the few rows that have some
+        i: [a for a in x if a != own[i]]
+        for i, x in enumerate(also.to_numpy(dtype=object))
+        if isinstance(x, list)
+    }
+    counts = np.ones(len(df), dtype=np.int64)
+    for i, labels in extra.items():
+        counts[i] += len(labels)
+    first = np.cumsum(counts) - counts  # each record's first row in the output
+    experiment = np.empty(int(counts.sum()), dtype=object)
+    experiment[first] = own
+    for i, labels in extra.items():
+        experiment[first[i] + 1 : first[i] + 1 + len(labels)] = labels
+    out = df.drop(columns=[ALSO]).take(np.repeat(np.arange(len(df)), counts))
+    out["experiment"] = experiment
     return out.reset_index(drop=True)
 
 
