@@ -257,8 +257,9 @@ def _merge_chunks(chunks: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFra
 
 
 def _parsed_chunks(root: Path, todo: list[str], files: dict, flatten):
-    """:func:`_parse_chunk`'s ``(typed, raw, problems)`` per :data:`CHUNK` files of ``todo``, in order; on several cores when
-    there are :data:`PARALLEL_MIN` files or more (``flatten`` must then be a module-level function)."""
+    """:func:`_parse_chunk`'s ``(typed, raw, problems)`` per :data:`CHUNK` files of ``todo``, in
+    order; on every core when there are :data:`PARALLEL_MIN` files or more (``flatten`` must then
+    be a module-level function, which pickles by name)."""
     tasks = [
         (root, todo[a : a + CHUNK], [files[r] for r in todo[a : a + CHUNK]], flatten)
         for a in range(0, len(todo), CHUNK)
@@ -271,7 +272,11 @@ def _parsed_chunks(root: Path, todo: list[str], files: dict, flatten):
     from joblib import cpu_count
 
     n = min(cpu_count(), len(tasks))  # cores this process may use (affinity, cgroup quota)
-    if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if (
+        n < 2
+        or "fork" not in multiprocessing.get_all_start_methods()
+        or multiprocessing.current_process().daemon  # a pool's worker may not start processes
+    ):
         yield from (_parse_chunk(*t) for t in tasks)
         return
     # forked workers start at once, with this process's imports, and need no resource tracker
