@@ -128,35 +128,30 @@ def test_corrupt_cache_is_rebuilt(tmp_path):
 
 
 @pytest.mark.skipif(not LEDGER.is_dir(), reason="no committed ledger in this checkout")
-def test_rows_parsed_in_chunks_equal_one_parse(tmp_path, monkeypatch):
-    """Chunks of a few records (types inferred once, over all of them) give the table of one parse,
-    with the collector re-enabled afterwards."""
+@pytest.mark.parametrize(
+    ("chunk", "parallel_min", "bad_text", "reason"),
+    [
+        (7, 10**9, "[1, 2]", "not a record"),  # chunks parsed in this process
+        (11, 22, "{not json", "not valid JSON"),  # chunks parsed by forked workers
+    ],
+)
+def test_rows_parsed_in_chunks_equal_one_parse(
+    tmp_path, monkeypatch, chunk, parallel_min, bad_text, reason
+):
+    """Chunks of a few records, typed apart (here or in worker processes), give the table of one
+    parse; an unreadable record is reported wherever it was parsed; the collector is re-enabled."""
     import gc
 
-    monkeypatch.setattr("treebench.results.index.CHUNK", 7)
+    monkeypatch.setattr("treebench.results.index.CHUNK", chunk)
+    monkeypatch.setattr("treebench.results.index.PARALLEL_MIN", parallel_min)
     s = _mixed_store(tmp_path / "store", n=120)
     bad = s.root / "fe" / "febad.json"
     bad.parent.mkdir(exist_ok=True)
-    bad.write_text("[1, 2]")
+    bad.write_text(bad_text)
     problems: list = []
     _assert_same(records_frame(s.root, problems=problems), _direct(s.root))
-    assert problems == [(bad, "not a record (no 'key' field)")]
+    assert [(p, r.split(" (")[0]) for p, r in problems] == [(bad, reason)]
     assert gc.isenabled()
-
-
-@pytest.mark.skipif(not LEDGER.is_dir(), reason="no committed ledger in this checkout")
-def test_rows_parsed_in_worker_processes_equal_one_parse(tmp_path, monkeypatch):
-    """A store large enough for worker processes gives the table of one parse, unreadable records
-    reported from the workers."""
-    monkeypatch.setattr("treebench.results.index.CHUNK", 11)
-    monkeypatch.setattr("treebench.results.index.PARALLEL_MIN", 22)
-    s = _mixed_store(tmp_path / "store", n=120)
-    bad = s.root / "fe" / "febad.json"
-    bad.parent.mkdir(exist_ok=True)
-    bad.write_text("{not json")
-    problems: list = []
-    _assert_same(records_frame(s.root, problems=problems), _direct(s.root))
-    assert [(p, r.split(" (")[0]) for p, r in problems] == [(bad, "not valid JSON")]
 
 
 def test_chunks_typed_apart_bind_as_one_inference(tmp_path, monkeypatch):
