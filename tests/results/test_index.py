@@ -156,12 +156,17 @@ def test_rows_parsed_in_chunks_equal_one_parse(
 
 def test_chunks_typed_apart_bind_as_one_inference(tmp_path, monkeypatch):
     """Ints with gaps typed as floats in one chunk keep their int values where another chunk makes
-    the column mixed; ints and floats alone give floats, as one inference over all rows does."""
+    the column mixed; ints and floats alone give floats, as one inference over all rows does.
+    Texts with gaps, None and ints too large for a float keep their values too."""
     s = Store(tmp_path / "store")
     values = [1, None, 2, False, 0, "x", 3.5]
+    big = 2**60 + 1  # not a float64 exactly
+    texts = ["t", ..., big, ..., None, "u", 7]  # ...: absent
     for i, v in enumerate(values):  # chunk of 2: (1, absent), (2, False), (0, "x"), (3.5,)
         rec = {"key": f"{i:02x}k", "status": "ok", "params": {} if v is None else {"a": v}}
         rec["params"]["b"] = i if i % 3 else float(i)
+        if texts[i] is not ...:
+            rec["params"]["c"] = texts[i]
         s.write(rec)
     for chunk in (2, 100):
         monkeypatch.setattr("treebench.results.index.CHUNK", chunk)
@@ -178,3 +183,14 @@ def test_chunks_typed_apart_bind_as_one_inference(tmp_path, monkeypatch):
             "float",
         ]
         assert got["param.b"].dtype == "float64"
+        c = list(got["param.c"])
+        assert [type(v).__name__ for v in c] == [
+            "str",
+            "float",
+            "int",
+            "float",
+            "NoneType",
+            "str",
+            "int",
+        ]
+        assert c[2] == big

@@ -198,15 +198,46 @@ def _parse(root: Path, rel: str, stamp: str, flatten, problems: list) -> dict | 
 #: gives back unchanged; typing any other kind may lose a value's type (ints with NaN read as
 #: floats, None as NaN), which matters where the column holds other types in other chunks
 _LOSSLESS = frozenset({"integer", "floating", "boolean", "string"})
+#: the largest magnitude up to which every integer is a float64 exactly
+_EXACT_INT = 2**53
+
+
+def _lossless(s: pd.Series, t: pd.Series) -> bool | str:
+    """Whether the typed column ``t`` gives back the parsed values ``s``: True, ``"ints"`` when
+    :func:`_ints` rebuilds them from ``t`` (ints with missing values typed as exact floats), or
+    False (``s`` itself must be kept)."""
+    from pandas.api.types import infer_dtype
+
+    kind = infer_dtype(s, skipna=False)
+    if kind in _LOSSLESS:
+        return True
+    values = s.to_numpy()
+    if kind == "integer-na":  # ints and NaN (absent keys), no None
+        return "ints" if np.nanmax(np.abs(t.to_numpy())) <= _EXACT_INT else False
+    # texts with gaps: a str column's missing value is NaN, so it is lossless without None
+    return bool(
+        kind == "mixed"
+        and t.dtype != object
+        and infer_dtype(s.dropna(), skipna=False) == "string"
+        and not np.equal(values, None).any()
+    )
+
+
+def _ints(t: pd.Series) -> pd.Series:
+    """The parsed values of a column :func:`_lossless` typed as ``"ints"``: Python ints, NaN
+    where missing."""
+    out = np.full(len(t), np.nan, dtype=object)
+    have = t.notna().to_numpy()
+    out[have] = t.to_numpy()[have].astype(np.int64).tolist()
+    return pd.Series(out, index=t.index, dtype=object)
 
 
 def _parse_chunk(root: Path, rels: list[str], stamps: list[str], flatten):
     """The rows of the record files ``rels``, typed column by column here (in the worker), as
     ``(typed, raw, problems)``: ``raw`` keeps the values as parsed of the columns whose typing
-    lost something (for :func:`_merge_chunks`), ``problems`` the ``(path, reason)`` of each
-    unreadable file."""
-    from pandas.api.types import infer_dtype
-
+    lost something (for :func:`_merge_chunks`; a column of ints with gaps as the name ``"ints"``
+    in ``raw.attrs``, its values being exact in ``typed``), ``problems`` the ``(path, reason)``
+    of each unreadable file."""
     problems: list = []
     with _collector_paused():
         rows = [
@@ -215,12 +246,17 @@ def _parse_chunk(root: Path, rels: list[str], stamps: list[str], flatten):
             if (r := _parse(root, rel, stamp, flatten, problems))
         ]
         frame = pd.DataFrame(rows, dtype=object)
-    typed, raw = {}, {}
+    typed, raw, ints = {}, {}, []
     for c, s in frame.items():
         typed[c] = t = s.infer_objects()
-        if t.dtype != object and infer_dtype(s, skipna=False) not in _LOSSLESS:
-            raw[c] = s
-    return pd.DataFrame(typed, index=frame.index), pd.DataFrame(raw, index=frame.index), problems
+        if t.dtype != object and (how := _lossless(s, t)) is not True:
+            if how == "ints":
+                ints.append(c)
+            else:
+                raw[c] = s
+    raw = pd.DataFrame(raw, index=frame.index)
+    raw.attrs["ints"] = ints
+    return pd.DataFrame(typed, index=frame.index), raw, problems
 
 
 def _merge_chunks(chunks: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
@@ -236,21 +272,23 @@ def _merge_chunks(chunks: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFra
     if not chunks:
         return pd.DataFrame()
     typed = pd.concat([t for t, _ in chunks], ignore_index=True)
-    lossy = set().union(*(r.columns for _, r in chunks))
+    lossy = set().union(
+        *(r.columns for _, r in chunks), *(r.attrs.get("ints", ()) for _, r in chunks)
+    )
+
+    def parsed(t, r, c):
+        if c in r:
+            return r[c]
+        if c in r.attrs.get("ints", ()):
+            return _ints(t[c])
+        if c in t:
+            return t[c].astype(object)
+        return pd.Series(np.nan, index=t.index, dtype=object)
+
     for c in [c for c, dtype in typed.dtypes.items() if dtype == np.dtype(object)]:
         s = typed[c]
         if c in lossy:
-            s = pd.concat(
-                [
-                    r[c]
-                    if c in r
-                    else t[c].astype(object)
-                    if c in t
-                    else pd.Series(np.nan, index=t.index, dtype=object)
-                    for t, r in chunks
-                ],
-                ignore_index=True,
-            )
+            s = pd.concat([parsed(t, r, c) for t, r in chunks], ignore_index=True)
         # column by column: DataFrame.infer_objects leaves a column of a split block as object
         typed[c] = s.infer_objects()
     return typed
