@@ -416,6 +416,7 @@ def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
     if getattr(bench, "startup_rows", None):
         md.append(_startup(bench, d))
     md.append(_references(d))
+    md.append(fill("method_targets"))
     md.append(fill("footer"))
     files["md"].write_text("".join(md))
     return files
