@@ -366,5 +366,11 @@ def test_startup_miss_states_the_yardstick_share(tmp_path):
         "**MISSED** by `treebench run cart iris` (fit at 1.28 s: the yardstick, scikit-learn's "
         "import alone, takes 0.985 s of it, treebench's own start-up 0.3 s)"
     ) in md
+    assert "yardstick alone is above" not in md
+    b.startup_rows = [*rows, row(FLOOR, 1.16)]  # a slow machine: the yardstick misses too
+    md = _startup(b, tmp_path)
+    assert "**MISSED** by `treebench run cart iris` (fit at 1.28 s" in md
+    assert f"`{FLOOR}`" not in md.split("**MISSED**")[1].split("\n")[0]  # not a treebench command
+    assert "the yardstick alone is above the target on this machine (1.16 s)" in md
     b.startup_rows = rows[:1]
     assert "**met** by every command" in _startup(b, tmp_path)
