@@ -583,3 +583,28 @@ def test_best_config_can_be_picked_on_validation_and_says_so(tmp_path):
     assert r["v"]["ours"] == pytest.approx(0.90)
     assert "selected on info.val_loss): n_estimators=50" in r["v"]["note"]
     assert r["m"]["status"] == SKIP and "best_by column info.missing not recorded" in r["m"]["note"]
+
+
+def test_equal_runs_tie_in_any_row_order(tmp_path):
+    """Means do not depend on the rows' order: two methods with the same accuracies in another
+    order tie exactly (a float sum in row order gives 0.6000000000000001 for one of them), so a
+    ``>=`` relation holds and a rank test sees the tie."""
+    from treebench.report.select import exact_mean, per_block_means
+    from treebench.report.targets import Selector
+
+    accs = [0.1, 0.2, 0.3]
+    assert sum(accs) != sum(accs[::-1])  # the order effect this guards against
+    recs = [make_record("a", "d", seed=s, acc=v) for s, v in enumerate(accs)]
+    recs += [make_record("b", "d", seed=s, acc=v) for s, v in enumerate(accs[::-1])]
+    df = frame(recs)
+    a, b = (
+        per_block_means(df, Selector(m), "test_accuracy", ("dataset",), "exp")["d"] for m in "ab"
+    )
+    assert a == b == exact_mean(accs) == 0.6 / 3
+    spec = _toy_paper(
+        tmp_path,
+        "  - {id: ge, kind: relation, experiment: exp, lhs: a, rhs: b, op: '>=', require: all}\n"
+        "  - {id: le, kind: relation, experiment: exp, lhs: b, rhs: a, op: '>=', require: all}\n",
+    )
+    res = _by_id(run_checks(spec.targets, df))
+    assert res["ge"]["status"] == PASS and res["le"]["status"] == PASS

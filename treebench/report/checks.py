@@ -20,6 +20,7 @@ import pandas as pd
 from treebench.report.select import (
     add_derived,
     aggregate,
+    exact_mean,
     norm,
     per_block_means,
     prefer_full,
@@ -249,11 +250,11 @@ def check_trend(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     rows = rows.dropna(subset=[t.metric, t.best_of])
     higher = not t.metric.endswith(("error", "rmse", "mae"))
     cells = rows.groupby([*t.per, t.best_of])[t.metric]
-    means, runs = cells.mean(), cells.size()
+    means, runs = cells.agg(exact_mean), cells.size()
     by_block = means.groupby(level=list(range(len(t.per))))
     pick = by_block.idxmax() if higher else by_block.idxmin()
     y = pd.Series([k[-1] for k in pick], index=pick.index, dtype=float)
-    x = rows.groupby(list(t.per))[t.x].mean().reindex(y.index)
+    x = rows.groupby(list(t.per))[t.x].agg(exact_mean).reindex(y.index)
     if len(y) < 3:
         return _row(t, method=label, note=f"needs >= 3 {'/'.join(t.per)}, got {len(y)}")
     rho, p = spearmanr(x, y)

@@ -20,7 +20,7 @@ import pandas as pd
 from treebench.report import stats as st
 from treebench.report.figures import _mpl, method_color
 from treebench.report.paper import to_markdown
-from treebench.report.select import add_derived
+from treebench.report.select import add_derived, exact_mean
 
 EXPERIMENT = "headtohead"
 #: significance level of the paired test behind win/tie/loss
@@ -512,7 +512,7 @@ def cd_blocks_common(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[
             common = set.intersection(*per)
             if common:
                 sel = g[g["seed"].isin(common)]
-                table[ds] = sel.groupby("method")["score"].mean()
+                table[ds] = sel.groupby("method")["score"].agg(exact_mean)
                 seeds[ds] = len(common)
         t = pd.DataFrame(table).T.reindex(columns=methods)
         if len(methods) <= 3 or len(t) >= 2:

@@ -123,7 +123,10 @@ def keep_best(
     usable = v.notna() & ((rows["status"] == "ok") if "status" in rows.columns else True)
     # (block, config) means, sorted by key: ties go to the first config
     by_block = (
-        v[usable].groupby([k[usable] for k in keys]).mean().groupby(level=list(range(len(blocks))))
+        v[usable]
+        .groupby([k[usable] for k in keys])
+        .agg(exact_mean)
+        .groupby(level=list(range(len(blocks))))
     )
     picked = by_block.idxmin() if best == "min" else by_block.idxmax()
     keep = pd.MultiIndex.from_arrays(keys).isin(list(picked))
@@ -225,7 +228,7 @@ def aggregate(
             return out
         by = best_metric or metric
         grouped = ok[by].groupby([keys[c] for c in best_over])
-        means = grouped.mean()
+        means = grouped.agg(exact_mean)
         pick = means.idxmax() if best == "max" else means.idxmin()
         pick = pick if isinstance(pick, tuple) else (pick,)
         m = np.ones(len(ok), dtype=bool)
@@ -237,7 +240,7 @@ def aggregate(
         out["note"] = f"best of {len(means)} configs (selected on {on}): {cfg}"
     vals = ok[metric].astype(float)
     out.update(
-        mean=float(vals.mean()),
+        mean=exact_mean(vals),
         sd=float(vals.std(ddof=1)) if len(vals) > 1 else float("nan"),
         n=int(len(vals)),
     )
@@ -251,10 +254,10 @@ def _nearest_config(ok: pd.DataFrame, nearest: dict) -> tuple[pd.DataFrame, str]
         return ok.iloc[0:0], f"nearest: column {col} not recorded"
     params = [c for c in ok.columns if c.startswith("param.") and ok[c].map(norm).nunique() > 1]
     if not params:
-        got = float(ok[col].mean())
+        got = exact_mean(ok[col])
         return ok, f"single config: {col} {got:.4g} (paper {want:g})"
     keys = pd.DataFrame({c: ok[c].map(norm) for c in params}, index=ok.index)
-    means = ok[col].groupby([keys[c] for c in params]).mean()
+    means = ok[col].groupby([keys[c] for c in params]).agg(exact_mean)
     dist = (means - want).abs() / max(abs(want), 1e-12)
     pick = dist.idxmin()
     pick = pick if isinstance(pick, tuple) else (pick,)
@@ -268,17 +271,25 @@ def _nearest_config(ok: pd.DataFrame, nearest: dict) -> tuple[pd.DataFrame, str]
     )
 
 
+def exact_mean(values) -> float:
+    """The mean of ``values`` from their correctly rounded sum (:func:`math.fsum`): the same bits
+    in any row order, so equal runs give equal means and rank tests see their ties."""
+    values = np.asarray(values, dtype=float)
+    return math.fsum(values) / len(values) if len(values) else math.nan
+
+
 def per_block_means(
     df: pd.DataFrame, sel: Selector, metric: str, per: tuple, experiment: str | None = None
 ) -> pd.Series:
-    """Mean of ``metric`` over the ok rows of ``sel``, per block (e.g. per dataset)."""
+    """Mean of ``metric`` over the ok rows of ``sel``, per block (e.g. per dataset); the means do
+    not depend on the rows' order (:func:`exact_mean`)."""
     rows = select(df, sel, experiment, largest_per=per)
     if rows.empty or metric not in rows.columns:
         return pd.Series(dtype=float)
     ok = rows[(rows["status"] == "ok") & rows[metric].notna()]
     if not per:  # one block: the mean over every selected row
         ok = prefer_full(ok)
-        return pd.Series({"all": ok[metric].mean()}) if len(ok) else pd.Series(dtype=float)
+        return pd.Series({"all": exact_mean(ok[metric])}) if len(ok) else pd.Series(dtype=float)
     ok = (
         ok.groupby(list(per), group_keys=False)[list(ok.columns)].apply(prefer_full)
         if len(ok)
@@ -286,4 +297,4 @@ def per_block_means(
     )
     if ok.empty:
         return pd.Series(dtype=float)
-    return ok.groupby(list(per))[metric].mean()
+    return ok.groupby(list(per))[metric].agg(exact_mean)
