@@ -608,3 +608,33 @@ def test_equal_runs_tie_in_any_row_order(tmp_path):
     )
     res = _by_id(run_checks(spec.targets, df))
     assert res["ge"]["status"] == PASS and res["le"]["status"] == PASS
+
+
+def test_comparison_over_fewer_runs_than_the_paper_is_info(tmp_path):
+    """A relation or rank test whose means rest on fewer runs than the paper's (``runs``) in some
+    block is shown as info naming those blocks, never as a pass or FAIL; with every run it is judged."""
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "paper: toy\nunits: percent\ndefaults: {metric: test_accuracy, runs: 3}\ntargets:\n"
+        "  - {id: ge, kind: relation, experiment: exp, lhs: a, rhs: b, op: '>=', require: all}\n"
+        "  - {id: w, kind: stat, test: wilcoxon, experiment: exp, lhs: a, rhs: b,"
+        " expect: significant}\n"
+    )
+    spec = load_paper(path)
+    seeds = {"d1": 3, "d2": 1, "d3": 3}
+    recs = [
+        make_record(m, ds, seed=s, acc=acc)
+        for ds, n in seeds.items()
+        for s in range(n)
+        for m, acc in (("a", 0.9), ("b", 0.8))
+    ]
+    res = _by_id(run_checks(spec.targets, frame(recs)))
+    for tid in ("ge", "w"):
+        assert res[tid]["status"] == INFO
+        assert "reduced: 1 of 3 runs (d2)" in res[tid]["note"]
+    recs += [
+        make_record(m, "d2", seed=s, acc=acc) for s in (1, 2) for m, acc in (("a", 0.9), ("b", 0.8))
+    ]
+    res = _by_id(run_checks(spec.targets, frame(recs)))
+    assert res["ge"]["status"] == PASS and "reduced" not in res["ge"]["note"]
+    assert res["w"]["status"] == FAIL  # three pairs: no Wilcoxon p below 0.05

@@ -23,6 +23,7 @@ from treebench.report.select import (
     exact_mean,
     norm,
     per_block_means,
+    per_block_runs,
     prefer_full,
     profile_of,
     select,
@@ -120,6 +121,22 @@ def shortfall(t: Target, profile: str, n: int | None = None) -> str:
     return f"reduced: {', '.join(gaps)}" if gaps else ""
 
 
+def block_shortfall(t: Target, df: pd.DataFrame, sides, blocks, profile: str) -> str:
+    """:func:`shortfall` of a comparison over ``blocks``: its profile, and the fewest runs behind a
+    mean of any side in any block, naming the blocks below the paper's runs."""
+    if t.runs is None or not len(blocks):
+        return shortfall(t, profile)
+    runs = pd.concat(
+        [per_block_runs(df, s, t.metric, t.per, t.experiment).reindex(blocks) for s in sides],
+        axis=1,
+    ).min(axis=1)
+    reduced = shortfall(t, profile, int(runs.min()))
+    short = [
+        str(k if not isinstance(k, tuple) else "/".join(map(str, k))) for k in blocks[runs < t.runs]
+    ]
+    return f"{reduced} ({', '.join(short)})" if short and reduced else reduced
+
+
 def verdict(t: Target, holds: bool, reduced: str) -> tuple[str, str]:
     """Status and the reason shown beside it: a config-set value or a reduced protocol is info."""
     if t.fixed:
@@ -210,7 +227,7 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     ]
     sides = [s for s in (t.lhs, t.rhs) if s is not None]
     profile = "+".join(sorted({p for s in sides for p in _profile_of(df, s, t).split("+") if p}))
-    reduced = shortfall(t, profile)
+    reduced = block_shortfall(t, df, sides, both.index, profile)
     if t.blocks is not None and len(both) < t.blocks:  # the paper's claim spans more blocks
         what = f"{len(both)} of {t.blocks} {'/'.join(t.per) or 'block'}"
         reduced = f"{reduced}, {what}" if reduced else f"reduced: {what}"
@@ -307,6 +324,7 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
             informative = [r for r in reasons if not r.startswith("not run")]
             return _row(t, method=label, note=t.why or (informative or reasons)[0])
         table = pd.concat(cols, axis=1).dropna()
+        blocks = table.index
         if len(table) < 2:
             return _row(
                 t, method=label, note=f"needs >= 2 complete {'/'.join(t.per)}, got {len(table)}"
@@ -334,6 +352,7 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
                 note=t.why or avail.reason(t.lhs if left.empty else t.rhs, t.experiment),
             )
         both = pd.concat({"lhs": left, "rhs": right}, axis=1).dropna()
+        blocks = both.index
         if len(both) < 2:
             return _row(
                 t, method=label, note=f"needs >= 2 paired {'/'.join(t.per)}, got {len(both)}"
@@ -342,7 +361,8 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     significant = res["p"] < t.alpha
     sides = list(t.groups) or [t.lhs, t.rhs]
     profile = "+".join(sorted({p for s in sides for p in _profile_of(df, s, t).split("+") if p}))
-    status, why = verdict(t, significant == (t.expect == "significant"), shortfall(t, profile))
+    reduced = block_shortfall(t, df, sides, blocks, profile)
+    status, why = verdict(t, significant == (t.expect == "significant"), reduced)
     paper = (
         f"paper: stat {t.paper_statistic:g}, p={t.paper_p:g}; "
         if t.paper_statistic is not None and t.paper_p is not None

@@ -278,23 +278,41 @@ def exact_mean(values) -> float:
     return math.fsum(values) / len(values) if len(values) else math.nan
 
 
+def _block_rows(
+    df: pd.DataFrame, sel: Selector, metric: str, per: tuple, experiment: str | None
+) -> pd.DataFrame:
+    """The ok rows of ``sel`` with a ``metric`` value, full-profile rows preferred per block."""
+    rows = select(df, sel, experiment, largest_per=per)
+    if rows.empty or metric not in rows.columns:
+        return rows.iloc[0:0]
+    ok = rows[(rows["status"] == "ok") & rows[metric].notna()]
+    if not per:
+        return prefer_full(ok)
+    if len(ok):
+        ok = ok.groupby(list(per), group_keys=False)[list(ok.columns)].apply(prefer_full)
+    return ok
+
+
 def per_block_means(
     df: pd.DataFrame, sel: Selector, metric: str, per: tuple, experiment: str | None = None
 ) -> pd.Series:
     """Mean of ``metric`` over the ok rows of ``sel``, per block (e.g. per dataset); the means do
     not depend on the rows' order (:func:`exact_mean`)."""
-    rows = select(df, sel, experiment, largest_per=per)
-    if rows.empty or metric not in rows.columns:
-        return pd.Series(dtype=float)
-    ok = rows[(rows["status"] == "ok") & rows[metric].notna()]
-    if not per:  # one block: the mean over every selected row
-        ok = prefer_full(ok)
-        return pd.Series({"all": exact_mean(ok[metric])}) if len(ok) else pd.Series(dtype=float)
-    ok = (
-        ok.groupby(list(per), group_keys=False)[list(ok.columns)].apply(prefer_full)
-        if len(ok)
-        else ok
-    )
+    ok = _block_rows(df, sel, metric, per, experiment)
     if ok.empty:
         return pd.Series(dtype=float)
+    if not per:  # one block: the mean over every selected row
+        return pd.Series({"all": exact_mean(ok[metric])})
     return ok.groupby(list(per))[metric].agg(exact_mean)
+
+
+def per_block_runs(
+    df: pd.DataFrame, sel: Selector, metric: str, per: tuple, experiment: str | None = None
+) -> pd.Series:
+    """How many runs each :func:`per_block_means` mean is over (the same blocks and rows)."""
+    ok = _block_rows(df, sel, metric, per, experiment)
+    if ok.empty:
+        return pd.Series(dtype=int)
+    if not per:
+        return pd.Series({"all": len(ok)})
+    return ok.groupby(list(per)).size()
