@@ -525,3 +525,80 @@ def test_experiment_rows_compose_with_the_inferred_protocol(experiment, profile)
             if job.dataset.name in ("crx", "german", "connect4"):
                 assert job.dataset.preprocess.categorical == "ordinal"
     assert {"crx", "german", "cmc", "landcover"} <= seen
+
+
+# ----------------------------------------------------------------------------- soft-label memo
+
+
+def _counting_jackknife(monkeypatch):
+    """Count the jackknife computations behind ReDT fits (memo hits skip them)."""
+    import treebench.methods.redt.estimator as est
+
+    calls = []
+    real = est.jackknife_soft_labels
+
+    def counted(*args, **kwargs):
+        calls.append(len(args[2]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(est, "jackknife_soft_labels", counted)
+    monkeypatch.setattr(est, "_MEMO", est.OrderedDict())
+    return est, calls
+
+
+def _search(X, y):
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+    m = ReDTClassifier(teacher_params={"n_estimators": 10}, n_repeats=2, random_state=3)
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    return GridSearchCV(m, {"alpha": [0.0, 0.4, 1.0]}, cv=cv).fit(X, y)
+
+
+def test_search_over_alpha_fits_each_teacher_once_with_identical_results(monkeypatch):
+    """Candidates share their fold's soft labels: 3 folds + refit, not 3 x 3 + 1, same scores."""
+    X, y = _data(11, n=240, d=4)
+    est, calls = _counting_jackknife(monkeypatch)
+    memo = _search(X, y)
+    assert len(calls) == 3 + 1
+    monkeypatch.setattr(est, "_MEMO", est.OrderedDict())
+    monkeypatch.setattr(est, "_MEMO_MAX_ENTRIES", 0)  # every result evicted at once: no hits
+    calls.clear()
+    plain = _search(X, y)
+    assert len(calls) == 3 * 3 + 1
+    np.testing.assert_array_equal(
+        memo.cv_results_["mean_test_score"], plain.cv_results_["mean_test_score"]
+    )
+    np.testing.assert_array_equal(
+        memo.best_estimator_.soft_labels_, plain.best_estimator_.soft_labels_
+    )
+    assert memo.best_estimator_.n_nodes_ == plain.best_estimator_.n_nodes_
+    assert not plain.best_estimator_.fit_info_["soft_labels_cached"]
+
+
+def test_memo_hit_leaves_the_generator_where_the_computation_would(monkeypatch):
+    """alpha='auto' (holdout) draws its split after the soft labels: a hit must give the same split."""
+    X, y = _data(5, n=240, d=4)
+    est, calls = _counting_jackknife(monkeypatch)
+    kw = dict(
+        teacher_params={"n_estimators": 10},
+        n_repeats=1,
+        alpha_selection="holdout",
+        alpha_grid=[0.0, 0.2, 0.5, 1.0],
+        random_state=1,
+    )
+    first = ReDTClassifier(**kw).fit(X, y)
+    second = ReDTClassifier(**kw).fit(X, y)
+    assert len(calls) == 1 and second.fit_info_["soft_labels_cached"]
+    assert first.fit_info_ | {
+        "soft_labels_cached": True,
+        "teacher_seconds": 0,
+        "tree_seconds": 0,
+    } == (second.fit_info_ | {"teacher_seconds": 0, "tree_seconds": 0})
+    np.testing.assert_array_equal(first.predict_proba(X), second.predict_proba(X))
+    other = ReDTClassifier(**kw | {"random_state": 2}).fit(X, y)  # another seed is another key
+    assert len(calls) == 2 and not other.fit_info_["soft_labels_cached"]
+    ref = first.soft_labels_.copy()
+    first.soft_labels_[:] = 0  # the callers' arrays are copies: the memo keeps its own
+    second.soft_labels_[:] = 0
+    third = ReDTClassifier(**kw).fit(X, y)
+    np.testing.assert_array_equal(ref, third.soft_labels_)

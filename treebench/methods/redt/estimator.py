@@ -26,7 +26,9 @@ Why these defaults, the measurements behind them and the paper's open points:
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from numbers import Integral
 
 import numpy as np
@@ -295,6 +297,51 @@ def pair_heldout_soft_labels(
     return Scv
 
 
+# ----------------------------------------------------------------------------- soft-label memo
+
+# A search over alpha (tune=, or a sweep inside one process) fits the same teacher on the same rows once
+# per candidate: the soft labels do not depend on alpha. They are memoised here, keyed on everything
+# they are a function of (rows, labels, weights, teacher settings and the random generator's state on
+# entry), so a hit returns exactly what the computation would, and leaves the generator in the state
+# the computation would have left it. Forest teachers with an int random_state only (DNN teachers are
+# not bit-reproducible across thread counts); bounded in entries and bytes.
+_MEMO: OrderedDict = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+_MEMO_MAX_ENTRIES = 8
+_MEMO_MAX_BYTES = 256 * 2**20
+
+
+def _memo_nbytes(value):
+    out = value if isinstance(value, tuple) else (value,)
+    return sum(a.nbytes for a in out if isinstance(a, np.ndarray))
+
+
+def _memo_get(key):
+    with _MEMO_LOCK:
+        hit = _MEMO.get(key)
+        if hit is not None:
+            _MEMO.move_to_end(key)
+        return hit
+
+
+def _memo_put(key, value, state_after):
+    if _memo_nbytes(value) > _MEMO_MAX_BYTES:
+        return
+    with _MEMO_LOCK:
+        _MEMO[key] = (value, state_after)
+        while (
+            len(_MEMO) > _MEMO_MAX_ENTRIES
+            or sum(_memo_nbytes(v) for v, _ in _MEMO.values()) > _MEMO_MAX_BYTES
+        ):
+            _MEMO.popitem(last=False)
+
+
+def _copy(value):
+    if isinstance(value, tuple):
+        return tuple(None if a is None else a.copy() for a in value)
+    return value.copy()
+
+
 # ----------------------------------------------------------------------------- the estimator
 
 
@@ -476,8 +523,44 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
 
         ``cv=None`` returns ``S``. ``cv="shared"`` or ``"heldout"`` returns ``(S, folds, Scv)``: CV fold
         ids for selecting alpha and the soft labels of every CV training part (``Scv[v]`` for
-        validation fold ``v``; ``None`` when they are ``S`` itself).
+        validation fold ``v``; ``None`` when they are ``S`` itself). Forest teachers' results are
+        memoised (see ``_MEMO``); ``self.soft_labels_cached_`` says whether this call was a hit.
         """
+        self.soft_labels_cached_ = False
+        memoise = (
+            isinstance(self.teacher, str)
+            and self.teacher in FOREST_TEACHERS
+            and isinstance(self.random_state, Integral)  # a generator of its own, seeded
+        )
+        if not memoise:
+            return self._soft_labels(X, y_codes, K, random_state, sample_weight, cv)
+        from joblib import hash as joblib_hash
+
+        key = joblib_hash(
+            (
+                X,
+                y_codes,
+                int(K),
+                sample_weight,
+                cv,
+                self.teacher,
+                self.teacher_params,
+                int(self.n_folds),
+                int(self.n_repeats),
+                random_state.get_state(),
+            )
+        )
+        hit = _memo_get(key)
+        if hit is not None:
+            value, state_after = hit
+            random_state.set_state(state_after)
+            self.soft_labels_cached_ = True
+            return _copy(value)
+        value = self._soft_labels(X, y_codes, K, random_state, sample_weight, cv)
+        _memo_put(key, _copy(value), random_state.get_state())
+        return value
+
+    def _soft_labels(self, X, y_codes, K, random_state, sample_weight, cv):
         is_dnn = isinstance(self.teacher, str) and self.teacher in DNN_TEACHERS
         if is_dnn and self.dnn_soft_labels == "full":
             seed = random_state.randint(2**31 - 1)
@@ -591,6 +674,7 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
             "n_rules": int(self.n_rules_),
             "teacher_oof_accuracy": float((S.argmax(axis=1) == yc).mean()),
             "teacher_seconds": teacher_s,
+            "soft_labels_cached": bool(self.soft_labels_cached_),
             "tree_seconds": tree_s,
         }
         return self
