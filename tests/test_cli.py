@@ -133,3 +133,17 @@ def test_shell_completion_offers_config_names():
     assert "method=cart,tnt" in names and all(n.startswith("method=cart,tn") for n in names)
     assert any(n == "dataset=iris" for n, _ in complete("dataset=ir"))
     assert complete("nosuchgroup=x") == []
+
+
+def test_ctrl_c_while_run_imports_prints_the_one_line(tmp_path, monkeypatch):
+    """A Ctrl-C before the job starts (heavy imports) gets the same exit and line as one during it."""
+    import treebench.lifeline
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(treebench.lifeline, "mark_driver", interrupted)
+    monkeypatch.setenv("TREEBENCH_OUTPUTS", str(tmp_path / "out"))
+    res = runner.invoke(app, ["run", "method=cart", "dataset=iris"])
+    assert res.exit_code == 130, res.output
+    assert res.output.strip().splitlines()[-1] == "interrupted; 0 records kept, rerun to resume"

@@ -159,17 +159,18 @@ def run(
     if "-v" in args or "--verbose" in args:
         args = [a for a in args if a not in ("-v", "--verbose")] + ["hydra.verbose=[hydra_plugins]"]
     os.environ.setdefault("TREEBENCH_OUTPUTS", str(Path("outputs").resolve()))
-    from treebench import app as task
-    from treebench.lifeline import mark_driver
-
-    mark_driver()  # sweep workers die with this process
     started = time.time()
     sys.argv = ["treebench run", *args]
-    try:
+    try:  # from the imports on: a Ctrl-C while they load gets the same one line
+        from treebench import app as task
+        from treebench.lifeline import mark_driver
+
+        mark_driver()  # sweep workers die with this process
         task.main()
     except KeyboardInterrupt:
         n = _records_since(_store_dir(args), started)
-        err.print(f"interrupted; {n} records kept, rerun to resume", highlight=False)
+        kept = f"{n} record" + ("" if n == 1 else "s")
+        err.print(f"interrupted; {kept} kept, rerun to resume", highlight=False)
         raise typer.Exit(130) from None
     finally:  # a run that ended before its work began (--cfg, an error) leaves no paused collector
         from treebench import gcpause

@@ -331,7 +331,7 @@ def test_where_mismatch_is_explained(paper):
     ]
     t = [t for t in paper.targets if t.id == "variant"]
     r = run_checks(t, frame(recs)).iloc[0]
-    assert r["status"] == SKIP and "1 runs of redt but none match" in r["note"]
+    assert r["status"] == SKIP and "1 record of redt but none match" in r["note"]
     assert "param.teacher" in r["note"] and "not recorded" in r["note"]
 
 
@@ -638,3 +638,20 @@ def test_comparison_over_fewer_runs_than_the_paper_is_info(tmp_path):
     res = _by_id(run_checks(spec.targets, frame(recs)))
     assert res["ge"]["status"] == PASS and "reduced" not in res["ge"]["note"]
     assert res["w"]["status"] == FAIL  # three pairs: no Wilcoxon p below 0.05
+
+
+def test_configs_pooled_in_one_mean_are_one_run_not_several(tmp_path):
+    """A value over several configs of one seed (forest sizes, say) has one run: with the paper's
+    runs: 3 it is info "reduced: 1 of 3 runs", however many records the mean pools."""
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "paper: toy\nunits: percent\ndefaults: {metric: test_accuracy, runs: 3, tolerance: 5}\n"
+        "targets:\n  - {id: v, experiment: exp, dataset: d, method: a, value: 90}\n"
+    )
+    spec = load_paper(path)
+    sizes = [make_record("a", "d", params={"n_estimators": e}, acc=0.9) for e in (1, 3, 5, 10)]
+    res = _by_id(run_checks(spec.targets, frame(sizes)))["v"]
+    assert (res["status"], res["n"], res["note"]) == (INFO, 4, "reduced: 1 of 3 runs")
+    folds = [make_record("a", "d", fold=f, acc=0.9) for f in range(3)]  # 3 folds of a seed: 3 runs
+    res = _by_id(run_checks(spec.targets, frame(folds)))["v"]
+    assert (res["status"], res["n"], res["note"]) == (PASS, 3, "")

@@ -20,6 +20,7 @@ import pandas as pd
 from treebench.report.select import (
     add_derived,
     aggregate,
+    counted,
     exact_mean,
     norm,
     per_block_means,
@@ -171,7 +172,7 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
                 t,
                 status=FAIL if t.check and not t.fixed else INFO,
                 profile=agg["profile"],
-                note=_join(f"all {statuses['failed']} runs failed: {err}", t.deviation),
+                note=_join(f"all {counted(statuses['failed'], 'run')} failed: {err}", t.deviation),
             )
         if statuses.get("skipped"):
             why = (
@@ -182,9 +183,12 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     profile = agg["profile"]
     tol = t.tolerance_abs()
     ours = agg["mean"]
-    status, why = verdict(t, _within(t, ours, tol), shortfall(t, profile, agg["n"]))
+    status, why = verdict(t, _within(t, ours, tol), shortfall(t, profile, agg["runs"]))
     note = _join(
-        why, agg["note"], f"{agg['n_failed']} runs failed" if agg["n_failed"] else "", t.note
+        why,
+        agg["note"],
+        f"{counted(agg['n_failed'], 'run')} failed" if agg["n_failed"] else "",
+        t.note,
     )
     return _row(
         t,
@@ -412,7 +416,10 @@ def _why_empty(sel: Selector, df: pd.DataFrame, experiment: str, avail: Availabi
                 if missing
                 else "; ".join(f"{c} has {sorted(set(loose[c].map(norm)))}" for c in sel.where)
             )
-            return f"{len(loose)} runs of {sel.method} but none match where {sel.where}: {detail}"
+            return (
+                f"{counted(len(loose), 'record')} of {sel.method} but none match where "
+                f"{sel.where}: {detail}"
+            )
     return avail.reason(sel, experiment)
 
 

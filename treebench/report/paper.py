@@ -26,7 +26,7 @@ from treebench.report.checks import (
     run_checks,
 )
 from treebench.report.figures import make_figure
-from treebench.report.select import add_derived, per_block_means, series_label
+from treebench.report.select import add_derived, counted, per_block_means, series_label
 from treebench.report.tables import summary_table
 from treebench.report.targets import PaperSpec, Selector, for_experiment
 
@@ -278,7 +278,7 @@ def report_experiment(
     if not exp_df.empty:
         prof = exp_df["profile"].value_counts().to_dict() if "profile" in exp_df else {}
         md.append(
-            f"{len(exp_df)} records ({', '.join(f'{v} {k}' for k, v in prof.items())} profile); "
+            f"{counted(len(exp_df), 'record')} ({', '.join(f'{v} {k}' for k, v in prof.items())} profile); "
             f"methods: {', '.join(sorted(exp_df['method'].unique()))}; datasets: "
             f"{', '.join(sorted(exp_df['dataset'].unique()))}.\n"
         )
@@ -492,7 +492,7 @@ def reproduction_markdown(
                 ok = rows[rows["status"] == "ok"]
                 prof = ", ".join(f"{k}: {v}" for k, v in rows["profile"].value_counts().items())
                 ran += (
-                    f"{len(rows)} records ({len(ok)} ok; profiles {prof}); methods "
+                    f"{counted(len(rows), 'record')} ({len(ok)} ok; profiles {prof}); methods "
                     f"{', '.join(sorted(rows['method'].unique()))}; datasets "
                     f"{', '.join(sorted(rows['dataset'].unique()))}; seeds "
                     f"{', '.join(map(str, sorted(rows['seed'].unique())))}."

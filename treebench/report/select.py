@@ -187,12 +187,14 @@ def aggregate(
 ) -> dict:
     """Mean, SD (ddof 1), n over the ``ok`` rows; with ``best_over``, the best config's numbers.
 
-    Returns ``{mean, sd, n, profile, n_failed, note}``; ``mean`` is NaN when nothing usable exists.
+    Returns ``{mean, sd, n, runs, profile, n_failed, note}`` (``n`` values, over ``runs`` distinct
+    seed x fold runs); ``mean`` is NaN when nothing usable exists.
     """
     out = {
         "mean": float("nan"),
         "sd": float("nan"),
         "n": 0,
+        "runs": 0,
         "profile": profile_of(rows),
         "n_failed": int((rows["status"] == "failed").sum()) if "status" in rows else 0,
         "note": "",
@@ -243,8 +245,26 @@ def aggregate(
         mean=exact_mean(vals),
         sd=float(vals.std(ddof=1)) if len(vals) > 1 else float("nan"),
         n=int(len(vals)),
+        runs=n_runs(ok),
     )
     return out
+
+
+RUN_COLUMNS = ("seed", "fold")
+
+
+def counted(n: int, noun: str) -> str:
+    """``"1 record"``, ``"3 records"``: a count and its noun in the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def n_runs(rows: pd.DataFrame) -> int:
+    """Distinct runs (seed x fold) behind ``rows``: several configs pooled in one mean (forest sizes
+    of one seed, say) are one run, not several."""
+    cols = [c for c in RUN_COLUMNS if c in rows.columns]
+    if not cols:
+        return int(len(rows))
+    return int(len(rows[cols].drop_duplicates()))
 
 
 def _nearest_config(ok: pd.DataFrame, nearest: dict) -> tuple[pd.DataFrame, str]:
@@ -314,5 +334,5 @@ def per_block_runs(
     if ok.empty:
         return pd.Series(dtype=int)
     if not per:
-        return pd.Series({"all": len(ok)})
-    return ok.groupby(list(per)).size()
+        return pd.Series({"all": n_runs(ok)})
+    return ok.groupby(list(per)).apply(n_runs)
