@@ -655,3 +655,16 @@ def test_configs_pooled_in_one_mean_are_one_run_not_several(tmp_path):
     folds = [make_record("a", "d", fold=f, acc=0.9) for f in range(3)]  # 3 folds of a seed: 3 runs
     res = _by_id(run_checks(spec.targets, frame(folds)))["v"]
     assert (res["status"], res["n"], res["note"]) == (PASS, 3, "")
+
+
+def test_a_relation_states_its_own_runs(tmp_path):
+    """``runs`` on a relation (the paper's runs behind its claim) works as the file default does."""
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "paper: toy\nunits: percent\ndefaults: {metric: test_accuracy}\ntargets:\n"
+        "  - {id: ge, kind: relation, experiment: exp, lhs: a, rhs: b, op: '>=', require: all,"
+        " runs: 3}\n"
+    )
+    recs = [make_record(m, "d1", acc=acc) for m, acc in (("a", 0.9), ("b", 0.8))]
+    res = _by_id(run_checks(load_paper(path).targets, frame(recs)))["ge"]
+    assert res["status"] == INFO and "reduced: 1 of 3 runs (d1)" in res["note"]

@@ -277,6 +277,9 @@ class RelationEntry(_Entry):
     where: dict[str, Any] = {}
     table: str | None = None
     blocks: int | None = None  # blocks (``per``) the paper's claim spans; fewer measured = reduced
+    runs: Annotated[int, Field(strict=True, ge=1)] | None = (
+        None  # the paper's runs behind each mean
+    )
 
 
 class StatEntry(_Entry):
@@ -300,6 +303,7 @@ class StatEntry(_Entry):
     best_of: Column | None = None
     sign: Literal["negative", "positive"] | None = None
     blocks: int | None = None
+    runs: Annotated[int, Field(strict=True, ge=1)] | None = None
 
     @model_validator(mode="after")
     def _groups(self) -> StatEntry:
