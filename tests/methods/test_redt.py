@@ -602,3 +602,16 @@ def test_memo_hit_leaves_the_generator_where_the_computation_would(monkeypatch):
     second.soft_labels_[:] = 0
     third = ReDTClassifier(**kw).fit(X, y)
     np.testing.assert_array_equal(ref, third.soft_labels_)
+
+
+def test_a_sweep_with_seeds_innermost_still_hits(monkeypatch):
+    """A sweep over alpha x seed that runs every seed at one alpha before the next alpha reuses
+    each seed's soft labels (the memo holds more entries than a sweep has seeds)."""
+    X, y = _data(6, n=150, d=3)
+    est, calls = _counting_jackknife(monkeypatch)
+    for alpha in (0.0, 0.5):
+        for seed in range(12):
+            ReDTClassifier(
+                teacher_params={"n_estimators": 5}, n_repeats=1, alpha=alpha, random_state=seed
+            ).fit(X, y)
+    assert len(calls) == 12

@@ -307,7 +307,9 @@ def pair_heldout_soft_labels(
 # not bit-reproducible across thread counts); bounded in entries and bytes.
 _MEMO: OrderedDict = OrderedDict()
 _MEMO_LOCK = threading.Lock()
-_MEMO_MAX_ENTRIES = 8
+_MEMO_MAX_ENTRIES = (
+    64  # a sweep may visit all seeds of a dataset at one alpha before the next alpha
+)
 _MEMO_MAX_BYTES = 256 * 2**20
 
 
