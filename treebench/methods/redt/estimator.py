@@ -307,9 +307,7 @@ def pair_heldout_soft_labels(
 # not bit-reproducible across thread counts); bounded in entries and bytes.
 _MEMO: OrderedDict = OrderedDict()
 _MEMO_LOCK = threading.Lock()
-_MEMO_MAX_ENTRIES = (
-    64  # a sweep may visit all seeds of a dataset at one alpha before the next alpha
-)
+_MEMO_MAX_ENTRIES = 64  # a sweep may run every seed of a dataset at one alpha before the next alpha
 _MEMO_MAX_BYTES = 256 * 2**20
 
 
