@@ -374,3 +374,28 @@ def test_startup_miss_states_the_yardstick_share(tmp_path):
     assert "the yardstick alone is above the target on this machine (1.16 s)" in md
     b.startup_rows = rows[:1]
     assert "**met** by every command" in _startup(b, tmp_path)
+
+
+def test_repeated_measurements_time_the_whole_fit(monkeypatch):
+    """Repeats of one fit in one worker each do all its work: methods' in-process caches (ReDT's
+    soft-label memo) are emptied before every timed fit."""
+    from sklearn.datasets import load_iris
+
+    import treebench.methods.redt.estimator as redt
+    from treebench.bench.data import BenchData
+    from treebench.bench.measure import measure
+    from treebench.bench.worker import DATA
+
+    X, y = load_iris(return_X_y=True)
+    X = X.astype(np.float32)
+    monkeypatch.setitem(DATA, ("iris", "test"), BenchData("iris", X[::2], y[::2], X[1::2], y[1::2]))
+    calls = []
+    real = redt.jackknife_soft_labels
+    monkeypatch.setattr(
+        redt, "jackknife_soft_labels", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    params = {"alpha": 0.5, "n_repeats": 1, "teacher_params": {"n_estimators": 5}}
+    for _ in range(2):
+        out = measure("redt", params, ("iris", "test"), 1, 0, predict=False)
+        assert out.get("status", "ok") == "ok", out
+    assert len(calls) == 2

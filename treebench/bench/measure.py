@@ -22,6 +22,7 @@ from threadpoolctl import threadpool_limits
 from treebench.bench.config import CLASSIFICATION
 from treebench.bench.worker import DATA
 from treebench.config import PROJECT_DIR
+from treebench.methods.base import clear_caches
 
 
 def _estimator(name: str, params: dict, threads: int, seed: int, image_shape=None):
@@ -63,6 +64,7 @@ def measure(
     out: dict[str, Any] = {"n_train": len(data.y_train)}
     if traced:
         tracemalloc.start()
+    clear_caches()  # repeats in one worker: each timed fit does all its work
     with threadpool_limits(limits=threads):
         t0, c0 = time.perf_counter(), time.process_time()
         est.fit(data.X_train, data.y_train)

@@ -285,6 +285,25 @@ def member_size(member, X) -> dict[str, float]:
     raise TypeError(f"cannot measure the size of {type(member).__name__}")
 
 
+# ----------------------------------------------------------------------------- in-process caches
+
+
+_CACHE_CLEARERS: list = []
+
+
+def register_cache(clear):
+    """Register a method's in-process cache by the function that empties it (a decorator)."""
+    _CACHE_CLEARERS.append(clear)
+    return clear
+
+
+def clear_caches() -> None:
+    """Empty every method's in-process cache, so that a timed fit does all its work (benchmarks
+    repeat the same fit in one process; a memo would time the hit, not the method)."""
+    for clear in _CACHE_CLEARERS:
+        clear()
+
+
 # ----------------------------------------------------------------------------- torch helpers
 
 

@@ -55,6 +55,7 @@ from treebench.methods.base import (
     _fit_context,
     import_torch,
     register,
+    register_cache,
     torch_generator,
     validate_sample_weight,
 )
@@ -334,6 +335,12 @@ def _memo_put(key, value, state_after):
             or sum(_memo_nbytes(v) for v, _ in _MEMO.values()) > _MEMO_MAX_BYTES
         ):
             _MEMO.popitem(last=False)
+
+
+@register_cache
+def _memo_clear():
+    with _MEMO_LOCK:
+        _MEMO.clear()
 
 
 def _copy(value):
