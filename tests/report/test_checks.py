@@ -333,6 +333,12 @@ def test_where_mismatch_is_explained(paper):
     r = run_checks(t, frame(recs)).iloc[0]
     assert r["status"] == SKIP and "1 record of redt but none match" in r["note"]
     assert "param.teacher" in r["note"] and "not recorded" in r["note"]
+    recs = [make_record("redt", "digits", acc=0.8, params={"teacher": "gbdt"}, experiment="exp")]
+    r = run_checks(t, frame(recs)).iloc[0]  # the parameter is recorded: that setting has not run
+    assert r["status"] == SKIP and r["note"].startswith(
+        "not run (experiment exp): 1 record of redt"
+    )
+    assert "at other settings (param.teacher has ['gbdt'])" in r["note"]
 
 
 def test_nearest_picks_the_config_closest_to_a_size(tmp_path):

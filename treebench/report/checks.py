@@ -411,15 +411,11 @@ def _why_empty(sel: Selector, df: pd.DataFrame, experiment: str, avail: Availabi
         loose = select(df, Selector(sel.method, sel.dataset, {}, sel.experiment), experiment)
         if len(loose):
             missing = [c for c in sel.where if c not in loose.columns]
-            detail = (
-                f"columns {missing} not recorded"
-                if missing
-                else "; ".join(f"{c} has {sorted(set(loose[c].map(norm)))}" for c in sel.where)
-            )
-            return (
-                f"{counted(len(loose), 'record')} of {sel.method} but none match where "
-                f"{sel.where}: {detail}"
-            )
+            found = f"{counted(len(loose), 'record')} of {sel.method}"
+            if missing:  # a parameter the records lack: a renamed or misspelt one
+                return f"{found} but none match where {sel.where}: columns {missing} not recorded"
+            have = "; ".join(f"{c} has {sorted(set(loose[c].map(norm)))}" for c in sel.where)
+            return f"{avail.reason(sel, experiment)}: {found} at other settings ({have})"
     return avail.reason(sel, experiment)
 
 
