@@ -240,6 +240,9 @@ def aggregate(
         cfg = ", ".join(f"{c.split('.', 1)[-1]}={v}" for c, v in zip(best_over, pick, strict=True))
         on = "test" if by.startswith("test_") else by
         out["note"] = f"best of {len(means)} configs (selected on {on}): {cfg}"
+    pooled = pooled_settings(ok)
+    if pooled:
+        out["note"] = "; ".join(x for x in (out["note"], pooled) if x)
     vals = ok[metric].astype(float)
     out.update(
         mean=exact_mean(vals),
@@ -251,6 +254,17 @@ def aggregate(
 
 
 RUN_COLUMNS = ("seed", "fold")
+
+
+def pooled_settings(rows: pd.DataFrame) -> str:
+    """Parameters that differ among ``rows`` whose numbers one mean pools ("" when none): a
+    mean over several settings says so (forest sizes of a figure, or a budget by mistake)."""
+    parts = []
+    for c in (c for c in rows.columns if c.startswith("param.")):
+        vals = sorted({norm(v) for v in rows[c]} - {"null"})
+        if len(vals) > 1:
+            parts.append(f"{c.split('.', 1)[1]} in {{{', '.join(vals)}}}")
+    return f"pools {'; '.join(parts)}" if parts else ""
 
 
 def counted(n: int, noun: str) -> str:
