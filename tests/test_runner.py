@@ -55,6 +55,19 @@ def test_fit_shared_by_two_experiments_counts_in_both(outputs):
         assert row["key"] == rec["key"]
 
 
+def test_a_full_sweep_counts_a_reduced_run_of_the_same_job_as_full(outputs):
+    from treebench.results import collect
+
+    base = ["method=cart", "dataset=iris", "experiment_name=exp"]
+    (rec,), _, store = _run(outputs, [*base, "profile=reduced"])
+    assert rec["profile"] == "reduced"
+    assert collect(outputs / "store")["profile"].tolist() == ["reduced"]
+    again, lines, _ = _run(outputs, [*base, "profile=full"])
+    assert again == [] and "skipped, done" in lines[0]  # the same key: not fitted again
+    assert store.get(rec["key"])["full_plan_of"] == ["exp"]
+    assert collect(outputs / "store")["profile"].tolist() == ["full"]
+
+
 def test_same_command_same_numbers(tmp_path):
     a, _, _ = _run(tmp_path / "a", ["method=rf", "dataset=wine", "seed=3"])
     b, _, _ = _run(tmp_path / "b", ["method=rf", "dataset=wine", "seed=3"])

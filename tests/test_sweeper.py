@@ -100,6 +100,22 @@ def test_done_sweep_job_counts_in_a_second_experiment(tmp_path):
     assert a["key"] == b["key"]  # one fit, listed under both experiments
 
 
+def test_a_full_sweep_holding_a_reduced_runs_job_counts_it_as_full(tmp_path):
+    """A job the reduced profile ran that the full plan holds too (same key) is not fitted again,
+    and from then on counts as the full protocol's in that experiment."""
+    from treebench.results import collect
+
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    args = ["run", "-m", "method=cart", "dataset=iris", "experiment_name=exp"]
+    first = run_cli([*args, "profile=reduced"], tmp_path, env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    store = tmp_path / "out" / "store"
+    assert collect(store)["profile"].tolist() == ["reduced"]
+    again = run_cli([*args, "profile=full"], tmp_path, env)
+    assert again.returncode == 0 and "1 done already, 0 to launch" in again.stdout
+    assert collect(store)["profile"].tolist() == ["full"]
+
+
 def test_seed_jobs_share_a_composition_with_the_same_keys(tmp_path):
     """Jobs differing only in ``seed`` are planned from one composed config: their run keys must
     still be the ones each launched job writes, so a rerun finds every job done."""

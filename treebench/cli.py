@@ -672,8 +672,8 @@ def ledger_add(
     verb = "would add" if dry_run else "added"
     per = ", ".join(f"{e} {n}" for e, n in sorted(res.added.items())) or "none"
     console.print(
-        f"{verb} {res.n_added} records to {led.root} ({per}); {res.relabelled} gained an "
-        f"experiment label, {res.unchanged} already there; {res.not_done} failed records left out"
+        f"{verb} {res.n_added} records to {led.root} ({per}); {res.relabelled} gained a "
+        f"plan label (another experiment, or a full profile), {res.unchanged} already there; {res.not_done} failed records left out"
     )
     if not dry_run and (res.n_added or res.relabelled):
         console.print(f"ledger {led.content_hash()} ({len(led)} records)")

@@ -204,12 +204,17 @@ def job_overrides() -> list[str] | None:
         return None
 
 
+def plan_profile(cfg: DictConfig) -> str:
+    """The sweep profile (``full`` or ``reduced``) whose plan the config's job belongs to."""
+    return getattr(cfg.get("profile"), "value", cfg.get("profile")) or "full"
+
+
 def base_record(job: Job, fold: int, key: str) -> dict:
     """Identity and provenance fields shared by ok, skipped and failed records."""
     return {
         "key": key,
         "experiment": job.cfg.get("experiment_name") or "adhoc",
-        "profile": getattr(job.cfg.get("profile"), "value", job.cfg.get("profile")) or "full",
+        "profile": plan_profile(job.cfg),
         "method": job.method,
         "dataset": job.dataset,
         "task": job.cfg.dataset.task,
@@ -556,11 +561,11 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
     todo = [(f, job.key(f)) for f in job.folds()]
     pending = [(f, k) for f, k in todo if not store.is_done(k)]
     experiment = cfg.get("experiment_name") or "adhoc"
+    profile = plan_profile(cfg)
     for f, k in todo:
         if (f, k) not in pending:
-            store.add_experiment(
-                k, experiment
-            )  # a fit shared with another experiment counts in both
+            # a fit shared with another experiment or profile counts in each plan that holds it
+            store.add_experiment(k, experiment, profile)
             where = "" if store.path(k).exists() else ", in the committed ledger"
             log(
                 f"[{job.method} | {job.dataset} | seed {job.seed} | fold {f}] skipped, done ({k}{where})"

@@ -232,7 +232,7 @@ class TreebenchSweeper(BasicSweeper):
         from treebench.progress import SweepProgress
         from treebench.report.console import print_plan
         from treebench.resources import explicit_launcher_keys, group_by_resources, job_resources
-        from treebench.runner import job_keys
+        from treebench.runner import job_keys, plan_profile
 
         jobs = self._ordered(self._jobs(arguments), self.order)
         if not self.dry_run:
@@ -270,7 +270,8 @@ class TreebenchSweeper(BasicSweeper):
             holders = {held[k][0]["job_id"]: held[k] for k in keys if k in held}
             if n_done == len(keys):
                 done_keys += keys
-                labels += [(k, cfg.get("experiment_name") or "adhoc") for k in keys]
+                exp, profile = cfg.get("experiment_name") or "adhoc", plan_profile(cfg)
+                labels += [(k, exp, profile) for k in keys]
             elif holders:
                 adopted.update(holders)
             else:
@@ -286,8 +287,9 @@ class TreebenchSweeper(BasicSweeper):
         if self.dry_run:
             print_plan(plan)
             return []
-        for k, experiment in labels:  # a fit shared with another experiment counts in both
-            store.add_experiment(k, experiment)
+        # a fit shared with another experiment or profile counts in each plan that holds it
+        for k, experiment, profile in labels:
+            store.add_experiment(k, experiment, profile)
         n_held = sum(1 for _, n, d, *_ in plan if d < n) - len(todo)
         n_finished = len(jobs) - len(todo) - n_held
         log.debug(f"{n_finished} of {len(jobs)} jobs already done, {len(todo)} to launch")

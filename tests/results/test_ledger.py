@@ -98,6 +98,25 @@ def test_store_over_ledger_counts_ledger_keys_done_and_relabels_locally(tmp_path
     assert Ledger(tmp_path / "led").add([local]).relabelled == 1
 
 
+def test_a_full_plan_label_on_a_ledger_record_is_merged_back(tmp_path):
+    led = Ledger(tmp_path / "led")
+    rec = {**_recs(1)[0], "profile": "reduced"}
+    led.add([rec])
+    assert collect(None, ledger=Ledger(tmp_path / "led"))["profile"].tolist() == ["reduced"]
+    store = Store(tmp_path / "store", led)
+    assert store.add_experiment(rec["key"], rec["experiment"], "full")
+    # the local copy already counts as full before it is merged back
+    df = collect(tmp_path / "store", ledger=Ledger(tmp_path / "led"))
+    assert df["profile"].tolist() == ["full"] and len(df) == 1
+    local = Store(tmp_path / "store").get(rec["key"])
+    res = Ledger(tmp_path / "led").add([local])
+    assert res.relabelled == 1 and res.unchanged == 0
+    merged = Ledger(tmp_path / "led").get(rec["key"])
+    assert merged["full_plan_of"] == [rec["experiment"]] and merged["profile"] == "reduced"
+    assert Ledger(tmp_path / "led").add([local]).unchanged == 1
+    assert collect(None, ledger=Ledger(tmp_path / "led"))["profile"].tolist() == ["full"]
+
+
 def test_cli_ledger_add_moves_paper_records_and_refuses_conflicts(tmp_path, monkeypatch):
     monkeypatch.setenv("TREEBENCH_LEDGER", str(tmp_path / "ledger"))
     store = Store(tmp_path / "out" / "store")
@@ -115,6 +134,30 @@ def test_cli_ledger_add_moves_paper_records_and_refuses_conflicts(tmp_path, monk
     r = CliRunner().invoke(app, ["ledger", "add", "--outputs", str(tmp_path / "out")])
     said = " ".join(r.output.split())
     assert r.exit_code == 1 and "Refused" in said and paper[0]["key"] in said
+
+
+def test_cli_ledger_add_files_an_adhoc_run_under_the_paper_plan_that_holds_it(
+    tmp_path, monkeypatch
+):
+    """A job first run ad hoc under a reduced profile, then found done by tnt_table1's full plan
+    and by another experiment's, is filed under tnt_table1 and counts as the full protocol's in
+    both plans, not in the ad hoc one."""
+    monkeypatch.setenv("TREEBENCH_LEDGER", str(tmp_path / "ledger"))
+    store = Store(tmp_path / "out" / "store")
+    rec = {**_recs(1, experiment="adhoc")[0], "profile": "reduced"}
+    store.write(rec)
+    assert store.add_experiment(rec["key"], "tnt_table1", "full")
+    assert store.add_experiment(rec["key"], "other", "full")
+    r = CliRunner().invoke(app, ["ledger", "add", "--outputs", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    filed = Ledger(tmp_path / "ledger").get(rec["key"])
+    assert filed["experiment"] == "tnt_table1" and filed["also_experiments"] == ["adhoc", "other"]
+    df = collect(None, ledger=Ledger(tmp_path / "ledger"))
+    assert dict(zip(df["experiment"], df["profile"], strict=True)) == {
+        "tnt_table1": "full",
+        "adhoc": "reduced",
+        "other": "full",
+    }
 
 
 def test_worsened_result_in_a_ledger_copy_turns_rows_into_fail(tmp_path, monkeypatch):

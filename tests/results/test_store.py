@@ -94,3 +94,27 @@ def test_shared_record_counts_in_every_experiment(tmp_path):
     assert sorted(collect(tmp_path / "store")["experiment"]) == ["e", "e", "f"]
     with s.lock("k1"):  # a busy key is left alone
         assert not s.add_experiment("k1", "g")
+
+
+def test_a_full_plan_that_holds_a_reduced_run_counts_it_as_full(tmp_path):
+    """The same run key is the same fit: a full plan finding a reduced-profile job done makes the
+    row full in that experiment only, and a reduced plan changes nothing."""
+    s = Store(tmp_path / "store")
+    s.write(_rec("k1", profile="reduced"))
+    s.write(_rec("k2", profile="full"))
+    assert not s.add_experiment("k1", "e", "reduced")  # its own label
+    assert not s.add_experiment("k2", "e", "full")
+    rows = collect(tmp_path / "store").set_index("key")
+    assert rows["profile"].to_dict() == {"k1": "reduced", "k2": "full"}
+
+    assert s.add_experiment("k1", "e", "full") and not s.add_experiment("k1", "e", "full")
+    assert s.get("k1")["full_plan_of"] == ["e"] and s.get("k1")["profile"] == "reduced"
+    assert s.add_experiment("k1", "f", "reduced")  # another experiment's reduced plan
+    assert s.get("k1")["also_experiments"] == ["f"] and s.get("k1")["full_plan_of"] == ["e"]
+    df = collect(tmp_path / "store")
+    got = sorted(zip(df["key"], df["experiment"], df["profile"], strict=True))
+    assert got == [("k1", "e", "full"), ("k1", "f", "reduced"), ("k2", "e", "full")]
+    assert "full_plan_of" not in df.columns
+    assert s.add_experiment("k1", "f", "full")
+    (row,) = collect(tmp_path / "store", experiment="f").to_dict("records")
+    assert row["profile"] == "full"

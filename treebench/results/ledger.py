@@ -24,7 +24,7 @@ from functools import cached_property
 from pathlib import Path
 
 from treebench.files import atomic_write_bytes
-from treebench.results.store import DONE_STATUSES
+from treebench.results.store import DONE_STATUSES, profile_of_record
 
 SUFFIX = ".jsonl.gz"
 #: record fields that only make sense on the machine that wrote them
@@ -46,13 +46,20 @@ def _same_result(a: dict, b: dict) -> bool:
 
 
 def merge_labels(rec: dict, other: dict) -> dict:
-    """``rec`` with ``other``'s experiment labels added to ``also_experiments`` (first label kept)."""
+    """``rec`` with ``other``'s plan labels added: its experiments to ``also_experiments`` (first
+    label kept) and its ``full_plan_of`` (:func:`~treebench.results.store.with_label`)."""
     labels = [other.get("experiment"), *(other.get("also_experiments") or [])]
     also = list(rec.get("also_experiments") or [])
     for lab in labels:
         if lab and lab != rec.get("experiment") and lab not in also:
             also.append(lab)
-    return {**rec, "also_experiments": sorted(also)} if also else rec
+    out = {**rec, "also_experiments": sorted(also)} if also else rec
+    full = {*(rec.get("full_plan_of") or []), *(other.get("full_plan_of") or [])}
+    if profile_of_record(other) == "full" and other.get("experiment"):
+        full.add(other["experiment"])  # another record of the key made under a full plan
+    if profile_of_record(rec) == "full":
+        full.discard(rec.get("experiment"))  # its own label says so already
+    return {**out, "full_plan_of": sorted(full)} if full else out
 
 
 @dataclass
@@ -60,7 +67,7 @@ class AddResult:
     """What :meth:`Ledger.add` did (or, with ``dry_run``, would do), per experiment file."""
 
     added: dict[str, int] = field(default_factory=dict)
-    relabelled: int = 0  # records already in the ledger that gained an experiment label
+    relabelled: int = 0  # records already in the ledger that gained a plan label
     unchanged: int = 0
     not_done: int = 0  # failed records, never added
 
@@ -154,7 +161,7 @@ class Ledger:
                 )
                 continue
             merged = merge_labels(old, rec)
-            if merged.get("also_experiments") == old.get("also_experiments"):
+            if merged == old:
                 res.unchanged += 1
             else:
                 current[rec["key"]] = merged

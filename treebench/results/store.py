@@ -18,6 +18,32 @@ from treebench.files import apply_umask
 DONE_STATUSES = ("ok", "skipped")
 
 
+def profile_of_record(rec: dict) -> str:
+    """The profile a record was made under; ``full`` when it has none (records before profiles)."""
+    p = rec.get("profile")
+    return p if isinstance(p, str) and p else "full"
+
+
+def with_label(rec: dict, experiment: str, profile: str | None = None) -> dict:
+    """``rec`` labelled as a job of ``experiment``'s plan under ``profile``; ``rec`` itself when it
+    already carries that label.
+
+    A record keeps the label it was made under (``experiment``, ``profile``). Another experiment's
+    plan that holds the same run key is listed in ``also_experiments``; a ``full`` plan that holds a
+    job first run under a reduced profile is listed in ``full_plan_of``, so the job counts as the
+    full protocol's in that experiment (the same fit, the same key) without running again.
+    """
+    out = rec
+    if experiment != rec.get("experiment") and experiment not in (
+        rec.get("also_experiments") or []
+    ):
+        out = {**out, "also_experiments": [*(rec.get("also_experiments") or []), experiment]}
+    own_full = experiment == rec.get("experiment") and profile_of_record(rec) == "full"
+    if profile == "full" and not own_full and experiment not in (rec.get("full_plan_of") or []):
+        out = {**out, "full_plan_of": sorted([*(rec.get("full_plan_of") or []), experiment])}
+    return out
+
+
 def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
@@ -80,30 +106,27 @@ class Store:
             raise
         return p
 
-    def add_experiment(self, key: str, experiment: str) -> bool:
-        """Mark the done record ``key`` as also belonging to ``experiment``; True if it changed.
+    def add_experiment(self, key: str, experiment: str, profile: str | None = None) -> bool:
+        """Label the done record ``key`` as a job of ``experiment`` (run under ``profile``); True if
+        the record changed.
 
-        Run keys do not include the experiment's name, so a fit two experiments share runs once and
-        keeps its first label in ``experiment``; later experiments are listed in ``also_experiments``
-        (under the key's lock; a busy key is left alone and False returned). A ledger record gains
-        the label in a local copy, which ``treebench ledger add`` merges back.
+        Run keys do not include the experiment's name or profile, so a fit several plans share runs
+        once; the other plans that found it done are added as :func:`with_label` states (under the
+        key's lock; a busy key is left alone and False returned). A ledger record gains the label in
+        a local copy, which ``treebench ledger add`` merges back.
         """
         rec = self.get(key)  # most done keys already carry the label: no lock file for them
-        if rec is None or experiment == rec.get("experiment"):
-            return False
-        if experiment in rec.get("also_experiments", []):
+        if rec is None or with_label(rec, experiment, profile) is rec:
             return False
         try:
             with self.lock(key):
                 rec = self.get(key)
                 if rec is None or rec.get("status") not in DONE_STATUSES:
                     return False
-                if experiment == rec.get("experiment") or experiment in rec.get(
-                    "also_experiments", []
-                ):
+                new = with_label(rec, experiment, profile)
+                if new is rec:
                     return False
-                rec["also_experiments"] = [*rec.get("also_experiments", []), experiment]
-                self.write(rec)
+                self.write(new)
                 return True
         except JobBusyError:
             return False

@@ -20,8 +20,9 @@ _NESTED = {
     "info": "info.",
     "provenance": "provenance.",
 }
-_NOT_TOP = frozenset({*_NESTED, "also_experiments"})
+_NOT_TOP = frozenset({*_NESTED, "also_experiments", "full_plan_of"})
 ALSO = "__also_experiments"  # a record's extra experiment labels, until rows are expanded
+FULL = "__full_plan_of"  # experiments whose full plan holds a record made under another profile
 COLS = "__columns"  # a row's column names in order (joined by _SEP)
 _SEP = "\x1f"
 
@@ -50,9 +51,12 @@ def _flatten(rec: dict) -> dict:
 
 
 def per_experiment(rec: dict) -> list[dict]:
-    """One copy of ``rec`` per experiment it belongs to (its label plus ``also_experiments``)."""
+    """One copy of ``rec`` per experiment it belongs to (its label plus ``also_experiments``),
+    each with the ``full`` profile where that experiment's full plan holds it (``full_plan_of``)."""
     also = [e for e in rec.get("also_experiments") or [] if e != rec.get("experiment")]
-    return [rec] + [{**rec, "experiment": e} for e in also]
+    full = set(rec.get("full_plan_of") or [])
+    out = [rec] + [{**rec, "experiment": e} for e in also]
+    return [{**r, "profile": "full"} if r.get("experiment") in full else r for r in out]
 
 
 def to_frame(records) -> pd.DataFrame:
@@ -82,6 +86,7 @@ def _row(rec: dict) -> dict:
     row = _flatten(rec)
     cols = _SEP.join(row)
     row[ALSO] = list(rec.get("also_experiments") or []) or None
+    row[FULL] = list(rec.get("full_plan_of") or []) or None
     row[COLS] = cols
     return row
 
@@ -92,16 +97,17 @@ def _columns(df: pd.DataFrame) -> pd.DataFrame:
     order: dict[str, None] = {}
     for names in pd.unique(df[COLS].astype(object)):
         order.update(dict.fromkeys(names.split(_SEP)))
-    return df[[*order, ALSO]]
+    return df[[*order, ALSO, FULL]]
 
 
 def _expand(df: pd.DataFrame) -> pd.DataFrame:
     """One row per (record, experiment it belongs to), as :func:`per_experiment` gives."""
     if df.empty or ALSO not in df.columns:
-        return df.drop(columns=[ALSO], errors="ignore")
+        return df.drop(columns=[ALSO, FULL], errors="ignore")
     also = df[ALSO]
     if also.isna().all():
-        return df.drop(columns=[ALSO]).reset_index(drop=True)
+        out = df.drop(columns=[ALSO]).reset_index(drop=True)
+        return _full_profiles(out)
     own = df["experiment"].to_numpy(dtype=object)
     extra = {  # row -> its other labels; only the few rows that have some
         i: [a for a in x if a != own[i]]
@@ -118,7 +124,33 @@ def _expand(df: pd.DataFrame) -> pd.DataFrame:
         experiment[first[i] + 1 : first[i] + 1 + len(labels)] = labels
     out = df.drop(columns=[ALSO]).take(np.repeat(np.arange(len(df)), counts))
     out["experiment"] = experiment
-    return out.reset_index(drop=True)
+    return _full_profiles(out.reset_index(drop=True))
+
+
+def _full_profiles(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (one row per record and experiment) with profile ``full`` on the rows whose
+    experiment's full plan holds the record (its ``full_plan_of``), the :data:`FULL` column dropped."""
+    if FULL not in df.columns:
+        return df
+    if df[FULL].isna().all():
+        return df.drop(columns=[FULL])
+    full = df[FULL].to_numpy(dtype=object)
+    rows = [
+        i
+        for i, (labels, e) in enumerate(
+            zip(full, df["experiment"].to_numpy(dtype=object), strict=True)
+        )
+        if isinstance(labels, list) and e in labels
+    ]
+    out = df.drop(columns=[FULL])
+    if rows:
+        out = out.copy()
+        out.loc[out.index[rows], "profile"] = "full"
+    return out
+
+
+def _column(df: pd.DataFrame, name: str) -> pd.Series:
+    return df[name] if name in df.columns else pd.Series(None, index=df.index, dtype=object)
 
 
 def records_frame(
@@ -143,15 +175,37 @@ def records_frame(
         theirs = led.set_index("key").loc[mine["key"]]
         merged = [
             merge_labels(
-                {"experiment": e, "also_experiments": a or []},
-                {"experiment": oe, "also_experiments": oa or []},
-            ).get("also_experiments")
-            or None
-            for e, a, oe, oa in zip(
-                mine["experiment"], mine[ALSO], theirs["experiment"], theirs[ALSO], strict=True
+                {
+                    "experiment": e,
+                    "profile": p,
+                    "also_experiments": a or [],
+                    "full_plan_of": f or [],
+                },
+                {
+                    "experiment": oe,
+                    "profile": op,
+                    "also_experiments": oa or [],
+                    "full_plan_of": of or [],
+                },
+            )
+            for e, p, a, f, oe, op, oa, of in zip(
+                mine["experiment"],
+                _column(mine, "profile"),
+                mine[ALSO],
+                mine[FULL],
+                theirs["experiment"],
+                _column(theirs, "profile"),
+                theirs[ALSO],
+                theirs[FULL],
+                strict=True,
             )
         ]
-        mine = mine.assign(**{ALSO: merged})
+        mine = mine.assign(
+            **{
+                ALSO: [m.get("also_experiments") or None for m in merged],
+                FULL: [m.get("full_plan_of") or None for m in merged],
+            }
+        )
         pos = pd.Series(range(len(led)), index=led["key"])
         top = pd.concat([led[~led["key"].isin(set(mine["key"]))], mine], ignore_index=True)
         top = top.iloc[pos.loc[top["key"]].argsort(kind="stable")]
