@@ -10,7 +10,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 from tests.conftest import compose_config
-from treebench.config import CONF_DIR, plan_values, sweep_plan
+from treebench.config import CONF_DIR, load_yaml, plan_configs, plan_values, sweep_plan
 from treebench.methods import available_methods
 
 
@@ -51,6 +51,42 @@ def test_experiment_configs_compose(name):
         for group in ("method", "dataset"):
             for v in plan_values(plan, group):
                 assert v in _names(group), f"experiment {name}: unknown {group} {v!r}"
+
+
+def test_plan_configs_are_the_grid_a_plan_sweeps_for_a_dataset_and_method():
+    """What a best-of-configs check compares with: RHF Table 2's full plan sweeps the paper's
+    20 (trees, depth) configs per dataset; its reduced plan a few (its 4 000-minibatch CI corner
+    is not the paper's 40 000, which ``where`` states)."""
+    raw = load_yaml((Path(CONF_DIR) / "experiment" / "rhf_table2.yaml").read_text())
+    cols, where = ["n_estimators", "max_depth"], {"weight_init": "bleak", "n_iterations": 40000}
+    full, reduced = (sweep_plan(raw["hydra"]["sweeper"], p) for p in ("full", "reduced"))
+    for ds in ("abalone", "abalone_reg", "madelon", "iris"):
+        grid = plan_configs(full, ds, "hinge_fern", cols, where)
+        assert len(grid) == 20 and ("100", "10") in grid
+    assert plan_configs(reduced, "madelon", "hinge_forest", cols, where) == {
+        ("10", "3"),
+        ("50", "3"),
+        ("100", "3"),
+        ("50", "7"),
+    }
+    assert plan_configs(reduced, "abalone", "hinge_forest", cols, where) == {("50", "1")}
+    assert plan_configs(full, "abalone", "cart", cols, where) is None  # no row runs it
+    crossed = {  # named lists of rows are crossed; a {...} value is one value
+        "params": {"method": "m"},
+        "rows": {
+            "data": ["dataset=a", "dataset=b method.params.depth=9"],
+            "grid": [
+                "method.params.depth=1,2 method.params.est={x:1,y:2}",
+                "method.params.depth=3",
+            ],
+        },
+    }
+    assert plan_configs(crossed, "a", "m", ["depth", "est"]) == {
+        ("1", "{x:1,y:2}"),
+        ("2", "{x:1,y:2}"),
+        ("3", None),
+    }
+    assert plan_configs(crossed, "a", "m", ["depth"], {"depth": [2, 3]}) == {("2",), ("3",)}
 
 
 def test_one_experiment_file_per_experiment():

@@ -317,7 +317,23 @@ def _availability():
             methods.add(load_yaml(p.read_text())["name"])
         except (KeyError, TypeError, yaml.YAMLError):
             continue
-    return Availability(datasets=datasets, methods=methods)
+    return Availability(datasets=datasets, methods=methods, plans=_full_plans())
+
+
+def _full_plans() -> dict:
+    """Each experiment's full-profile sweep plan (``hydra.sweeper`` of its config file)."""
+    from treebench.config import sweep_plan
+
+    plans = {}
+    for p in sorted((Path(CONF_DIR) / "experiment").glob("*.yaml")):
+        try:
+            cfg = load_yaml(p.read_text()) or {}
+            sweeper = (cfg.get("hydra") or {}).get("sweeper")
+        except (AttributeError, yaml.YAMLError):
+            continue
+        if sweeper:
+            plans[cfg.get("experiment_name") or p.stem] = sweep_plan(sweeper, "full")
+    return plans
 
 
 def _load_papers():

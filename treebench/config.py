@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -84,6 +85,65 @@ def plan_values(plan: dict, key: str) -> list[str]:
         if v and v not in out:
             out.append(v)
     return out
+
+
+def plan_rows(plan: dict) -> list[dict[str, str]]:
+    """Each job line of a sweep plan as ``{key: value}`` (the sweep's ``params`` under every row;
+    named lists of rows crossed); tokens without ``=`` (``~key`` deletions) are left out."""
+    rows = plan["rows"]
+    if isinstance(rows, dict):
+        lines = [" ".join(c) for c in itertools.product(*[list(v) for v in rows.values()])]
+    else:
+        lines = [str(r) for r in rows] or [""]
+    base = {str(k): str(v) for k, v in plan["params"].items() if v is not None}
+    out = []
+    for line in lines:
+        toks = dict(t.split("=", 1) for t in line.split() if "=" in t and not t.startswith("~"))
+        out.append({**base, **toks})
+    return out
+
+
+def _listed(value: str) -> list[str]:
+    """A sweep value's alternatives: ``a,b`` is two, a ``{...}`` or ``[...]`` literal is one."""
+    v = value.strip()
+    return [v] if v[:1] in "{[" else [x.strip() for x in v.split(",") if x.strip()]
+
+
+def _same_value(a, b) -> bool:
+    """A sweep value string and a wanted value are the same (``40000`` and ``"4e4"`` too)."""
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def plan_configs(
+    plan: dict, dataset: str, method: str, params: list[str], where: dict | None = None
+) -> set[tuple[str, ...]] | None:
+    """The combinations of method ``params`` the plan sweeps for ``dataset`` and ``method``, as raw
+    value strings (``None`` where a row leaves a param at its default), keeping only the values
+    ``where`` (``{param: value or [values]}``) allows; None when no row runs them."""
+    wanted = {k: v if isinstance(v, list) else [v] for k, v in (where or {}).items()}
+    configs: set[tuple[str, ...]] = set()
+    hit = False
+    for row in plan_rows(plan):
+        if dataset not in _listed(row.get("dataset", "")) or method not in _listed(
+            row.get("method", "")
+        ):
+            continue
+        values = {
+            k[len("method.params.") :]: _listed(v)
+            for k, v in row.items()
+            if k.startswith("method.params.")
+        }
+        for k, ws in wanted.items():
+            if k in values:
+                values[k] = [v for v in values[k] if any(_same_value(v, w) for w in ws)]
+        if any(not vs for vs in values.values()):  # the row runs none of the wanted values
+            continue
+        hit = True
+        configs.update(itertools.product(*[values.get(p, [None]) for p in params]))
+    return configs if hit else None
 
 
 def load_yaml(text: str):

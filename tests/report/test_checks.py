@@ -272,6 +272,70 @@ def test_best_over_picks_best_config(paper):
     assert r["status"] == PASS and "n_estimators=10" in r["note"]
 
 
+def test_a_best_of_configs_over_part_of_the_plans_grid_is_reduced(paper):
+    """The paper picks the best of its whole grid: a best over fewer configs than the experiment's
+    full plan sweeps is info ("2 of 3 configs"), however close, until the grid is complete."""
+    plan = {
+        "params": {},
+        "rows": ["dataset=iris method=hinge_forest method.params.n_estimators=1,10,50"],
+    }
+    avail = Availability(**AVAIL, plans={"exp": plan})
+    t = [t for t in paper.targets if t.id == "best"]
+
+    def recs(grid):
+        return [
+            make_record(
+                "hinge_forest",
+                "iris",
+                seed=s,
+                acc=acc,
+                params={"n_estimators": n},
+                experiment="exp",
+            )
+            for n, acc in grid
+            for s in range(2)
+        ]
+
+    part = run_checks(t, frame(recs([(1, 0.80), (10, 0.96)])), avail).iloc[0]
+    assert part["status"] == INFO and part["note"].startswith("reduced: 2 of 3 configs")
+    assert "best of 2 configs" in part["note"]
+    whole = run_checks(t, frame(recs([(1, 0.80), (10, 0.96), (50, 0.93)])), avail).iloc[0]
+    assert whole["status"] == PASS and not whole["note"].startswith("reduced")
+    # without the plan nothing is known about the grid: the verdict stands as before
+    assert run_checks(t, frame(recs([(1, 0.80), (10, 0.96)]))).iloc[0]["status"] == PASS
+
+
+def test_a_relation_side_best_of_part_of_the_grid_is_reduced(tmp_path):
+    spec = _toy_paper(
+        tmp_path,
+        """  - id: best
+    kind: relation
+    experiment: exp
+    dataset: a
+    lhs: {method: m, best_over: [n_estimators], best: max}
+    rhs: rf
+    op: ">="
+""",
+    )
+    plan = {
+        "params": {"dataset": "a"},
+        "rows": ["method=m method.params.n_estimators=1,10", "method=rf"],
+    }
+    avail = Availability(plans={"exp": plan})
+    recs = [make_record("rf", "a", seed=s, acc=0.80, experiment="exp") for s in range(2)]
+    recs += [
+        make_record("m", "a", seed=s, acc=0.90, params={"n_estimators": 1}, experiment="exp")
+        for s in range(2)
+    ]
+    r = run_checks(spec.targets, frame(recs), avail).iloc[0]
+    assert r["status"] == INFO and "reduced: 1 of 2 configs" in r["note"]
+    recs += [
+        make_record("m", "a", seed=s, acc=0.70, params={"n_estimators": 10}, experiment="exp")
+        for s in range(2)
+    ]
+    assert run_checks(spec.targets, frame(recs), avail).iloc[0]["status"] == PASS
+
+
 def test_failed_runs_fail_and_skipped_runs_skip(paper):
     t = paper.targets[:1]
     r = run_checks(

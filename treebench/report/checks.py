@@ -11,6 +11,7 @@ Every FAIL, info and skipped row says why: the target's ``deviation`` (FAIL/info
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 
@@ -62,10 +63,30 @@ COLUMNS = [
 class Availability:
     """What exists locally, to say *why* a target has no data (all optional)."""
 
-    def __init__(self, datasets=None, methods=None, unavailable: dict | None = None):
+    def __init__(self, datasets=None, methods=None, unavailable: dict | None = None, plans=None):
         self.datasets = set(datasets) if datasets is not None else None
         self.methods = set(methods) if methods is not None else None
         self.unavailable = dict(unavailable or {})
+        # experiment -> the sweep plan of its full profile, to see whether a best-of-configs
+        # number chose among the whole grid (:func:`missing_configs`)
+        self.plans = dict(plans or {})
+
+    def grid(self, sel: Selector) -> set[tuple[str, ...]] | None:
+        """The configs of ``sel.best_over`` the full plan of ``sel.experiment`` sweeps for its
+        dataset and method (:func:`~treebench.config.plan_configs`, values :func:`norm`'d)."""
+        from treebench.config import plan_configs
+
+        plan = self.plans.get(sel.experiment)
+        if plan is None or sel.dataset is None or not sel.best_over:
+            return None
+        params = [c.split(".", 1)[1] for c in sel.best_over if c.startswith("param.")]
+        if len(params) != len(sel.best_over):
+            return None
+        where = {k.split(".", 1)[1]: v for k, v in sel.where.items() if k.startswith("param.")}
+        grid = plan_configs(plan, sel.dataset, sel.method, params, where)
+        if grid is None or any(v is None for c in grid for v in c):  # a default: value unknown here
+            return None
+        return {tuple(norm(v) for v in c) for c in grid}
 
     def reason(self, sel: Selector | None, experiment: str) -> str:
         if sel is not None and sel.dataset is not None:
@@ -111,15 +132,43 @@ def _row(t: Target, **kw) -> dict:
     return base
 
 
-def shortfall(t: Target, profile: str, n: int | None = None) -> str:
-    """What the numbers lack of the paper's protocol ("" when they have it all)."""
+def shortfall(t: Target, profile: str, n: int | None = None, configs: str = "") -> str:
+    """What the numbers lack of the paper's protocol ("" when they have it all); ``configs`` is
+    :func:`missing_configs`'s gap."""
     gaps = []
     other = [p for p in profile.split("+") if p and p != t.profile]
     if other:
         gaps.append(f"{'+'.join(other)} profile")
     if t.runs is not None and n is not None and n < t.runs:
         gaps.append(f"{n} of {t.runs} runs")
+    if configs:
+        gaps.append(configs)
     return f"reduced: {', '.join(gaps)}" if gaps else ""
+
+
+def missing_configs(sel: Selector, present, avail: Availability) -> str:
+    """ "k of N configs" when a best-of-configs number chose among fewer ``present`` configs
+    (tuples of :func:`norm` values) than the experiment's full plan sweeps ("" when it had them
+    all, or the plan is not known)."""
+    grid = avail.grid(sel) if present is not None else None
+    if not grid:
+        return ""
+    have = len(grid & set(present))
+    return f"{have} of {len(grid)} configs" if have < len(grid) else ""
+
+
+def _side_configs(df: pd.DataFrame, sel: Selector, t: Target) -> set | None:
+    """The configs a relation side's ``best_over`` chooses among (as :func:`aggregate` has them)."""
+    if not sel.best_over:
+        return None
+    rows = select(df, dataclasses.replace(sel, best_over=()), t.experiment)
+    ok = rows[rows["status"] == "ok"] if "status" in rows.columns else rows
+    if t.metric in ok.columns:
+        ok = ok[ok[t.metric].notna()]
+    if ok.empty or any(c not in ok.columns for c in sel.best_over):
+        return None
+    ok = prefer_full(ok)
+    return set(ok[list(sel.best_over)].map(norm).itertuples(index=False, name=None))
 
 
 def block_shortfall(t: Target, df: pd.DataFrame, sides, blocks, profile: str) -> str:
@@ -183,7 +232,10 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     profile = agg["profile"]
     tol = t.tolerance_abs()
     ours = agg["mean"]
-    status, why = verdict(t, _within(t, ours, tol), shortfall(t, profile, agg["runs"]))
+    chose = dataclasses.replace(t.select, best_over=tuple(t.best_over))
+    grid_gap = missing_configs(chose, agg.get("configs"), avail)
+    reduced = shortfall(t, profile, agg["runs"], grid_gap)
+    status, why = verdict(t, _within(t, ours, tol), reduced)
     note = _join(
         why,
         agg["note"],
@@ -232,6 +284,10 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     sides = [s for s in (t.lhs, t.rhs) if s is not None]
     profile = "+".join(sorted({p for s in sides for p in _profile_of(df, s, t).split("+") if p}))
     reduced = block_shortfall(t, df, sides, both.index, profile)
+    for s in sides:  # a side that is a best-of-configs over part of the plan's grid
+        gap = missing_configs(s, _side_configs(df, s, t), avail)
+        if gap:
+            reduced = f"{reduced}, {gap}" if reduced else f"reduced: {gap}"
     if t.blocks is not None and len(both) < t.blocks:  # the paper's claim spans more blocks
         what = f"{len(both)} of {t.blocks} {'/'.join(t.per) or 'block'}"
         reduced = f"{reduced}, {what}" if reduced else f"reduced: {what}"

@@ -459,6 +459,7 @@ def reproduction_markdown(
                 getattr(avail, "datasets", None),
                 getattr(avail, "methods", None),
                 {**(getattr(avail, "unavailable", {}) or {}), **p.unavailable},
+                getattr(avail, "plans", None),
             )
             ts = p.for_experiment(exp)
             res = run_checks(ts, df, a)

@@ -188,7 +188,8 @@ def aggregate(
     """Mean, SD (ddof 1), n over the ``ok`` rows; with ``best_over``, the best config's numbers.
 
     Returns ``{mean, sd, n, runs, profile, n_failed, note}`` (``n`` values, over ``runs`` distinct
-    seed x fold runs); ``mean`` is NaN when nothing usable exists.
+    seed x fold runs; with ``best_over`` also ``configs``, the set of configs it chose among, each a
+    tuple of :func:`norm` values); ``mean`` is NaN when nothing usable exists.
     """
     out = {
         "mean": float("nan"),
@@ -239,7 +240,8 @@ def aggregate(
         ok = ok[m]
         cfg = ", ".join(f"{c.split('.', 1)[-1]}={v}" for c, v in zip(best_over, pick, strict=True))
         on = "test" if by.startswith("test_") else by
-        out["note"] = f"best of {len(means)} configs (selected on {on}): {cfg}"
+        out["note"] = f"best of {counted(len(means), 'config')} (selected on {on}): {cfg}"
+        out["configs"] = {k if isinstance(k, tuple) else (k,) for k in means.index}
     pooled = pooled_settings(ok)
     if pooled:
         out["note"] = "; ".join(x for x in (out["note"], pooled) if x)
