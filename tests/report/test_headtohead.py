@@ -314,6 +314,15 @@ def test_a_reduced_run_with_the_full_parameters_counts_in_the_full_profile():
         ("alpha", 2),
         ("beta", 0),
     ]
+    # a reduced run that a full sweep found done (its full_plan_of) counts in both, whatever its
+    # parameters say
+    found = rec("beta", "d1", 1, 0.8, 0.7, params=same, profile="reduced")
+    rows = score_rows(frame([*recs, {**found, "full_plan_of": ["headtohead"]}]))
+    beta = rows[(rows["method"] == "beta") & (rows["seed"] == 1)]
+    assert sorted(zip(beta["profile"], beta["shared"], strict=True)) == [
+        ("full", True),
+        ("reduced", False),
+    ]
 
 
 def test_provisional_ranking_uses_the_seeds_every_method_has():

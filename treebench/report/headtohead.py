@@ -100,7 +100,8 @@ def score_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFrame:
             "dataset": rows["dataset"],
             "task": col("task").fillna("classification"),
             "seed": pd.to_numeric(rows["seed"]).astype(int),
-            "profile": col("profile").fillna("full"),
+            # the profile a run was made under; a full plan's copy is added below
+            "profile": col("ran_profile").astype(object).fillna(col("profile")).fillna("full"),
             "tune": col("tune").fillna(UNTUNED),
             "status": rows["status"],
             "reason": col("reason"),
@@ -118,9 +119,10 @@ def score_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFrame:
 
 
 def _shared_with_full(rows: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
-    """Copies, labelled profile ``full``, of the other profiles' rows whose method parameters equal
-    those of the method's ``full`` records: the same job (the same run key), which a sweep of the
-    full plan finds done and skips, so it carries the label of the profile that ran it first."""
+    """Copies, labelled profile ``full``, of the other profiles' rows that are jobs of the full
+    plan too: those a full sweep found done (``ran_profile``, from the record's ``full_plan_of``) and
+    those whose method parameters equal those of the method's ``full`` records (the same job, the
+    same run key, which a full sweep will find done and skip)."""
     pcols = [c for c in rows.columns if c.startswith("param.")]
 
     def signature(r):
@@ -133,7 +135,12 @@ def _shared_with_full(rows: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
     sig = pd.Series([signature(r) for r in rows[pcols].to_dict("records")], index=rows.index)
     key = out["method"] + "\x1f" + sig.loc[out.index]
     full = set(key[out["profile"] == "full"])
-    shared = (out["profile"] != "full") & key.isin(full)
+    labelled = (
+        rows["ran_profile"].loc[out.index].notna()
+        if "ran_profile" in rows.columns
+        else pd.Series(False, index=out.index)
+    )
+    shared = (out["profile"] != "full") & (key.isin(full) | labelled)
     return out[shared].assign(profile="full", shared=True)
 
 

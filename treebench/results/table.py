@@ -20,7 +20,7 @@ _NESTED = {
     "info": "info.",
     "provenance": "provenance.",
 }
-_NOT_TOP = frozenset({*_NESTED, "also_experiments", "full_plan_of"})
+_NOT_TOP = frozenset({*_NESTED, "also_experiments", "full_plan_of", "ran_profile"})
 ALSO = "__also_experiments"  # a record's extra experiment labels, until rows are expanded
 FULL = "__full_plan_of"  # experiments whose full plan holds a record made under another profile
 COLS = "__columns"  # a row's column names in order (joined by _SEP)
@@ -29,6 +29,8 @@ _SEP = "\x1f"
 
 def _flatten(rec: dict) -> dict:
     row = {k: v for k, v in rec.items() if k not in _NOT_TOP and not isinstance(v, dict)}
+    if rec.get("full_plan_of"):  # set on the rows of those experiments (:func:`per_experiment`)
+        row["ran_profile"] = rec.get("ran_profile")
     for group, prefix in _NESTED.items():
         for k, v in (rec.get(group) or {}).items():
             row[prefix + k] = str(v) if isinstance(v, (dict, list)) else v
@@ -52,11 +54,16 @@ def _flatten(rec: dict) -> dict:
 
 def per_experiment(rec: dict) -> list[dict]:
     """One copy of ``rec`` per experiment it belongs to (its label plus ``also_experiments``),
-    each with the ``full`` profile where that experiment's full plan holds it (``full_plan_of``)."""
+    each with the ``full`` profile where that experiment's full plan holds it (``full_plan_of``;
+    the profile it ran under in ``ran_profile``), as :func:`records_frame` has them."""
     also = [e for e in rec.get("also_experiments") or [] if e != rec.get("experiment")]
     full = set(rec.get("full_plan_of") or [])
     out = [rec] + [{**rec, "experiment": e} for e in also]
-    return [{**r, "profile": "full"} if r.get("experiment") in full else r for r in out]
+    ran = rec.get("profile") or "full"
+    return [
+        {**r, "profile": "full", "ran_profile": ran} if r.get("experiment") in full else r
+        for r in out
+    ]
 
 
 def to_frame(records) -> pd.DataFrame:
@@ -129,7 +136,8 @@ def _expand(df: pd.DataFrame) -> pd.DataFrame:
 
 def _full_profiles(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` (one row per record and experiment) with profile ``full`` on the rows whose
-    experiment's full plan holds the record (its ``full_plan_of``), the :data:`FULL` column dropped."""
+    experiment's full plan holds the record (its ``full_plan_of``) and the profile it ran under in
+    ``ran_profile`` there, the :data:`FULL` column dropped."""
     if FULL not in df.columns:
         return df
     if df[FULL].isna().all():
@@ -145,7 +153,12 @@ def _full_profiles(df: pd.DataFrame) -> pd.DataFrame:
     out = df.drop(columns=[FULL])
     if rows:
         out = out.copy()
-        out.loc[out.index[rows], "profile"] = "full"
+        at = out.index[rows]
+        ran = out["profile"] if "profile" in out.columns else pd.Series(None, index=out.index)
+        out["ran_profile"] = out["ran_profile"].astype(object)  # _flatten made the column
+        out.loc[at, "ran_profile"] = ran.loc[at].fillna("full").to_numpy(dtype=object)
+        out["ran_profile"] = out["ran_profile"].infer_objects()  # as one DataFrame() call types it
+        out.loc[at, "profile"] = "full"
     return out
 
 
