@@ -252,20 +252,19 @@ def test_where_selects_param_variant(paper):
     )
 
 
+def _forests(grid, seeds=2):
+    """hinge_forest records on iris, ``seeds`` per (n_estimators, accuracy) of ``grid``."""
+    return [
+        make_record(
+            "hinge_forest", "iris", seed=s, acc=acc, params={"n_estimators": n}, experiment="exp"
+        )
+        for n, acc in grid
+        for s in range(seeds)
+    ]
+
+
 def test_best_over_picks_best_config(paper):
-    recs = []
-    for n_est, acc in ((1, 0.80), (10, 0.96), (50, 0.93)):
-        recs += [
-            make_record(
-                "hinge_forest",
-                "iris",
-                seed=s,
-                acc=acc,
-                params={"n_estimators": n_est},
-                experiment="exp",
-            )
-            for s in range(2)
-        ]
+    recs = _forests([(1, 0.80), (10, 0.96), (50, 0.93)])
     t = [t for t in paper.targets if t.id == "best"]
     r = run_checks(t, frame(recs)).iloc[0]
     assert r["ours"] == pytest.approx(0.04)  # test_error derived from test_accuracy
@@ -281,21 +280,7 @@ def test_a_best_of_configs_over_part_of_the_plans_grid_is_reduced(paper):
     }
     avail = Availability(**AVAIL, plans={"exp": plan})
     t = [t for t in paper.targets if t.id == "best"]
-
-    def recs(grid):
-        return [
-            make_record(
-                "hinge_forest",
-                "iris",
-                seed=s,
-                acc=acc,
-                params={"n_estimators": n},
-                experiment="exp",
-            )
-            for n, acc in grid
-            for s in range(2)
-        ]
-
+    recs = _forests
     part = run_checks(t, frame(recs([(1, 0.80), (10, 0.96)])), avail).iloc[0]
     assert part["status"] == INFO and part["note"].startswith("reduced: 2 of 3 configs")
     assert "best of 2 configs" in part["note"]
