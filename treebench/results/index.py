@@ -28,7 +28,7 @@ import pandas as pd
 from treebench.files import apply_umask
 
 CACHE_NAME = ".rows.parquet"
-_FORMAT = 2  # bump when the row layout changes: older caches are rebuilt
+_FORMAT = 3  # bump when the row layout changes: older caches are rebuilt
 _META_KEY = b"treebench.rows"
 _FILE, _STAMP = "__file", "__stamp"  # the record's path in the store, "<mtime_ns>:<size>"
 

@@ -155,7 +155,11 @@ def _full_profiles(df: pd.DataFrame) -> pd.DataFrame:
         out = out.copy()
         at = out.index[rows]
         ran = out["profile"] if "profile" in out.columns else pd.Series(None, index=out.index)
-        out["ran_profile"] = out["ran_profile"].astype(object)  # _flatten made the column
+        out["ran_profile"] = (  # _flatten made the column
+            out["ran_profile"].astype(object)
+            if "ran_profile" in out.columns
+            else pd.Series(None, index=out.index, dtype=object)
+        )
         out.loc[at, "ran_profile"] = ran.loc[at].fillna("full").to_numpy(dtype=object)
         out["ran_profile"] = out["ran_profile"].infer_objects()  # as one DataFrame() call types it
         out.loc[at, "profile"] = "full"
