@@ -633,7 +633,7 @@ def check(
 
 
 ledger_app = typer.Typer(
-    help="The committed results ledger (results/<experiment>.jsonl.gz): every record behind "
+    help="The committed results ledger (results/<experiment>.jsonl.gz, in shards past 900 kB): every record behind "
     "REPRODUCTION.md.",
     no_args_is_help=True,
 )

@@ -49,6 +49,27 @@ def test_add_dedups_by_key_merges_labels_and_leaves_failed_out(tmp_path):
     assert again.get(failed["key"]) is None and [p.name for p in again.files()] == ["exp.jsonl.gz"]
 
 
+def test_a_large_experiment_is_written_in_shards_by_key_digit(tmp_path, monkeypatch):
+    """Past MAX_FILE_BYTES an experiment's file splits by the key's first digit (committable
+    files); the records, their order and the reading are unchanged, and it joins again."""
+    import treebench.results.ledger as ledger_mod
+
+    recs = _recs(12)
+    Ledger(tmp_path / "one").add(recs)
+    monkeypatch.setattr(ledger_mod, "MAX_FILE_BYTES", 10)
+    led = Ledger(tmp_path / "led")
+    led.add(recs)
+    names = [p.name for p in led.files()]
+    digits = sorted({r["key"][0] for r in recs})
+    assert names == [f"exp.{d}.jsonl.gz" for d in digits] and len(names) > 1
+    one = Ledger(tmp_path / "one")
+    assert list(Ledger(tmp_path / "led").records()) == list(one.records())
+    monkeypatch.setattr(ledger_mod, "MAX_FILE_BYTES", 10**9)
+    Ledger(tmp_path / "led").add([make_record("rf", "digits", seed=99)])
+    assert [p.name for p in Ledger(tmp_path / "led").files()] == ["exp.jsonl.gz"]
+    assert len(Ledger(tmp_path / "led")) == 13
+
+
 def test_add_refuses_a_key_with_other_numbers_and_writes_nothing(tmp_path):
     led = Ledger(tmp_path)
     recs = _recs(2)

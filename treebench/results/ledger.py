@@ -9,6 +9,9 @@ Invariants
   metrics, size or status is refused as a whole (:class:`LedgerConflict`), nothing written.
 * Files are byte-deterministic for their content (lines sorted by key, canonical JSON, gzip without
   a timestamp), so the ledger's :meth:`Ledger.content_hash` names exactly what a report was made from.
+* An experiment whose file would pass :data:`MAX_FILE_BYTES` is written as 16 shards
+  ``<experiment>.<first hex digit of the key>.jsonl.gz`` instead: files stay small enough to commit,
+  and reading the files in name order still gives each experiment's records sorted by key.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from treebench.files import atomic_write_bytes
 from treebench.results.store import DONE_STATUSES, profile_of_record
 
 SUFFIX = ".jsonl.gz"
+#: an experiment's file larger than this (compressed) is split into shards by the key's first digit
+MAX_FILE_BYTES = 900_000
 #: record fields that only make sense on the machine that wrote them
 LOCAL_FIELDS = ("model_path",)
 #: what must agree for two records of one key to be the same result
@@ -77,7 +82,7 @@ class AddResult:
 
 
 class Ledger:
-    """A directory of ``<experiment>.jsonl.gz`` files (see the module's invariants)."""
+    """A directory of ``<experiment>[.<shard>].jsonl.gz`` files (see the module's invariants)."""
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
@@ -194,22 +199,53 @@ class Ledger:
             if k:
                 n += k
                 new_files[p] = recs
-        for p, recs in new_files.items():  # written only when every file migrated
-            changed.append(p.name)
-            if not dry_run:
-                self._write(p.name[: -len(SUFFIX)], recs)
-        if new_files and not dry_run:
+        if new_files:
+            changed = [p.name for p in new_files]
+        if new_files and not dry_run:  # written only when every file migrated
+            for exp in sorted({experiment_of(p) for p in new_files}):
+                recs = [
+                    r
+                    for p in self.files()
+                    if experiment_of(p) == exp
+                    for r in new_files.get(p) or self.read_file(p)
+                ]
+                self._write(exp, recs)
             self.__dict__.pop("_by_key", None)
         return n, changed
 
-    def _write(self, experiment: str, records: list[dict]) -> Path:
-        """Write one experiment's file atomically; lines sorted by key, gzip without timestamp."""
+    def _write(self, experiment: str, records: list[dict]) -> list[Path]:
+        """Write one experiment's records atomically, lines sorted by key, gzip without timestamp:
+        one file, or shards by the key's first digit when one would pass :data:`MAX_FILE_BYTES`;
+        files of the experiment's other layout are removed after."""
         self.root.mkdir(parents=True, exist_ok=True)
-        body = "".join(_line(r) + "\n" for r in sorted(records, key=lambda r: r["key"]))
-        buf = io.BytesIO()
-        with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
-            gz.write(body.encode("utf-8"))
-        return atomic_write_bytes(self.root / f"{experiment}{SUFFIX}", buf.getvalue())
+        recs = sorted(records, key=lambda r: r["key"])
+        whole = _gzip(recs)
+        if len(whole) <= MAX_FILE_BYTES:
+            parts = {f"{experiment}{SUFFIX}": whole}
+        else:
+            digits = sorted({r["key"][0] for r in recs})
+            parts = {
+                f"{experiment}.{d}{SUFFIX}": _gzip([r for r in recs if r["key"][0] == d])
+                for d in digits
+            }
+        written = [atomic_write_bytes(self.root / name, data) for name, data in parts.items()]
+        for p in self.files():
+            if experiment_of(p) == experiment and p.name not in parts:
+                p.unlink()
+        return written
+
+
+def experiment_of(path: Path) -> str:
+    """The experiment a ledger file holds: ``rhf_table2.jsonl.gz`` and ``rhf_table2.3.jsonl.gz``."""
+    return path.name[: -len(SUFFIX)].split(".", 1)[0]
+
+
+def _gzip(records: list[dict]) -> bytes:
+    body = "".join(_line(r) + "\n" for r in records)
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
+        gz.write(body.encode("utf-8"))
+    return buf.getvalue()
 
 
 def records_hash(records: Iterable[dict]) -> str:
