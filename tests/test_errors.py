@@ -212,7 +212,7 @@ def test_written_files_respect_umask(tmp_path, umask, mode):
     old = os.umask(umask)
     try:
         rec_path = Store(tmp_path / "store").write({"key": "aa11", "status": "ok"})
-        led_path = Ledger(tmp_path / "ledger")._write("exp", [{"key": "aa11", "status": "ok"}])
+        (led_path,) = Ledger(tmp_path / "ledger")._write("exp", [{"key": "aa11", "status": "ok"}])
         model_path = atomic_write_bytes(tmp_path / "m" / "x.gz", b"data")
         tmp = tmp_path / "plain"
         tmp.write_text("")
