@@ -321,6 +321,28 @@ def test_registered_ensembles_report_summed_sizes(digits):
     assert clone(bag).get_params()["n_estimators"] == 3
 
 
+def test_adaboost_members_search_c_from_the_previous_members_c(digits):
+    """``search_start="previous"``: member k's search starts where member k - 1's ended, every
+    member still meets the #S target, and the walk is not repeated per member."""
+    Xtr, _, ytr, _ = digits
+    kw = dict(n_estimators=4, ccp_alpha=1e-4, target_splits=30, random_state=0)
+    cold = TnTAdaBoost(**kw).fit(Xtr, ytr)
+    warm = TnTAdaBoost(**kw, search_start="previous").fit(Xtr, ytr)
+    assert [e.ccp_alpha for e in cold.estimators_] == [1e-4] * 4
+    starts = [e.ccp_alpha for e in warm.estimators_]
+    ends = [e.fit_info_["ccp_alpha_used"] for e in warm.estimators_]
+    assert starts == [1e-4, *ends[:-1]]
+    # the first member is the same fit either way
+    assert warm.estimators_[0].n_splits_ == cold.estimators_[0].n_splits_
+    for m in (cold, warm):
+        fits = [e.fit_info_["search_fits"] for e in m.estimators_]
+        assert m.fit_info_["member_search_fits"] == sum(fits)
+        assert all(abs(e.n_splits_ - 30) <= 0.05 * 30 for e in m.estimators_)
+    assert warm.fit_info_["member_search_fits"] < cold.fit_info_["member_search_fits"]
+    with pytest.raises(ValueError, match="search_start"):
+        TnTAdaBoost(search_start="last").fit(Xtr, ytr)
+
+
 def test_ndg_splits_and_merges(digits):
     Xtr, Xte, ytr, yte = digits
     m = NDGClassifier(C=3e-3, random_state=0).fit(Xtr, ytr)

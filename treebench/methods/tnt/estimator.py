@@ -44,6 +44,7 @@ from treebench.methods.base import (
     POSITIVE_INT,
     Interval,
     SizeMixin,
+    StrOptions,
     _fit_context,
     combine_sizes,
     member_size,
@@ -295,6 +296,7 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
         self.fit_info_ = {
             "member_splits_mean": float(np.mean([e.n_splits_ for e in self.estimators_])),
             "n_members": len(self.estimators_),
+            "member_search_fits": int(sum(e.fit_info_["search_fits"] for e in self.estimators_)),
         }
         return self
 
@@ -378,9 +380,34 @@ class TnTBagging(_TnTEnsemble):
         )
 
 
+class _SearchFromPreviousAdaBoost(AdaBoostClassifier):
+    """SAMME AdaBoost whose member *k* starts its C search at the C member *k* - 1 ended at.
+
+    Successive members see slowly changing weights, so the previous C is usually within the #S
+    tolerance at once; a search started at a fixed C repeats the same walk (several TnT fits) for
+    every member.
+    """
+
+    def _make_estimator(self, append=True, random_state=None):
+        est = super()._make_estimator(append=append, random_state=random_state)
+        fitted = self.estimators_[:-1] if append else self.estimators_
+        if fitted:
+            est.set_params(ccp_alpha=fitted[-1].fit_info_["ccp_alpha_used"])
+        return est
+
+
 @register("tnt_adaboost", CLASSIFICATION, "TnT-AdaBoost: AdaBoostClassifier (SAMME) of TnT graphs")
 class TnTAdaBoost(_TnTEnsemble):
-    """AdaBoost (scikit-learn ``AdaBoostClassifier``, SAMME) of TnT graphs."""
+    """AdaBoost (scikit-learn ``AdaBoostClassifier``, SAMME) of TnT graphs.
+
+    Parameters
+    ----------
+    search_start : {"ccp_alpha", "previous"}
+        With ``target_splits``: every member searches C from ``ccp_alpha``, or each member after the
+        first from the C the previous member ended at (fewer TnT fits; every member still meets
+        ``target_splits`` within the same tolerance).
+    The others as for :class:`TnTClassifier` and scikit-learn's ``AdaBoostClassifier``.
+    """
 
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
@@ -389,7 +416,11 @@ class TnTAdaBoost(_TnTEnsemble):
         ),
     }
 
-    _parameter_constraints = {**_TnTEnsemble._parameter_constraints, "learning_rate": [POSITIVE]}
+    _parameter_constraints = {
+        **_TnTEnsemble._parameter_constraints,
+        "learning_rate": [POSITIVE],
+        "search_start": [StrOptions({"ccp_alpha", "previous"})],
+    }
 
     def __init__(
         self,
@@ -400,6 +431,7 @@ class TnTAdaBoost(_TnTEnsemble):
         target_splits=None,
         finetune_passes=0,
         learning_rate=1.0,
+        search_start="ccp_alpha",
         random_state=None,
         n_jobs=None,
     ):
@@ -410,11 +442,15 @@ class TnTAdaBoost(_TnTEnsemble):
         self.target_splits = target_splits
         self.finetune_passes = finetune_passes
         self.learning_rate = learning_rate
+        self.search_start = search_start
         self.random_state = random_state
         self.n_jobs = n_jobs
 
     def _make(self, n_samples):
-        return AdaBoostClassifier(
+        boost = (
+            _SearchFromPreviousAdaBoost if self.search_start == "previous" else AdaBoostClassifier
+        )
+        return boost(
             estimator=self._base(),
             n_estimators=self.n_estimators,
             learning_rate=self.learning_rate,
