@@ -264,6 +264,29 @@ def test_target_splits_search(digits):
     assert m.fit_info_["search_fits"] >= 2 and m.fit_info_["ccp_alpha_used"] != 1e-4
 
 
+def test_secant_search_meets_the_target_in_fewer_fits_than_bisection(digits):
+    Xtr, _, ytr, _ = digits
+    kw = dict(ccp_alpha=3e-3, target_splits=40, random_state=0)  # a start near the target's C
+    fits = {}
+    for step in ("bisect", "secant"):
+        m = TnTClassifier(**kw, search_step=step).fit(Xtr, ytr)
+        assert abs(m.n_splits_ - 40) <= 0.05 * 40
+        fits[step] = m.fit_info_["search_fits"]
+    assert fits == {"bisect": 5, "secant": 3}
+
+
+def test_secant_step_follows_the_power_law_and_stays_in_the_bracket():
+    from treebench.methods.tnt.estimator import _secant_step
+
+    # one fit: slope -1, so twice the target's splits doubles C
+    assert _secant_step([(1e-3, 200, None, None)], 100, 1e-3, None) == pytest.approx(2e-3)
+    # two fits on #S = 1e-3 / C**2 (slope -2): the step lands on the target exactly
+    tried = [(1e-5, 1e7, None, None), (1e-4, 1e5, None, None)]
+    assert _secant_step(tried, 1e3, 1e-4, None) == pytest.approx(1e-3)
+    # a step out of the bracket (lo, hi) falls back to its log midpoint
+    assert _secant_step(tried, 1e3, 1e-4, 4e-4) == pytest.approx(2e-4)
+
+
 def test_more_phases_fit_training_data_better_than_cart(digits):
     Xtr, Xte, ytr, yte = digits
     cart = TnTClassifier(ccp_alpha=3e-3, N1=1, random_state=0).fit(Xtr, ytr)

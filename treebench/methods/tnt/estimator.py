@@ -82,8 +82,11 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
     N2 : int
         Grow rounds per merge phase (paper: 5; the reference code's default is 3).
     target_splits : int or None
-        If set, search ``ccp_alpha`` (log bisection, starting at ``ccp_alpha``) so that #S is close to this
-        budget; the model closest to it is kept (``fit_info_`` records the search).
+        If set, search ``ccp_alpha`` (starting at ``ccp_alpha``) so that #S is close to this budget; the
+        model closest to it is kept (``fit_info_`` records the search).
+    search_step : {"bisect", "secant"}
+        How the search moves C: ×4 steps until #S is bracketed, then bisection in log C; or secant
+        steps on log #S against log C (slope 1 until two fits give one), kept inside the bracket.
     target_tol : float
         Relative tolerance on #S that stops the search early.
     max_search : int
@@ -109,6 +112,7 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         "target_splits": [None, Interval(Real, 1, None, closed="left")],
         "target_tol": [NON_NEGATIVE],
         "max_search": [POSITIVE_INT],
+        "search_step": [StrOptions({"bisect", "secant"})],
         "finetune_passes": [NON_NEGATIVE_INT],
         "random_state": ["random_state"],
         "n_jobs": [None, Integral],
@@ -125,6 +129,7 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         target_splits=None,
         target_tol=0.05,
         max_search=10,
+        search_step="bisect",
         finetune_passes=0,
         criterion="gini",
         min_samples_leaf=1,
@@ -138,6 +143,7 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         self.target_splits = target_splits
         self.target_tol = target_tol
         self.max_search = max_search
+        self.search_step = search_step
         self.finetune_passes = finetune_passes
         self.criterion = criterion
         self.min_samples_leaf = min_samples_leaf
@@ -245,9 +251,13 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         while not good(nS) and len(tried) < self.max_search:
             if nS >= target:
                 lo = c
-                c = c * 4.0 if hi is None else np.sqrt(lo * hi)
             else:
                 hi = c
+            if self.search_step == "secant":
+                c = _secant_step(tried, target, lo, hi)
+            elif nS >= target:
+                c = c * 4.0 if hi is None else np.sqrt(lo * hi)
+            else:
                 c = c / 4.0 if lo is None else np.sqrt(lo * hi)
             nS = run(c)
         best = min(tried, key=lambda r: (abs(r[1] - target), r[0]))
@@ -257,6 +267,22 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
             "target_splits": int(target),
         }
         return best[2], best[1], best[3], info
+
+
+def _secant_step(tried, target, lo, hi):
+    """Next C of a secant search: #S is about a power of C, so step along the line through the last
+    two (log C, log #S) fits (slope -1 after the first), clipped to [-2, -0.5], and fall back to
+    the bracket's log midpoint when the step leaves the bracket ``(lo, hi)``."""
+    c1, n1 = tried[-1][0], max(tried[-1][1], 1)
+    slope = -1.0
+    if len(tried) > 1:
+        c0, n0 = tried[-2][0], max(tried[-2][1], 1)
+        if c0 != c1 and n0 != n1:
+            slope = float(np.clip(np.log(n1 / n0) / np.log(c1 / c0), -2.0, -0.5))
+    c = c1 * (target / n1) ** (1.0 / slope)
+    if lo is not None and hi is not None and not lo < c < hi:
+        c = np.sqrt(lo * hi)
+    return float(c)
 
 
 # ----------------------------------------------------------------------------- ensembles
@@ -271,7 +297,7 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
     _parameter_constraints = {
         **{
             k: TnTClassifier._parameter_constraints[k]
-            for k in ("ccp_alpha", "N1", "N2", "target_splits", "finetune_passes")
+            for k in ("ccp_alpha", "N1", "N2", "target_splits", "search_step", "finetune_passes")
         },
         "random_state": ["random_state"],
         "n_jobs": [None, Integral],
@@ -284,6 +310,7 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
             N1=self.N1,
             N2=self.N2,
             target_splits=self.target_splits,
+            search_step=self.search_step,
             finetune_passes=self.finetune_passes,
         )
 
@@ -351,6 +378,7 @@ class TnTBagging(_TnTEnsemble):
         N1=2,
         N2=5,
         target_splits=None,
+        search_step="bisect",
         finetune_passes=0,
         max_samples=None,
         random_state=None,
@@ -361,6 +389,7 @@ class TnTBagging(_TnTEnsemble):
         self.N1 = N1
         self.N2 = N2
         self.target_splits = target_splits
+        self.search_step = search_step
         self.finetune_passes = finetune_passes
         self.max_samples = max_samples
         self.random_state = random_state
@@ -404,8 +433,9 @@ class TnTAdaBoost(_TnTEnsemble):
     ----------
     search_start : {"ccp_alpha", "previous"}
         With ``target_splits``: every member searches C from ``ccp_alpha``, or each member after the
-        first from the C the previous member ended at (fewer TnT fits; every member still meets
-        ``target_splits`` within the same tolerance).
+        first from the C the previous member ended at (fewer TnT fits, above all with
+        ``search_step="secant"``; every member still meets ``target_splits`` within the same
+        tolerance).
     The others as for :class:`TnTClassifier` and scikit-learn's ``AdaBoostClassifier``.
     """
 
@@ -429,6 +459,7 @@ class TnTAdaBoost(_TnTEnsemble):
         N1=2,
         N2=5,
         target_splits=None,
+        search_step="bisect",
         finetune_passes=0,
         learning_rate=1.0,
         search_start="ccp_alpha",
@@ -440,6 +471,7 @@ class TnTAdaBoost(_TnTEnsemble):
         self.N1 = N1
         self.N2 = N2
         self.target_splits = target_splits
+        self.search_step = search_step
         self.finetune_passes = finetune_passes
         self.learning_rate = learning_rate
         self.search_start = search_start
