@@ -217,3 +217,84 @@ def test_runner_resumes_a_killed_run_and_records_it(tmp_path, monkeypatch):
     with pytest.raises(Interrupt):
         run(store2, ["checkpoint_every=null"], _stop_at("iterations", 150))
     assert not (store2.root / "_checkpoints").exists()
+
+
+def _count_to(phase, k):
+    """A progress callback raising :class:`Interrupt` at the ``k``-th report of ``phase``."""
+    seen = [0]
+
+    def cb(p, done, total):
+        if p == phase:
+            seen[0] += 1
+            if seen[0] >= k:
+                raise Interrupt(f"{p} call {seen[0]}")
+
+    return cb
+
+
+def _same_e2ed(a, b, X):
+    skip = ("greedy_seconds", "finetune_seconds")
+    assert {k: v for k, v in a.fit_info_.items() if k not in skip} == {
+        k: v for k, v in b.fit_info_.items() if k not in skip
+    }
+    for pa, pb in zip(a.bank_.params(), b.bank_.params(), strict=True):
+        assert pa.equal(pb)
+    assert a.gamma_.equal(b.gamma_) and a.pi_.equal(b.pi_)
+    np.testing.assert_array_equal(a.apply(X), b.apply(X))
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+
+
+@pytest.mark.parametrize(
+    "name,params,phase,k,saves,at",
+    [
+        # level-wise: saved after levels 1 and 2, stopped in level 3's report
+        ("E2EDTClassifier", {"max_depth": 4}, "greedy levels", 3, 2, {"greedy_splits": 3}),
+        # best-first to 6 leaves: saved after each round of splits
+        (
+            "E2EDTClassifier",
+            {"max_depth": None, "max_leaves": 6},
+            "greedy leaves",
+            3,
+            2,
+            {"greedy_splits": 2},
+        ),
+        # a forest finetuned one tree per group: saved after 2 greedy levels and the first tree
+        (
+            "E2EDFClassifier",
+            {"n_estimators": 3, "max_depth": 2, "max_features": 3},
+            "finetune epochs",
+            9,
+            3,
+            {"finetune_groups": 1},
+        ),
+    ],
+    ids=["levels", "best-first", "forest-finetune"],
+)
+def test_e2ed_resumes_bit_identical(tmp_path, monkeypatch, name, params, phase, k, saves, at):
+    from treebench.methods.e2edt import estimator as mod
+
+    monkeypatch.setattr(mod, "_GROUP_CELLS", 1)  # one tree per Finetune group
+    X, y = make_classification(
+        n_samples=240, n_features=6, n_informative=4, n_classes=3, random_state=0
+    )
+    X = X.astype(np.float32)
+
+    def make():
+        return getattr(mod, name)(epochs=2, batch_size=32, random_state=4, **params)
+
+    ref = make().fit(X, y)
+    ck = Checkpoint(tmp_path / "k.pt", every=0)
+    with checkpointing(ck), reporting(_count_to(phase, k)):
+        with pytest.raises(Interrupt):
+            make().fit(X, y)
+    assert ck.n_saves == saves
+    ck2 = Checkpoint(tmp_path / "k.pt", every=0)
+    with checkpointing(ck2):
+        resumed = make().fit(X, y)
+    assert ck2.resumed_from == at
+    _same_e2ed(ref, resumed, X)
+    # another random_state is another fit: the checkpoint is ignored
+    ck3 = Checkpoint(tmp_path / "k.pt", every=0)
+    with checkpointing(ck3):
+        getattr(mod, name)(epochs=2, batch_size=32, random_state=5, **params).fit(X, y)
+    assert ck3.resumed_from is None

@@ -218,6 +218,21 @@ def test_spearman_trend_of_the_best_value_against_a_block_column(tmp_path):
     few = recs({"a": (4, 0.5), "b": (20, 0.3), "c": (60, 0.1)}, seeds=(0,))
     r = run_checks(p.targets, frame(few)).iloc[0]
     assert r["status"] == INFO and r["note"].startswith("reduced: 1 of 2 runs")
+    # the plan sweeps a fourth share: a best chosen among 3 of its 4 values is info, saying so
+    plan = {
+        "params": {"method": "onestage", "dataset": "a,b,c"},
+        "rows": ["method.params.validation_fraction=0.1,0.3,0.5,0.7"],
+    }
+    full = frame(recs({"a": (4, 0.5), "b": (20, 0.3), "c": (60, 0.1)}))
+    r = run_checks(p.targets, full, Availability(plans={"exp": plan})).iloc[0]
+    assert r["status"] == INFO and r["ours"] == pytest.approx(-1.0)
+    assert r["note"].startswith(
+        "reduced: 3 dataset chose among fewer validation_fraction values than planned (fewest 3 of 4)"
+    )
+    # with the whole grid measured the verdict stands
+    plan["rows"] = ["method.params.validation_fraction=0.1,0.3,0.5"]
+    r = run_checks(p.targets, full, Availability(plans={"exp": plan})).iloc[0]
+    assert r["status"] == PASS
 
 
 def test_where_selects_param_variant(paper):
@@ -724,3 +739,21 @@ def test_a_relation_states_its_own_runs(tmp_path):
     recs = [make_record(m, "d1", acc=acc) for m, acc in (("a", 0.9), ("b", 0.8))]
     res = _by_id(run_checks(load_paper(path).targets, frame(recs)))["ge"]
     assert res["status"] == INFO and "reduced: 1 of 3 runs (d1)" in res["note"]
+
+
+def test_a_quoted_competitor_number_is_reference_not_a_missing_method(tmp_path):
+    """A paper quotes another method's number beside its own (``check: false``): the report says it
+    is a reference number, not that a method is "not implemented yet" or a run is missing."""
+    spec = _toy_paper(
+        tmp_path,
+        "  - {id: quoted, experiment: exp, source: 'Table 3 (Schulter 2013)', dataset: iris,"
+        " method: adf, value: 0.97, check: false}\n"
+        "  - {id: ours, experiment: exp, dataset: iris, method: sndf, value: 0.97}\n",
+    )
+    res = _by_id(run_checks(spec.targets, frame([]), Availability(**AVAIL)))
+    assert res["quoted"]["status"] == SKIP
+    assert res["quoted"]["note"] == (
+        "reference only: Table 3 (Schulter 2013) quoted beside the paper's; adf is not a method here"
+    )
+    # a checked target of a method the registry lacks still says so
+    assert res["ours"]["note"] == "method 'sndf' not implemented yet"

@@ -64,6 +64,21 @@ def test_percent_converted_and_sizes_expanded():
     assert s.fixed.startswith("TnT's target_splits")  # #S is set by the config: info, not a pass
     w = by_id["t2/tnt_bagging/mnist/e5"].select
     assert w.where == {"param.n_estimators": 5}
+    # the unlimited bagged CART's #S is what full trees grow to: measured and checked, not the
+    # experiment's "set by config" budget note
+    assert by_id["t2/bagged_cart/mnist/e100/n_splits"].fixed is None
+    assert by_id["t2/bagged_cart/mnist/e5/n_splits"].fixed.startswith("each estimator's #S")
+
+
+def test_a_size_is_fixed_or_measured_not_both(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "paper: toy\nunits: percent\ntargets:\n"
+        "  - {id: a, experiment: e, dataset: iris, method: cart, value: 90,"
+        " n_splits: {value: 9, fixed: 'budget', measured: true}}\n"
+    )
+    with pytest.raises(TargetError, match="either 'fixed'"):
+        load_paper(path)
 
 
 def test_for_experiment_merges_unavailable():

@@ -136,6 +136,21 @@ def checkpointing(ck: Checkpoint | None) -> Iterator[Checkpoint | None]:
         _CURRENT.reset(token)
 
 
+def identity(est, *arrays: Any, **extra: Any) -> dict:
+    """What a checkpoint of ``est``'s fit must match: its class, its parameters (not ``n_jobs``
+    or ``verbose``, which do not change the fit), the :func:`fingerprint` of the data ``arrays``
+    as fitted, and any ``extra`` facts the fit depends on."""
+    params = est.get_params(deep=False)
+    params.pop("n_jobs", None)
+    params.pop("verbose", None)
+    return {
+        "estimator": f"{type(est).__module__}.{type(est).__qualname__}",
+        "params": repr(sorted(params.items())),
+        "data": fingerprint(*arrays),
+        **extra,
+    }
+
+
 def fingerprint(*arrays: Any) -> str:
     """A short digest of arrays' shapes, dtypes and bytes (the data a checkpoint belongs to)."""
     import numpy as np

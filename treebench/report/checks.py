@@ -210,6 +210,15 @@ def _within(t: Target, ours: float, tol: float) -> bool:
 
 def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     rows = select(df, t.select, t.experiment)
+    if (
+        rows.empty
+        and not t.check
+        and avail.methods is not None
+        and t.select.method not in avail.methods
+    ):
+        # a competitor's number the paper quotes beside its own (check: false): nothing to run here
+        why = f"reference only: {t.source} quoted beside the paper's; {t.select.method} is not a method here"
+        return _row(t, note=_join(t.why or why, t.note))
     if rows.empty:
         return _row(t, note=_join(t.why or _why_empty(t.select, df, t.experiment, avail), t.note))
     agg = aggregate(rows, t.metric, t.best_over, t.best, t.best_metric, t.nearest)
@@ -343,7 +352,14 @@ def check_trend(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     reduced = shortfall(t, profile, int(runs.min()))  # the thinnest (block, value) cell
     per_block = runs.groupby(level=list(range(len(t.per)))).size()  # values measured per block
     gaps = []
-    if per_block.min() < per_block.max():
+    short = _trend_grid_gaps(t, rows, y.index, avail)
+    if short:  # blocks whose best value was chosen among fewer values than the plan sweeps
+        fewest = min(short, key=lambda s: s[0] / s[1])
+        gaps.append(
+            f"{len(short)} {'/'.join(t.per)} chose among fewer {t.best_of.split('.', 1)[-1]}"
+            f" values than planned (fewest {fewest[0]} of {fewest[1]})"
+        )
+    elif per_block.min() < per_block.max():
         gaps.append(f"{int((per_block < per_block.max()).sum())} {'/'.join(t.per)} lack values")
     if t.blocks is not None and len(y) < t.blocks:
         gaps.append(f"{len(y)} of {t.blocks} {'/'.join(t.per)}")
@@ -362,6 +378,26 @@ def check_trend(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         status=status,
         note=_join(why, f"ours: ρ {rho:+.3f} (p={p:.3g}), N={len(y)}", t.claim),
     )
+
+
+def _trend_grid_gaps(t: Target, rows: pd.DataFrame, blocks, avail: Availability) -> list:
+    """(measured, planned) counts of ``t.best_of`` values for each dataset block that has fewer
+    values than the experiment's full plan sweeps for it (empty when blocks are not datasets,
+    ``best_of`` is not a param, or the plan is not known)."""
+    if tuple(t.per) != ("dataset",) or not t.best_of.startswith("param."):
+        return []
+    short = []
+    for block in blocks:
+        sel = dataclasses.replace(
+            t.lhs, dataset=block, experiment=t.experiment, best_over=(t.best_of,)
+        )
+        grid = avail.grid(sel)
+        if not grid:
+            continue
+        have = {(norm(v),) for v in rows.loc[rows["dataset"] == block, t.best_of]}
+        if len(grid & have) < len(grid):
+            short.append((len(grid & have), len(grid)))
+    return short
 
 
 def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:

@@ -207,11 +207,20 @@ class _Entry(_Model):
 
 
 class SizeIn(_Model):
-    """A size field written with its own annotations: ``{value, fixed, lowered}``."""
+    """A size field written with its own annotations: ``{value, fixed, measured, lowered}``."""
 
     value: Number
     fixed: Text = ""
+    #: the size is an outcome of the fit here (e.g. unlimited trees), not set by the config: the
+    #: experiment's ``fixed`` note for this metric does not apply, the size is checked
+    measured: bool = False
     lowered: Lowered | None = None
+
+    @model_validator(mode="after")
+    def _fixed_or_measured(self):
+        if self.fixed and self.measured:
+            raise ValueError("a size is either 'fixed' (set by config) or 'measured', not both")
+        return self
 
     @model_validator(mode="before")
     @classmethod

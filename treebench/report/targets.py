@@ -119,7 +119,7 @@ class Target:
     rtol: float = 0.0
     runs: int | None = None  # the paper's runs per number (seeds x folds); fewer = reduced
     profile: str = "full"  # the profile that is this file's protocol (CI guards: reduced)
-    fixed: str = ""  # the value is set by the config (why): shown as info, never a pass
+    fixed: str | None = ""  # set by the config (why): info, never a pass; None: measured
     best_over: tuple = ()  # params the paper picked the best of (per dataset)
     best: str = "max"
     best_metric: str | None = None  # metric the best config is picked by (default: ``metric``)
@@ -293,7 +293,7 @@ def _value_targets(e: ValueEntry, d: Defaults, common: dict, file_units: str) ->
                 rtol=float(d.size_rtol),
                 best_metric=base.metric,
                 check=bool(d.size_check) and base.check,
-                fixed=size.fixed,
+                fixed=None if size.measured else size.fixed,
                 lowered=size.lowered.as_dict() if size.lowered else {},
             )
         )
@@ -394,7 +394,7 @@ def load_paper(path: str | Path, text: str | None = None) -> PaperSpec:
     experiments = {k: v or {} for k, v in (data.get("experiments") or {}).items()}
     targets = [  # a metric the experiment's config sets: shown as info, never a pass
         replace(t, fixed=fixed)
-        if not t.fixed
+        if t.fixed == ""  # None: measured, never set by config
         and (fixed := (experiments.get(t.experiment, {}).get("fixed") or {}).get(t.metric))
         else t
         for t in targets

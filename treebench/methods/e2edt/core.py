@@ -1147,11 +1147,38 @@ class Grower:
     def _may_split(self, n):
         return self.max_depth is None or self.depth[n] < self.max_depth
 
-    def grow(self):
+    #: everything growing changes, besides the loop's own variables (:meth:`state`)
+    _STATE = (
+        "tree", "depth", "split", "left", "right", "dist", "rows", "banks", "gammas",
+        "n_split", "n_failed", "n_stumps_trained", "pending",
+    )  # fmt: skip
+
+    def state(self, **loop) -> dict:
+        """The grower between two steps of :meth:`grow` (with the loop's variables ``loop`` and
+        the generator's state), for :meth:`grow` to resume from."""
+        gen = None if self.gen is None else self.gen.get_state()
+        return {**{k: getattr(self, k) for k in self._STATE}, "gen": gen, "loop": loop}
+
+    def _restore(self, state: dict) -> dict:
+        for k in self._STATE:
+            setattr(self, k, state[k])
+        if self.gen is not None:
+            self.gen.set_state(state["gen"])
+        return state["loop"]
+
+    def _roots(self):
         N = self.X.shape[0]
         uni = torch.full((self.K,), 1.0 / self.K, dtype=self.X.dtype)
-        frontier = [self._add(t, 0, uni.clone(), torch.arange(N)) for t in range(self.n_trees)]
+        return [self._add(t, 0, uni.clone(), torch.arange(N)) for t in range(self.n_trees)]
+
+    def grow(self, save=None, resume=None):
+        """Grow the trees; ``save(state)`` is called after each step (a level, or a round of
+        best-first splits) with :meth:`state`, and ``resume``, such a state, goes on from it."""
         if self.max_leaves is None:  # level-wise
+            if resume is None:
+                frontier = self._roots()
+            else:
+                frontier = self._restore(resume)["frontier"]
             while frontier:
                 cand = [n for n in frontier if self._may_split(n)]
                 fitted = self._fit(cand)
@@ -1166,9 +1193,15 @@ class Grower:
                         frontier.extend(self._apply(n, fitted[n]))
                 if cand:
                     report("greedy levels", self.depth[cand[0]] + 1, self.max_depth)
+                if save is not None and frontier:
+                    save(self.state(frontier=frontier))
         else:  # best-first by information gain, per tree
-            self.pending.update(self._fit([n for n in frontier if self._may_split(n)]))
-            n_leaves = [1] * self.n_trees
+            if resume is None:
+                frontier = self._roots()
+                self.pending.update(self._fit([n for n in frontier if self._may_split(n)]))
+                n_leaves = [1] * self.n_trees
+            else:
+                n_leaves = list(self._restore(resume)["n_leaves"])
             while True:
                 best = {}
                 for n, f in self.pending.items():
@@ -1187,6 +1220,9 @@ class Grower:
                     new.extend(self._apply(n, self.pending.pop(n)))
                     n_leaves[t] += 1
                 self.pending.update(self._fit([n for n in new if self._may_split(n)]))
+                report("greedy leaves", sum(n_leaves), self.n_trees * self.max_leaves)
+                if save is not None:
+                    save(self.state(n_leaves=list(n_leaves)))
         for i in range(len(self.rows)):
             self.rows[i] = None
         return self

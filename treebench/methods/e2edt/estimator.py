@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import RealNotInt
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from treebench.methods import checkpoint
 from treebench.methods.base import (
     CLASSIFICATION,
     NON_NEGATIVE,
@@ -54,6 +55,13 @@ AUTO_MAX_BATCH = 1000
 #: ceil(rows / AUTO_NODE_STEPS) within [AUTO_MIN_NODE_BATCH, that batch] (deep nodes hold few rows)
 AUTO_NODE_STEPS = 16
 AUTO_MIN_NODE_BATCH = 4
+
+
+#: cells of the [rows, leaves] tensors one Finetune group of trees may hold (2**25: 128 MiB float32)
+_GROUP_CELLS = 2**25
+
+#: what the Finetune loop changes, saved after each group (besides the group index, generator)
+_FINETUNE_STATE = ("new_params", "gamma", "pi", "kept")
 
 
 def auto_batch_size(n_rows):
@@ -220,55 +228,82 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             )
 
         log = print if self.verbose else None
-        t0 = time.perf_counter()
-        grower = core.Grower(
-            make_bank,
-            Xt,
-            yt,
-            swt,
-            K,
-            n_trees=self._n_trees(),
-            max_depth=None if self.max_depth is None else int(self.max_depth),
-            max_leaves=None if self.max_leaves is None else int(self.max_leaves),
-            epochs=int(self.epochs),
-            dgamma=float(self.steepness_inc),
-            gamma0=float(self.initial_steepness),
-            batch_size=batch_size,
-            node_steps=AUTO_NODE_STEPS if self.batch_size == "auto" else None,
-            node_min=AUTO_MIN_NODE_BATCH,
-            gen=gen,
-            max_attempts=int(self.max_attempts),
-            weight_decay=float(self.weight_decay),
-            lap=lap,
-            reg=float(self.spatial_reg),
-            lr=float(self.learning_rate),
-            log=log,
-            gain=getattr(self, "best_first_gain", "reference"),
-        ).grow()
-        bank, struct, gamma, pi = grower.result()
-        t_greedy = time.perf_counter() - t0
-        info = {
-            "batch_size": batch_size,
-            "greedy_seconds": t_greedy,
-            "greedy_stumps_trained": grower.n_stumps_trained,
-            "greedy_failed_nodes": grower.n_failed,
-            "greedy_splits": struct.n_splits,
-        }
-        self.greedy_ = None
-        if bank is not None:
-            info["greedy_train_accuracy"] = self._acc(core, bank, struct, pi, Xt, y_enc)
-            if X_val is not None:
-                info["greedy_val_accuracy"] = self._acc(
-                    core, bank, struct, pi, torch.from_numpy(X_val), y_val
+        # a checkpoint (when the runner enables one) after each greedy level and each Finetune
+        # group: a killed fit of a large forest resumes where it stopped
+        ck = checkpoint.current()
+        ck_id = checkpoint.identity(self, X, y_enc, sample_weight) if ck is not None else None
+        state = ck.load(ck_id) if ck is not None else None
+        phase = None if state is None else state["phase"]
+
+        def save(phase, at, **st):
+            if ck is not None and ck.due():
+                ck.save({"phase": phase, **st}, ck_id, at=at)
+
+        if phase == "finetune":  # greedy trees already grown
+            bank, struct, gamma, pi, info, self.greedy_ = state["greedy"]
+        else:
+            t0 = time.perf_counter()
+            grower = core.Grower(
+                make_bank,
+                Xt,
+                yt,
+                swt,
+                K,
+                n_trees=self._n_trees(),
+                max_depth=None if self.max_depth is None else int(self.max_depth),
+                max_leaves=None if self.max_leaves is None else int(self.max_leaves),
+                epochs=int(self.epochs),
+                dgamma=float(self.steepness_inc),
+                gamma0=float(self.initial_steepness),
+                batch_size=batch_size,
+                node_steps=AUTO_NODE_STEPS if self.batch_size == "auto" else None,
+                node_min=AUTO_MIN_NODE_BATCH,
+                gen=gen,
+                max_attempts=int(self.max_attempts),
+                weight_decay=float(self.weight_decay),
+                lap=lap,
+                reg=float(self.spatial_reg),
+                lr=float(self.learning_rate),
+                log=log,
+                gain=getattr(self, "best_first_gain", "reference"),
+            )
+            grower.grow(
+                save=None
+                if ck is None
+                else lambda gs: save("greedy", {"greedy_splits": gs["n_split"]}, grower=gs),
+                resume=state["grower"] if phase == "greedy" else None,
+            )
+            bank, struct, gamma, pi = grower.result()
+            info = {
+                "batch_size": batch_size,
+                "greedy_seconds": time.perf_counter() - t0,
+                "greedy_stumps_trained": grower.n_stumps_trained,
+                "greedy_failed_nodes": grower.n_failed,
+                "greedy_splits": struct.n_splits,
+            }
+            self.greedy_ = None
+            if bank is not None:
+                info["greedy_train_accuracy"] = self._acc(core, bank, struct, pi, Xt, y_enc)
+                if X_val is not None:
+                    info["greedy_val_accuracy"] = self._acc(
+                        core, bank, struct, pi, torch.from_numpy(X_val), y_val
+                    )
+            if self.keep_greedy and bank is not None:
+                self.greedy_ = (
+                    bank.select(np.arange(len(bank))),
+                    struct,
+                    gamma.clone(),
+                    pi.clone(),
                 )
-        if self.keep_greedy and bank is not None:
-            self.greedy_ = (bank.select(np.arange(len(bank))), struct, gamma.clone(), pi.clone())
+        greedy = (bank, struct, gamma, pi, info, self.greedy_)
         fe = self._finetune_epochs()
         t1 = time.perf_counter()
         if fe > 0 and bank is not None:
             bank, gamma, pi, finfo = self._finetune(
-                core, torch, bank, struct, gamma, pi, Xt, yt, swt, K, fe, gen, lap, log, batch_size
-            )
+                core, torch, bank, struct, gamma, pi, Xt, yt, swt, K, fe, gen, lap, log, batch_size,
+                save=None if ck is None else lambda at, **st: save("finetune", at, greedy=greedy, **st),
+                resume=state if phase == "finetune" else None,
+            )  # fmt: skip
             info.update(finfo)
         info["finetune_seconds"] = time.perf_counter() - t1
         info["finetune_epochs"] = fe
@@ -304,17 +339,22 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         return int(self.batch_size)
 
     def _finetune(
-        self, core, torch, bank, struct, gamma, pi, Xt, yt, swt, K, fe, gen, lap, log, batch_size
-    ):
-        """Finetune every tree; trees are independent, so a forest is processed in groups."""
+        self, core, torch, bank, struct, gamma, pi, Xt, yt, swt, K, fe, gen, lap, log, batch_size,
+        save=None, resume=None,
+    ):  # fmt: skip
+        """Finetune every tree; trees are independent, so a forest is processed in groups.
+
+        ``save(at, **state)`` is called after each group with what the loop has changed, and
+        ``resume``, such a state, goes on with the next group.
+        """
         lt = struct.leaf_tree
         per_tree = np.bincount(lt, minlength=struct.n_trees)
         # trees per group: bounds the [nodes, batch] level-pass tensors (and h) in memory; the
         # compiled kernels keep only h [N, leaves of the group] (dense, exact)
         if core.use_kernels(bank, Xt, lap, float(self.spatial_reg)):
-            budget = max(1, int(2**25 // (Xt.shape[0] * max(int(per_tree.max()), 1))))
+            budget = max(1, int(_GROUP_CELLS // (Xt.shape[0] * max(int(per_tree.max()), 1))))
         else:
-            budget = max(1, int(2**24 // (2 * max(int(per_tree.max()), 1) * batch_size)))
+            budget = max(1, int(_GROUP_CELLS // (4 * max(int(per_tree.max()), 1) * batch_size)))
         groups = [
             list(range(a, min(a + budget, struct.n_trees)))
             for a in range(0, struct.n_trees, budget)
@@ -322,7 +362,12 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         gamma, pi = gamma.clone(), pi.clone()
         kept = []
         new_params = [p.clone() for p in bank.params()]
-        for g in groups:
+        start = 0
+        if resume is not None:
+            start, new_params, gamma, pi, kept = (resume[k] for k in ("next", *_FINETUNE_STATE))
+            gen.set_state(resume["gen"])
+        for gi in range(start, len(groups)):
+            g = groups[gi]
             sub, split_ids, leaf_ids = core.substructure(struct, g)
             if sub.n_splits == 0:
                 continue
@@ -359,6 +404,13 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
             gamma[sid] = sg
             pi[torch.as_tensor(leaf_ids)] = spi
             kept.append(info)
+            if save is not None and gi + 1 < len(groups):
+                save(
+                    {"finetune_groups": gi + 1},
+                    next=gi + 1,
+                    gen=gen.get_state(),
+                    **dict(zip(_FINETUNE_STATE, (new_params, gamma, pi, kept), strict=True)),
+                )
         bank.set_params(new_params)
         return (
             bank,

@@ -449,20 +449,11 @@ class _HingeBase(SizeMixin, BaseEstimator):
         return self
 
     def _checkpoint_identity(self, X, yt, sw, eval_set) -> dict:
-        """What a checkpoint of this fit must match: class, parameters (not ``n_jobs``/``verbose``)
-        and the data (training arrays as fitted, the eval set)."""
-        params = self.get_params(deep=False)
-        params.pop("n_jobs", None)
-        params.pop("verbose", None)
+        """:func:`checkpoint.identity` of this fit: the training arrays as fitted, the eval set,
+        and whether the compiled trainer runs."""
         ev = (None, None) if eval_set is None else (eval_set[0], np.asarray(eval_set[1]))
-        return {
-            "estimator": f"{type(self).__module__}.{type(self).__qualname__}",
-            "params": repr(sorted(params.items())),
-            "data": checkpoint.fingerprint(
-                X, yt, sw, np.asarray(ev[0], dtype=np.float32) if ev[0] is not None else None, ev[1]
-            ),
-            "compiled": self._compiled_training,
-        }
+        ev_x = np.asarray(ev[0], dtype=np.float32) if ev[0] is not None else None
+        return checkpoint.identity(self, X, yt, sw, ev_x, ev[1], compiled=self._compiled_training)
 
     def wants_eval_set(self):
         """True when fit needs the test part (``selection="test"``, the papers' labelled protocol);

@@ -386,16 +386,8 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         return self
 
     def _checkpoint_identity(self, X, y, sw) -> dict:
-        """What a checkpoint of this fit must match: class, parameters (not ``n_jobs``/``verbose``)
-        and the data."""
-        params = self.get_params(deep=False)
-        params.pop("n_jobs", None)
-        params.pop("verbose", None)
-        return {
-            "estimator": f"{type(self).__module__}.{type(self).__qualname__}",
-            "params": repr(sorted(params.items())),
-            "data": checkpoint.fingerprint(X, np.asarray(y), sw),
-        }
+        """:func:`checkpoint.identity` of this fit on the data as fitted."""
+        return checkpoint.identity(self, X, np.asarray(y), sw)
 
     @staticmethod
     def _adam(p, g, st, lr, b1, b2, eps):
