@@ -757,3 +757,41 @@ def test_a_quoted_competitor_number_is_reference_not_a_missing_method(tmp_path):
     )
     # a checked target of a method the registry lacks still says so
     assert res["ours"]["note"] == "method 'sndf' not implemented yet"
+
+
+def test_a_claim_at_a_size_not_run_yet_is_checked_at_the_largest_run_labelled(tmp_path):
+    """``short_of``: the paper's forest size has not run (too costly so far), so the claim is
+    checked at the largest smaller size run, on both sides that set it, and labelled reduced."""
+    spec = _toy_paper(
+        tmp_path,
+        """  - id: beats
+    kind: relation
+    experiment: exp
+    dataset: iris
+    lhs: {method: hinge_forest, where: {n_estimators: 80}}
+    rhs: {method: gbdt, where: {n_estimators: 80}}
+    short_of: n_estimators
+""",
+    )
+
+    def recs(method, sizes, acc):
+        return [
+            make_record(
+                method, "iris", seed=s, acc=acc, params={"n_estimators": n}, experiment="exp"
+            )
+            for n in sizes
+            for s in range(2)
+        ]
+
+    df = frame(recs("hinge_forest", (1, 10), 0.95) + recs("gbdt", (1, 10, 80), 0.90))
+    r = run_checks(spec.targets, df).iloc[0]
+    assert r["status"] == INFO and r["ours"] == 1.0
+    assert r["method"] == "hinge_forest[n_estimators=10] >= gbdt[n_estimators=10]"
+    assert "reduced: at 10 of the paper's 80 n_estimators (the largest run)" in r["note"]
+    # once the paper's size has run, it is checked there
+    df = frame(recs("hinge_forest", (1, 10, 80), 0.95) + recs("gbdt", (1, 10, 80), 0.90))
+    r = run_checks(spec.targets, df).iloc[0]
+    assert r["status"] == PASS and "n_estimators=80" in r["method"]
+    # nothing smaller has run either: not run
+    r = run_checks(spec.targets, frame(recs("gbdt", (80,), 0.9)), Availability(**AVAIL)).iloc[0]
+    assert r["status"] == SKIP and r["note"].startswith("not run")

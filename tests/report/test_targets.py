@@ -189,3 +189,13 @@ def test_papers_naming_finds_every_paper_setting():
         assert line == paper_setting(method, dataset, papers), (method, dataset)
     assert papers_naming("cart", "iris", exclude=("ci",)) == []  # only the CI guards name iris
     assert [p.name for p in papers_naming("hinge_forest", "letter")] == ["hinge.yaml"]
+
+
+def test_short_of_needs_the_papers_size_in_lhs_where(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "paper: toy\nunits: percent\ntargets:\n"
+        "  - {id: r, kind: relation, experiment: e, lhs: e2edf, rhs: rf, short_of: n_estimators}\n"
+    )
+    with pytest.raises(TargetError, match="short_of"):
+        load_paper(path)

@@ -264,8 +264,40 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     )
 
 
-def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
+def _largest_run_short_of(t: Target, df: pd.DataFrame) -> tuple[Target, float, float] | None:
+    """``t`` with its sides' ``short_of`` value (the paper's size) lowered to the largest smaller
+    one the lhs has ok rows of, with that size and the paper's; None when it has none."""
+    col, lhs = t.short_of, t.lhs
+    want = float(lhs.where[col])
+    rest = {k: v for k, v in lhs.where.items() if k != col}
+    rows = select(df, dataclasses.replace(lhs, where=rest), t.experiment)
+    if "status" in rows.columns:
+        rows = rows[rows["status"] == "ok"]
+    if col not in rows.columns or t.metric not in rows.columns:
+        return None
+    sizes = pd.to_numeric(rows.loc[rows[t.metric].notna(), col], errors="coerce")
+    sizes = sizes[sizes < want]
+    if sizes.empty:
+        return None
+    have = float(sizes.max())
+    have = int(have) if have.is_integer() else have
+
+    def lowered(sel):
+        if sel is None or col not in sel.where or float(sel.where[col]) != want:
+            return sel
+        return dataclasses.replace(sel, where={**sel.where, col: have})
+
+    return dataclasses.replace(t, lhs=lowered(lhs), rhs=lowered(t.rhs), short_of=None), have, want
+
+
+def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str = "") -> dict:
     left = per_block_means(df, t.lhs, t.metric, t.per, t.experiment)
+    if t.short_of and not len(left):  # the paper's size has not run: the largest that has
+        fell = _largest_run_short_of(t, df)
+        if fell is not None:
+            low, have, want = fell
+            what = f"at {have:g} of the paper's {want:g} {t.short_of.split('.', 1)[-1]}"
+            return check_relation(low, df, avail, short=f"{what} (the largest run)")
     if t.rhs is None:  # a constant
         right = pd.Series(t.rhs_value, index=left.index, dtype=float)
         rlabel = f"{t.rhs_value:g}"
@@ -300,6 +332,8 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     if t.blocks is not None and len(both) < t.blocks:  # the paper's claim spans more blocks
         what = f"{len(both)} of {t.blocks} {'/'.join(t.per) or 'block'}"
         reduced = f"{reduced}, {what}" if reduced else f"reduced: {what}"
+    if short:
+        reduced = f"{reduced}, {short}" if reduced else f"reduced: {short}"
     status, why = verdict(t, share >= t.require - 1e-12, reduced)
     note = _join(why, t.claim, f"fails on: {', '.join(bad)}" if bad else "")
     need = "all" if t.require >= 1 else need_text(t.require)

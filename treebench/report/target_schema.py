@@ -289,6 +289,9 @@ class RelationEntry(_Entry):
     runs: Annotated[int, Field(strict=True, ge=1)] | None = (
         None  # the paper's runs behind each mean
     )
+    # a param the sides' ``where`` set to a size the paper ran (e.g. n_estimators: 80): until that
+    # size has run, the claim is checked at the largest smaller size the lhs has, labelled reduced
+    short_of: str | None = None
 
 
 class StatEntry(_Entry):

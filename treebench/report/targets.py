@@ -139,6 +139,7 @@ class Target:
     margin: float = 0.0
     claim: str = ""
     blocks: int | None = None  # blocks the paper's claim spans; fewer measured = reduced
+    short_of: str | None = None  # column: until the paper's size has run, the largest smaller one
     # kind: stat
     test: str | None = None
     groups: tuple = ()
@@ -303,6 +304,10 @@ def _value_targets(e: ValueEntry, d: Defaults, common: dict, file_units: str) ->
 def _relation_target(e: RelationEntry, d: Defaults, common: dict) -> Target:
     at = {"dataset": e.dataset}  # a dataset at the relation level applies to both sides
     const = isinstance(e.rhs, float)
+    if e.short_of and not isinstance(e.lhs.where.get(e.short_of), (int, float)):
+        raise ValueError(
+            f"short_of: {e.short_of!r} needs a number in lhs 'where' (the paper's size)"
+        )
     return Target(
         **common,
         kind="relation",
@@ -316,6 +321,7 @@ def _relation_target(e: RelationEntry, d: Defaults, common: dict) -> Target:
         claim=e.claim,
         table=e.table,
         blocks=e.blocks,
+        short_of=_column(e.short_of) if e.short_of else None,
     )
 
 
