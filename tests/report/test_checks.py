@@ -753,7 +753,7 @@ def test_a_quoted_competitor_number_is_reference_not_a_missing_method(tmp_path):
     res = _by_id(run_checks(spec.targets, frame([]), Availability(**AVAIL)))
     assert res["quoted"]["status"] == SKIP
     assert res["quoted"]["note"] == (
-        "reference only: Table 3 (Schulter 2013) quoted beside the paper's; adf is not a method here"
+        "reference only: Table 3 (Schulter 2013), quoted beside the paper's (adf is not a method here)"
     )
     # a checked target of a method the registry lacks still says so
     assert res["ours"]["note"] == "method 'sndf' not implemented yet"

@@ -217,7 +217,7 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         and t.select.method not in avail.methods
     ):
         # a competitor's number the paper quotes beside its own (check: false): nothing to run here
-        why = f"reference only: {t.source} quoted beside the paper's; {t.select.method} is not a method here"
+        why = f"reference only: {t.source}, quoted beside the paper's ({t.select.method} is not a method here)"
         return _row(t, note=_join(t.why or why, t.note))
     if rows.empty:
         return _row(t, note=_join(t.why or _why_empty(t.select, df, t.experiment, avail), t.note))
