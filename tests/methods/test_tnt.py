@@ -142,6 +142,27 @@ def test_micro_tree_kernel_count_weights_path_is_exact(K):
                 np.testing.assert_array_equal(a[5], 2 * b[5])
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_micro_tree_kernel_ignores_splits_that_isolate_negligible_weight(seed):
+    """Late AdaBoost rounds weigh some rows ~1e-20 of the others. A split that puts only such rows
+    on one side leaves that side's weight below the rounding of the node's total (W - wl = 0 or a
+    rounding residue): it used to divide by zero, or win with a huge bogus score. Both sides of the
+    chosen split must carry real weight, and the tree grows as if those rows weighed nothing."""
+    from treebench.methods.tnt import core
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    y = rng.integers(0, 3, 300).astype(np.int64)  # no signal: every real split gains little
+    w = rng.uniform(0.5, 1.5, 300)
+    w[X[:, 0] > 0.8] = 1e-22
+    w *= 300 / w.sum()  # as TnT rescales AdaBoost's weights
+    enc = core.encode_features(X)
+    feat, thr, *_ = core.build_micro(*enc, np.arange(3), np.arange(300), y, w, 3, 0.0, 1)
+    go_left = X[:, feat[0]] <= thr[0]
+    for side in (go_left, ~go_left):
+        assert w[side].sum() > 1e-9 * w.sum()
+
+
 def test_N1_1_iris_and_string_labels():
     X, y = load_iris(return_X_y=True)
     names = np.array(["setosa", "versicolor", "virginica"])[y]

@@ -194,6 +194,13 @@ def _threshold(t, par, left, right, wsum, imp, lbv, cost, done, tau, path):
 
 
 @njit(cache=True)
+def _both_weighted(wl, W):
+    """Both sides of a split carry weight beyond the rounding of the node's total ``W``."""
+    eps = 1e-12 * W
+    return wl > eps and W - wl > eps
+
+
+@njit(cache=True)
 def _scan(hn, hw, off, B, K, m, W, sq, cnt, cl, min_leaf, best, clear):
     """Best split of one feature from its histogram (``hn[off + b]`` samples and ``hw[(off + b) * K + k]``
     weight of class ``k`` in bin ``b``), if better than ``best``: ``(best, left bin, right bin, #non-empty
@@ -216,7 +223,9 @@ def _scan(hn, hw, off, B, K, m, W, sq, cnt, cl, min_leaf, best, clear):
         c = hn[off + b]
         if c == 0:
             continue
-        if prev >= 0 and nl >= min_leaf and m - nl >= min_leaf:
+        # a side of (numerically) zero weight: TnT's indifferent samples weigh 0, so a side can
+        # hold samples and no weight; its Gini term is undefined and the split gains nothing
+        if prev >= 0 and nl >= min_leaf and m - nl >= min_leaf and _both_weighted(wl, W):
             p = sql / wl + sqr / (W - wl)
             if p > best:
                 best = p
@@ -435,7 +444,7 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
                 for t in range(m):
                     o = order[t]
                     c = tc[o]
-                    if c != prevc and t >= min_leaf and m - t >= min_leaf:
+                    if c != prevc and t >= min_leaf and m - t >= min_leaf and _both_weighted(wl, W):
                         p = sql / wl + sqr / (W - wl)
                         if p > best:
                             best = p
