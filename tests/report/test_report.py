@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -13,6 +14,7 @@ from treebench.report.checks import Availability
 from treebench.report.figures import figure_points
 from treebench.report.paper import report_experiment, reproduction_markdown, to_latex
 from treebench.report.targets import load_paper
+from treebench.results.table import core_hours
 
 PAPER = """
 paper: toy
@@ -152,9 +154,22 @@ def test_reproduction_markdown(toy):
     assert "**How close:**" in text and "profiles" in text
 
 
-def test_latex_escapes():
-    import pandas as pd
+def test_reproduction_states_core_hours_per_experiment_and_paper(toy):
+    recs = _records()  # 50 runs of 0.1 s on one thread ...
+    for r in recs[:10]:
+        r["wall_seconds"], r["threads"] = 360.0, 2  # ... of which 10 took 0.2 core-hours each
+    df = frame(recs)
+    hours = core_hours(df)
+    assert hours == pytest.approx((10 * 720 + 40 * 0.1) / 3600)
+    assert core_hours(pd.concat([df, df])) == pytest.approx(hours)  # a run counts once
+    text = reproduction_markdown(df, [toy], Availability(datasets={"d1"}, methods={"cart", "rf"}))
+    assert "seeds 0, 1; 2.0 core-hours." in text
+    assert "core-h = their wall-clock hours times the threads each held" in text
+    overview = text.split("## Overview")[1].split("Per experiment:")[0]
+    assert "|   records |   core-h |" in overview and "|        50 |        2 |" in overview
 
+
+def test_latex_escapes():
     tex = to_latex(pd.DataFrame({"a_b": ["90 ± 1 %"], "n": [3]}), caption="x & y")
     assert r"a\_b" in tex and r"$\pm$" in tex and r"\%" in tex and r"x \& y" in tex
 

@@ -29,6 +29,7 @@ from treebench.report.figures import make_figure
 from treebench.report.select import add_derived, counted, per_block_means, series_label
 from treebench.report.tables import summary_table
 from treebench.report.targets import PaperSpec, Selector, for_experiment
+from treebench.results.table import core_hours
 
 # ----------------------------------------------------------------------------------------- writers
 
@@ -379,13 +380,20 @@ def _figures_md(
     return md
 
 
+def _hours(h: float) -> str:
+    """``h`` core-hours in words, minutes below a tenth of an hour."""
+    return f"{h:,.1f} core-hours" if h >= 0.1 else f"{60 * h:.0f} core-minutes"
+
+
 def _item(r: pd.Series) -> str:
     """The paper item (table, figure or in-text claim) a verdict row belongs to."""
     label = r["table"] if isinstance(r["table"], str) and r["table"] else r["source"]
     return re.sub(r"\s*\(.*\)$", "", str(label)) or str(r["experiment"])
 
 
-def paper_overview(p: PaperSpec, res: pd.DataFrame, n_records: int) -> tuple[dict, list[str]]:
+def paper_overview(
+    p: PaperSpec, res: pd.DataFrame, n_records: int, hours: float = 0.0
+) -> tuple[dict, list[str]]:
     """One overview row of a paper (items reproduced / total, verdict counts) and its deviations.
 
     An item is reproduced when it has a pass and no FAIL, skipped or reduced-protocol row. The
@@ -407,6 +415,7 @@ def paper_overview(p: PaperSpec, res: pd.DataFrame, n_records: int) -> tuple[dic
         INFO: counts.get(INFO, 0),
         SKIP: counts.get(SKIP, 0),
         "records": n_records,
+        "core-h": round(hours, 1),
     }
     shown = set(res.loc[res["status"].isin([FAIL, INFO]), "id"]) if len(res) else set()
     devs = [t.deviation for t in p.targets if t.deviation and t.id in shown]
@@ -449,7 +458,7 @@ def reproduction_markdown(
     sections = []
     for p in papers:
         paper_res = []
-        paper_keys: set = set()  # a fit shared by two of the paper's experiments counts once
+        paper_rows = []  # a fit shared by two of the paper's experiments counts once
         exps = list(dict.fromkeys([*p.experiments, *(t.experiment for t in p.targets)]))
         sections.append(f"## {p.title} (`{p.paper}`)\n")
         if p.notes:
@@ -471,7 +480,8 @@ def reproduction_markdown(
                 else pd.DataFrame()
             )
             cfg = Path(conf_dir) / "experiment" / f"{exp}.yaml" if conf_dir else None
-            paper_keys.update(rows["key"] if len(rows) else ())
+            paper_rows.append(rows)
+            hours = core_hours(rows)
             counts = res["status"].value_counts().to_dict() if not res.empty else {}
             checked = counts.get(PASS, 0) + counts.get(FAIL, 0)
             overview.append(
@@ -484,6 +494,7 @@ def reproduction_markdown(
                     SKIP: counts.get(SKIP, 0),
                     INFO: counts.get(INFO, 0),
                     "records": len(rows),
+                    "core-h": round(hours, 1),
                 }
             )
             sections.append(f"### {spec.get('title', exp)} — `{exp}`\n")
@@ -496,7 +507,8 @@ def reproduction_markdown(
                     f"{counted(len(rows), 'record')} ({len(ok)} ok; profiles {prof}); methods "
                     f"{', '.join(sorted(rows['method'].unique()))}; datasets "
                     f"{', '.join(sorted(rows['dataset'].unique()))}; seeds "
-                    f"{', '.join(map(str, sorted(rows['seed'].unique())))}."
+                    f"{', '.join(map(str, sorted(rows['seed'].unique())))}; "
+                    f"{_hours(hours)}."
                 )
             else:
                 ran += "no records collected."
@@ -541,13 +553,15 @@ def reproduction_markdown(
                     + "\n"
                 )
         allres = pd.concat(paper_res, ignore_index=True) if paper_res else pd.DataFrame()
-        row, devs = paper_overview(p, allres, len(paper_keys))
+        ran = pd.concat(paper_rows) if paper_rows else pd.DataFrame()
+        n_runs = ran["key"].nunique() if len(ran) else 0
+        row, devs = paper_overview(p, allres, n_runs, core_hours(ran))
         per_paper.append((row, devs))
     lines.append("## Overview\n")
     lines.append(
         "Per paper: items (tables, figures, in-text claims) reproduced = every number of the item "
         "passes under the paper's protocol; targets by verdict; records = distinct runs behind "
-        "them.\n"
+        "them; core-h = their wall-clock hours times the threads each held (tuning included).\n"
     )
     lines.append(to_markdown(pd.DataFrame([r for r, _ in per_paper])))
     for row, devs in per_paper:

@@ -170,6 +170,17 @@ def _column(df: pd.DataFrame, name: str) -> pd.Series:
     return df[name] if name in df.columns else pd.Series(None, index=df.index, dtype=object)
 
 
+def core_hours(df: pd.DataFrame) -> float:
+    """Core-hours behind the rows: each distinct run's wall-clock seconds times the threads it held
+    (tuning included; a resumed fit counts its last leg only), summed and divided by 3,600."""
+    if df.empty or "wall_seconds" not in df.columns:
+        return 0.0
+    runs = df.drop_duplicates("key")
+    threads = pd.to_numeric(_column(runs, "threads"), errors="coerce").fillna(1.0)
+    wall = pd.to_numeric(runs["wall_seconds"], errors="coerce").fillna(0.0)
+    return float((wall * threads).sum()) / 3600.0
+
+
 def records_frame(
     store_dir: str | os.PathLike | None, ledger: Ledger | None = None, problems=None
 ) -> pd.DataFrame:
