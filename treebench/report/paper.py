@@ -382,7 +382,7 @@ def _figures_md(
 
 def _hours(h: float) -> str:
     """``h`` core-hours in words, minutes below a tenth of an hour."""
-    return f"{h:,.1f} core-hours" if h >= 0.1 else f"{60 * h:.0f} core-minutes"
+    return f"{h:,.1f} core-hours" if h >= 0.1 else counted(round(60 * h), "core-minute")
 
 
 def _item(r: pd.Series) -> str:
