@@ -298,3 +298,56 @@ def test_e2ed_resumes_bit_identical(tmp_path, monkeypatch, name, params, phase, 
     with checkpointing(ck3):
         getattr(mod, name)(epochs=2, batch_size=32, random_state=5, **params).fit(X, y)
     assert ck3.resumed_from is None
+
+
+@pytest.mark.parametrize(
+    "params,phase,k,computed",
+    [
+        # forest teacher, alpha by CV: stopped after 2 of 10 fold-pair teachers (25 jackknife fits
+        # and 2 pair fits saved), resumed with the 8 other pairs only
+        ({"teacher": "rf", "n_repeats": 5}, "teacher fits (fold pairs)", 2, 8),
+        # DNN teacher: all 6 teachers saved, stopped after 3 of 5 alpha-CV folds; resumed with
+        # the 2 other folds' trees only (no teacher refitted)
+        (
+            {"teacher": "mlp", "teacher_params": {"epochs": 2, "milestones": [1]}},
+            "alpha folds",
+            3,
+            0,
+        ),
+        # holdout alpha selection: stopped after 4 of the grid's candidates
+        ({"teacher": "rf", "alpha_selection": "holdout"}, "alpha candidates", 4, 0),
+    ],
+    ids=["forest-pairs", "dnn-alpha-folds", "holdout"],
+)
+def test_redt_resumes_bit_identical(tmp_path, monkeypatch, params, phase, k, computed):
+    from sklearn.datasets import load_digits
+
+    from treebench.methods.redt import estimator as mod
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:400].astype(np.float32), y[:400]
+    params = {"teacher_params": {"n_estimators": 5}, "random_state": 3, **params}
+
+    def make():
+        return mod.ReDTClassifier(**params)
+
+    ref = make().fit(X, y)
+    mod._memo_clear()  # forest soft labels are memoised per process: make the fits recompute
+    ck = Checkpoint(tmp_path / "k.pt", every=0)
+    with checkpointing(ck), reporting(_count_to(phase, k)):
+        with pytest.raises(Interrupt):
+            make().fit(X, y)
+    assert ck.n_saves > 0
+    mod._memo_clear()
+    fits = []
+    real = mod._fit_proba
+    monkeypatch.setattr(mod, "_fit_proba", lambda *a: fits.append(1) or real(*a))
+    ck2 = Checkpoint(tmp_path / "k.pt", every=0)
+    with checkpointing(ck2):
+        resumed = make().fit(X, y)
+    assert ck2.resumed_from == {"units": ck.n_saves}
+    assert len(fits) == computed
+    assert resumed.alpha_ == ref.alpha_ and resumed.n_nodes_ == ref.n_nodes_
+    assert getattr(resumed, "alpha_scores_", None) == getattr(ref, "alpha_scores_", None)
+    np.testing.assert_array_equal(resumed.soft_labels_, ref.soft_labels_)
+    np.testing.assert_array_equal(resumed.predict_proba(X), ref.predict_proba(X))

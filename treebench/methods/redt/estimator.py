@@ -20,6 +20,11 @@ with soft labels from teachers that never saw the validation fold (``cv_soft_lab
 reusing the final soft labels would inflate the CV accuracy of small alpha); ``"holdout"`` uses one
 ``val_size`` split. The paper's protocol (best alpha by test accuracy) is a sweep of fixed ``alpha``.
 
+Checkpoints: inside :func:`treebench.methods.checkpoint.checkpointing` (the runner) a fit with an
+integer ``random_state`` keeps each finished unit of work (one teacher's probabilities, one alpha-CV
+fold's counts) in the run's checkpoint; a rerun replays the same random draws and recomputes only
+the units that had not finished, so it gives the fit an uninterrupted run gives.
+
 Why these defaults, the measurements behind them and the paper's open points:
 ``docs/methods/redt.md``.
 """
@@ -29,6 +34,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from functools import partial
 from numbers import Integral
 
 import numpy as np
@@ -41,6 +47,7 @@ from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from treebench.methods import checkpoint
 from treebench.methods._flatgraph import node_depths
 from treebench.methods.base import (
     CLASSIFICATION,
@@ -210,6 +217,47 @@ class TorchTeacher(ClassifierMixin, BaseEstimator):
         return self.classes_[self.logits(X).argmax(axis=1)]
 
 
+class _Units:
+    """The finished units of work of one fit, by name, saved to the run's checkpoint when due.
+
+    Without a checkpoint it keeps nothing and every unit is computed.
+    """
+
+    def __init__(self, ck=None, identity=None):
+        self.ck, self.identity = ck, identity
+        state = ck.load(identity) if ck is not None else None
+        self.done: dict = dict(state["units"]) if state is not None else {}
+
+    def get(self, name):
+        """The stored result of unit ``name``, or None."""
+        return self.done.get(name)
+
+    def put(self, name, value):
+        """Keep ``value`` as unit ``name``'s result (and save when the checkpoint is due)."""
+        if self.ck is not None:
+            self.done[name] = value
+            if self.ck.due():
+                self.ck.save({"units": self.done}, self.identity, at={"units": len(self.done)})
+        return value
+
+
+def _run_units(units, names, fits, n_jobs, phase):
+    """Results of ``fits`` (zero-argument callables named ``names``): the stored ones from
+    ``units``, the others computed in batches of one round of ``n_jobs`` thread workers (sklearn
+    forests and torch release the GIL), with progress reported as ``phase`` after each batch."""
+    units = units if units is not None else _Units()
+    out = [units.get(n) for n in names]
+    todo = [i for i, o in enumerate(out) if o is None]
+    step = effective_n_jobs(n_jobs)
+    for b in range(0, len(todo), step):
+        batch = todo[b : b + step]
+        res = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(fits[i])() for i in batch)
+        for i, r in zip(batch, res, strict=True):
+            out[i] = units.put(names[i], r)
+        report(phase, len(names) - len(todo) + b + len(batch), len(names))
+    return out
+
+
 def _fit_proba(teacher, X, y, tr, te, K, sample_weight):
     """Fit ``teacher`` on rows ``tr`` and return its probabilities on rows ``te`` as (len(te), K)."""
     kw = {} if sample_weight is None else {"sample_weight": sample_weight[tr]}
@@ -230,12 +278,14 @@ def jackknife_soft_labels(
     n_jobs=None,
     sample_weight=None,
     return_folds=False,
+    units=None,
 ):
     """Alg. 1 repeated ``n_repeats`` times: out-of-fold teacher probabilities, averaged.
 
     ``make_teacher(seed)`` returns an unfitted classifier; ``y`` holds integer codes 0..K-1. A sample's
     soft label only ever comes from teachers whose training folds exclude it. ``return_folds=True``
-    also returns the fold id of every row in the first repetition.
+    also returns the fold id of every row in the first repetition. ``units`` (a fit's
+    :class:`_Units`) supplies the teacher fits a checkpoint already holds.
     """
     rs = check_random_state(random_state)
     tasks = []
@@ -243,16 +293,13 @@ def jackknife_soft_labels(
         kf = KFold(int(n_folds), shuffle=True, random_state=rs.randint(2**31 - 1))
         for tr, te in kf.split(X):
             tasks.append((make_teacher(rs.randint(2**31 - 1)), tr, te))
-    outs = []
-    step = effective_n_jobs(n_jobs)  # a batch per round of workers: progress between batches
-    for i in range(0, len(tasks), step):
-        outs += Parallel(
-            n_jobs=n_jobs, prefer="threads"
-        )(  # sklearn forests release the GIL
-            delayed(_fit_proba)(t, X, y, tr, te, K, sample_weight)
-            for t, tr, te in tasks[i : i + step]
-        )
-        report("teacher fits (jackknife)", len(outs), len(tasks))
+    outs = _run_units(
+        units,
+        [f"jackknife/{i}" for i in range(len(tasks))],
+        [partial(_fit_proba, t, X, y, tr, te, K, sample_weight) for t, tr, te in tasks],
+        n_jobs,
+        "teacher fits (jackknife)",
+    )
     S = np.zeros((len(y), K))
     for (_, _, te), P in zip(tasks, outs, strict=True):
         S[te] += P
@@ -267,7 +314,7 @@ def jackknife_soft_labels(
 
 
 def pair_heldout_soft_labels(
-    make_teacher, X, y, K, folds, random_state=None, n_jobs=None, sample_weight=None
+    make_teacher, X, y, K, folds, random_state=None, n_jobs=None, sample_weight=None, units=None
 ):
     """Soft labels for cross-validating alpha without the teacher ever seeing the validation fold.
 
@@ -275,7 +322,8 @@ def pair_heldout_soft_labels(
     ``Scv[v, i]`` (``i`` outside fold ``v``) is the probability from a teacher fitted on the rows in
     neither ``i``'s fold nor ``v`` - Alg. 1 run on the CV training part with the same folds, so its
     soft labels hold no information about the validation labels. One teacher per pair of folds:
-    M (M - 1) / 2 fits. Rows of fold ``v`` itself are left at zero in ``Scv[v]``.
+    M (M - 1) / 2 fits. Rows of fold ``v`` itself are left at zero in ``Scv[v]``. ``units`` as in
+    :func:`jackknife_soft_labels`.
     """
     rs = check_random_state(random_state)
     M = int(folds.max()) + 1
@@ -286,8 +334,12 @@ def pair_heldout_soft_labels(
         tasks.append(
             (make_teacher(rs.randint(2**31 - 1)), np.flatnonzero(~out), np.flatnonzero(out))
         )
-    outs = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(_fit_proba)(t, X, y, tr, te, K, sample_weight) for t, tr, te in tasks
+    outs = _run_units(
+        units,
+        [f"pair/{a}-{b}" for a, b in pairs],
+        [partial(_fit_proba, t, X, y, tr, te, K, sample_weight) for t, tr, te in tasks],
+        n_jobs,
+        "teacher fits (fold pairs)",
     )
     Scv = np.zeros((M, len(y), K))
     for (a, b), (_, _, te), P in zip(pairs, tasks, outs, strict=True):
@@ -407,7 +459,13 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
     """
 
     #: what ``fit`` reports through :mod:`treebench.methods.progress` (the contract test checks it)
-    progress_phases = ("teacher fits (jackknife)",)
+    progress_phases = (
+        "teacher fits (jackknife)",
+        "teacher fits (fold pairs)",
+        "teacher fits (DNN)",
+        "alpha folds",
+        "alpha candidates",
+    )
 
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
@@ -525,13 +583,14 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         kw.update(self.teacher_params or {})
         return TorchTeacher(arch=t, random_state=seed, **kw)
 
-    def soft_labels(self, X, y_codes, K, random_state, sample_weight=None, cv=None):
+    def soft_labels(self, X, y_codes, K, random_state, sample_weight=None, cv=None, units=None):
         """Teacher soft labels of the training samples (jackknife, or temperature for DNNs).
 
         ``cv=None`` returns ``S``. ``cv="shared"`` or ``"heldout"`` returns ``(S, folds, Scv)``: CV fold
         ids for selecting alpha and the soft labels of every CV training part (``Scv[v]`` for
         validation fold ``v``; ``None`` when they are ``S`` itself). Forest teachers' results are
         memoised (see ``_MEMO``); ``self.soft_labels_cached_`` says whether this call was a hit.
+        ``units`` (a :class:`_Units`) holds the teacher fits a checkpoint already has.
         """
         self.soft_labels_cached_ = False
         memoise = (
@@ -540,7 +599,7 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
             and isinstance(self.random_state, Integral)  # a generator of its own, seeded
         )
         if not memoise:
-            return self._soft_labels(X, y_codes, K, random_state, sample_weight, cv)
+            return self._soft_labels(X, y_codes, K, random_state, sample_weight, cv, units)
         from joblib import hash as joblib_hash
 
         key = joblib_hash(
@@ -563,31 +622,46 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
             random_state.set_state(state_after)
             self.soft_labels_cached_ = True
             return _copy(value)
-        value = self._soft_labels(X, y_codes, K, random_state, sample_weight, cv)
+        value = self._soft_labels(X, y_codes, K, random_state, sample_weight, cv, units)
         _memo_put(key, _copy(value), random_state.get_state())
         return value
 
-    def _soft_labels(self, X, y_codes, K, random_state, sample_weight, cv):
+    def _soft_labels(self, X, y_codes, K, random_state, sample_weight, cv, units=None):
         is_dnn = isinstance(self.teacher, str) and self.teacher in DNN_TEACHERS
         if is_dnn and self.dnn_soft_labels == "full":
-            seed = random_state.randint(2**31 - 1)
             every = np.arange(len(y_codes))
-            S = _fit_proba(self._make_teacher(seed), X, y_codes, every, every, K, None)
+            teachers = [self._make_teacher(random_state.randint(2**31 - 1))]
+            names, rows = ["dnn/all"], [every]
+            if cv is not None:
+                kf = KFold(
+                    int(self.n_folds), shuffle=True, random_state=random_state.randint(2**31 - 1)
+                )
+                folds = np.empty(len(y_codes), dtype=np.int64)
+                for i, (_, te) in enumerate(kf.split(X)):
+                    folds[te] = i
+            if cv == "heldout":  # the teacher of fold v never sees fold v
+                for v in range(int(self.n_folds)):
+                    teachers.append(self._make_teacher(random_state.randint(2**31 - 1)))
+                    names.append(f"dnn/without-fold-{v}")
+                    rows.append(np.flatnonzero(folds != v))
+            P = _run_units(  # one at a time: torch uses the threads itself
+                units,
+                names,
+                [
+                    partial(_fit_proba, t, X, y_codes, r, r, K, None)
+                    for t, r in zip(teachers, rows, strict=True)
+                ],
+                1,
+                "teacher fits (DNN)",
+            )
+            S = P[0]
             if cv is None:
                 return S
-            kf = KFold(
-                int(self.n_folds), shuffle=True, random_state=random_state.randint(2**31 - 1)
-            )
-            folds = np.empty(len(y_codes), dtype=np.int64)
-            for i, (_, te) in enumerate(kf.split(X)):
-                folds[te] = i
             if cv == "shared":
                 return S, folds, None
             Scv = np.zeros((int(self.n_folds), len(y_codes), K))
-            for v in range(int(self.n_folds)):  # the teacher of fold v never sees fold v
-                tr = np.flatnonzero(folds != v)
-                t = self._make_teacher(random_state.randint(2**31 - 1))
-                Scv[v, tr] = _fit_proba(t, X, y_codes, tr, tr, K, None)
+            for v, (r, Pv) in enumerate(zip(rows[1:], P[1:], strict=True)):
+                Scv[v, r] = Pv
             return S, folds, Scv
         n_jobs = 1 if is_dnn else self._threads()  # torch uses the threads itself
         out = jackknife_soft_labels(
@@ -601,6 +675,7 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
             n_jobs,
             sample_weight,
             return_folds=cv is not None,
+            units=units,
         )
         if cv is None:
             return out
@@ -608,7 +683,7 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         if cv == "shared":
             return S, folds, None
         Scv = pair_heldout_soft_labels(
-            self._make_teacher, X, y_codes, K, folds, random_state, n_jobs, sample_weight
+            self._make_teacher, X, y_codes, K, folds, random_state, n_jobs, sample_weight, units
         )
         return S, folds, Scv
 
@@ -648,24 +723,28 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
             keep = sw > 0  # zero-weight samples are ignored, as in scikit-learn's trees
             X, yc, sw = X[keep], yc[keep], sw[keep]
         rs = check_random_state(self.random_state)
+        ck = checkpoint.current()
+        # only a seeded fit replays the draws that name its units
+        resumable = ck is not None and isinstance(self.random_state, Integral)
+        units = _Units(ck, checkpoint.identity(self, X, yc, sw)) if resumable else None
 
         use_cv = self.alpha == "auto" and self.alpha_selection == "cv"
         t0 = time.perf_counter()
         if use_cv:
-            S, folds, Scv = self.soft_labels(X, yc, K, rs, sw, cv=self.cv_soft_labels)
+            S, folds, Scv = self.soft_labels(X, yc, K, rs, sw, cv=self.cv_soft_labels, units=units)
         else:
-            S = self.soft_labels(X, yc, K, rs, sw)
+            S = self.soft_labels(X, yc, K, rs, sw, units=units)
         teacher_s = time.perf_counter() - t0
         self.soft_labels_ = S
 
         t0 = time.perf_counter()
         info = {}
         if use_cv:
-            alpha, scores = self._select_alpha_cv(X, yc, S, Scv, folds, K, grid, sw)
+            alpha, scores = self._select_alpha_cv(X, yc, S, Scv, folds, K, grid, sw, units)
             info["alpha_val_accuracy"] = scores[alpha]
             self.alpha_scores_ = scores
         elif self.alpha == "auto":
-            alpha, val_acc = self._select_alpha(X, yc, S, K, grid, rs, sw)
+            alpha, val_acc = self._select_alpha(X, yc, S, K, grid, rs, sw, units)
             info["alpha_val_accuracy"] = val_acc
         else:
             alpha = float(self.alpha)
@@ -686,7 +765,7 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         }
         return self
 
-    def _select_alpha(self, X, yc, S, K, grid, rs, sw):
+    def _select_alpha(self, X, yc, S, K, grid, rs, sw, units=None):
         """Alpha with the best accuracy on a stratified validation split (first best in grid order)."""
         idx = np.arange(len(yc))
         counts = np.bincount(yc, minlength=K)
@@ -694,32 +773,53 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         tr, va = train_test_split(
             idx, test_size=float(self.val_size), stratify=strat, random_state=rs.randint(2**31 - 1)
         )
-        best_a, best_acc = None, -1.0
-        for a in grid:
+
+        def score(a):
             tree = self._grow(X[tr], yc[tr], S[tr], float(a), K, None if sw is None else sw[tr])
-            pred = tree.predict_value(X[va]).argmax(axis=1)
-            acc = float((pred == yc[va]).mean())
+            acc = float((tree.predict_value(X[va]).argmax(axis=1) == yc[va]).mean())
             if self.verbose:
                 print(f"[redt] alpha={float(a):.2f} val_acc={acc:.4f} nodes={tree.node_count}")
+            return acc
+
+        accs = _run_units(
+            units,
+            [f"alpha-holdout/{j}" for j in range(len(grid))],
+            [partial(score, a) for a in grid],
+            1,
+            "alpha candidates",
+        )
+        best_a, best_acc = None, -1.0
+        for a, acc in zip(grid, accs, strict=True):
             if acc > best_acc:
                 best_a, best_acc = float(a), acc
         return best_a, best_acc
 
-    def _select_alpha_cv(self, X, yc, S, Scv, folds, K, grid, sw):
+    def _select_alpha_cv(self, X, yc, S, Scv, folds, K, grid, sw, units=None):
         """Alpha with the best cross-validated accuracy (pooled over folds; first best in grid order).
 
         Returns ``(alpha, {alpha: accuracy})``. Fold ``v``'s trees are grown on the other folds with the
         soft labels ``Scv[v]`` (``S`` when ``Scv`` is None) and scored on fold ``v``.
         """
-        correct = np.zeros(len(grid))
-        for v in range(int(folds.max()) + 1):
+
+        def fold_correct(v):
             tr, va = np.flatnonzero(folds != v), np.flatnonzero(folds == v)
             Sv = S[tr] if Scv is None else Scv[v, tr]
             w = None if sw is None else sw[tr]
+            correct = np.zeros(len(grid))
             for j, a in enumerate(grid):
                 tree = self._grow(X[tr], yc[tr], Sv, float(a), K, w)
-                correct[j] += (tree.predict_value(X[va]).argmax(axis=1) == yc[va]).sum()
-        acc = correct / len(yc)
+                correct[j] = (tree.predict_value(X[va]).argmax(axis=1) == yc[va]).sum()
+            return correct
+
+        M = int(folds.max()) + 1
+        per_fold = _run_units(
+            units,
+            [f"alpha-cv/{v}" for v in range(M)],
+            [partial(fold_correct, v) for v in range(M)],
+            1,
+            "alpha folds",
+        )
+        acc = np.sum(per_fold, axis=0) / len(yc)
         if self.verbose:
             for a, c in zip(grid, acc, strict=True):
                 print(f"[redt] alpha={float(a):.2f} cv_acc={c:.4f}")
