@@ -116,8 +116,19 @@ def test_fewer_runs_than_the_paper_is_info_with_the_count(tmp_path):
         tmp_path,
         "  - {id: a, experiment: exp, dataset: digits, method: cart, value: 90.0, runs: 10}\n",
     )
-    r = run_checks(p.targets, frame(_cart(0.90, n=3))).iloc[0]
-    assert r["status"] == INFO and r["note"] == "reduced: 3 of 10 runs" and r["n"] == 3
+    runs = _cart(0.90, n=3)
+    for rec, wall in zip(runs, (600.0, 900.0, 1200.0), strict=True):
+        rec["wall_seconds"] = wall
+    r = run_checks(p.targets, frame(runs)).iloc[0]  # a run took 15 core-minutes on average
+    assert r["status"] == INFO and r["n"] == 3
+    assert r["note"] == "reduced: 3 of 10 runs (15 core-minutes a run)"
+    runs[0]["threads"] = 2  # 1,200 core-seconds: 18.3 core-minutes a run
+    r = run_checks(p.targets, frame(runs)).iloc[0]
+    assert r["note"] == "reduced: 3 of 10 runs (18 core-minutes a run)"
+    for rec in runs:
+        rec["wall_seconds"] *= 10  # an hour and more: in core-hours
+    r = run_checks(p.targets, frame(runs)).iloc[0]
+    assert r["note"] == "reduced: 3 of 10 runs (3.1 core-hours a run)"
     r = run_checks(p.targets, frame(_cart(0.90, n=10))).iloc[0]
     assert r["status"] == PASS and r["note"] == ""
 
@@ -720,9 +731,13 @@ def test_configs_pooled_in_one_mean_are_one_run_not_several(tmp_path):
     )
     spec = load_paper(path)
     sizes = [make_record("a", "d", params={"n_estimators": e}, acc=0.9) for e in (1, 3, 5, 10)]
+    for rec in sizes:
+        rec["wall_seconds"] = 60.0  # the run is the 4 fits: 4 core-minutes
     res = _by_id(run_checks(spec.targets, frame(sizes)))["v"]
     assert (res["status"], res["n"]) == (INFO, 4)
-    assert res["note"] == "reduced: 1 of 3 runs; pools n_estimators in {1, 10, 3, 5}"
+    assert res["note"] == (
+        "reduced: 1 of 3 runs (4 core-minutes a run); pools n_estimators in {1, 10, 3, 5}"
+    )
     folds = [make_record("a", "d", fold=f, acc=0.9) for f in range(3)]  # 3 folds of a seed: 3 runs
     res = _by_id(run_checks(spec.targets, frame(folds)))["v"]
     assert (res["status"], res["n"], res["note"]) == (PASS, 3, "")

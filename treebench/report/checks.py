@@ -21,6 +21,7 @@ import pandas as pd
 from treebench.report.select import (
     add_derived,
     aggregate,
+    core_time,
     counted,
     exact_mean,
     norm,
@@ -28,6 +29,7 @@ from treebench.report.select import (
     per_block_runs,
     prefer_full,
     profile_of,
+    run_cost,
     select,
 )
 from treebench.report.targets import Selector, Target
@@ -132,15 +134,19 @@ def _row(t: Target, **kw) -> dict:
     return base
 
 
-def shortfall(t: Target, profile: str, n: int | None = None, configs: str = "") -> str:
+def shortfall(
+    t: Target, profile: str, n: int | None = None, configs: str = "", cost: float | None = None
+) -> str:
     """What the numbers lack of the paper's protocol ("" when they have it all); ``configs`` is
-    :func:`missing_configs`'s gap."""
+    :func:`missing_configs`'s gap, ``cost`` the core-hours of one run (:func:`run_cost`), shown
+    beside missing runs so that a reader sees what the rest would take."""
     gaps = []
     other = [p for p in profile.split("+") if p and p != t.profile]
     if other:
         gaps.append(f"{'+'.join(other)} profile")
     if t.runs is not None and n is not None and n < t.runs:
-        gaps.append(f"{n} of {t.runs} runs")
+        each = f" ({core_time(cost)} a run)" if cost is not None and profile == t.profile else ""
+        gaps.append(f"{n} of {t.runs} runs{each}")
     if configs:
         gaps.append(configs)
     return f"reduced: {', '.join(gaps)}" if gaps else ""
@@ -243,7 +249,7 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     ours = agg["mean"]
     chose = dataclasses.replace(t.select, best_over=tuple(t.best_over))
     grid_gap = missing_configs(chose, agg.get("configs"), avail)
-    reduced = shortfall(t, profile, agg["runs"], grid_gap)
+    reduced = shortfall(t, profile, agg["runs"], grid_gap, run_cost(prefer_full(rows)))
     status, why = verdict(t, _within(t, ours, tol), reduced)
     note = _join(
         why,

@@ -26,7 +26,13 @@ from treebench.report.checks import (
     run_checks,
 )
 from treebench.report.figures import make_figure
-from treebench.report.select import add_derived, counted, per_block_means, series_label
+from treebench.report.select import (
+    add_derived,
+    core_time,
+    counted,
+    per_block_means,
+    series_label,
+)
 from treebench.report.tables import summary_table
 from treebench.report.targets import PaperSpec, Selector, for_experiment
 from treebench.results.table import core_hours
@@ -380,11 +386,6 @@ def _figures_md(
     return md
 
 
-def _hours(h: float) -> str:
-    """``h`` core-hours in words, minutes below a tenth of an hour."""
-    return f"{h:,.1f} core-hours" if h >= 0.1 else counted(round(60 * h), "core-minute")
-
-
 def _item(r: pd.Series) -> str:
     """The paper item (table, figure or in-text claim) a verdict row belongs to."""
     label = r["table"] if isinstance(r["table"], str) and r["table"] else r["source"]
@@ -448,8 +449,8 @@ def reproduction_markdown(
         "`treebench/conf/papers/*.yaml`. Regenerate after adding runs to the ledger; do not edit by hand.\n",
         "Legend: **pass** = within the tolerance the method's issue set, under the paper's protocol; "
         "**FAIL** = outside it (reason from the paper file, else *unexplained*); **info** = shown, "
-        "not counted: a number made without the paper's full protocol (*reduced: 3 of 10 runs*, a "
-        "reduced profile), a value the config sets, or a number the paper file does not check; "
+        "not counted: a number made without the paper's full protocol (*reduced: 3 of 10 runs (20 "
+        "core-minutes a run)*, a reduced profile), a value the config sets, or a number the paper file does not check; "
         "**skipped** = no usable result (reason given). Metrics marked (%) are in percent; ours = "
         "mean ± SD over seeds × folds; *n* = runs; *profile* = the protocol that made the number.\n",
     ]
@@ -508,7 +509,7 @@ def reproduction_markdown(
                     f"{', '.join(sorted(rows['method'].unique()))}; datasets "
                     f"{', '.join(sorted(rows['dataset'].unique()))}; seeds "
                     f"{', '.join(map(str, sorted(rows['seed'].unique())))}; "
-                    f"{_hours(hours)}."
+                    f"{core_time(hours)}."
                 )
             else:
                 ran += "no records collected."

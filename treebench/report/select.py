@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from treebench.report.targets import Selector
+from treebench.results.table import core_hours
 
 
 def _score(part: str):
@@ -272,6 +273,21 @@ def pooled_settings(rows: pd.DataFrame) -> str:
 def counted(n: int, noun: str) -> str:
     """``"1 record"``, ``"3 records"``: a count and its noun in the right number."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def core_time(hours: float) -> str:
+    """``hours`` of core time in words: "1.2 core-hours", "15 core-minutes" below an hour."""
+    if hours >= 1:
+        return f"{hours:,.1f} core-hours"
+    return counted(round(60 * hours), "core-minute") if hours >= 1 / 120 else "under a core-minute"
+
+
+def run_cost(rows: pd.DataFrame) -> float | None:
+    """Core-hours of one run of ``rows`` (a seed x fold, with every config its number pools or
+    chooses among), the mean over their ok records; None without any."""
+    ok = rows[rows["status"] == "ok"] if "status" in rows.columns else rows
+    runs = n_runs(ok)
+    return core_hours(ok) / runs if runs else None
 
 
 def n_runs(rows: pd.DataFrame) -> int:
