@@ -810,3 +810,80 @@ def test_a_claim_at_a_size_not_run_yet_is_checked_at_the_largest_run_labelled(tm
     # nothing smaller has run either: not run
     r = run_checks(spec.targets, frame(recs("gbdt", (80,), 0.9)), Availability(**AVAIL)).iloc[0]
     assert r["status"] == SKIP and r["note"].startswith("not run")
+
+
+def test_curves_are_compared_at_equal_size_read_off_the_lhs_curve(tmp_path):
+    """``at: n_splits``: each CART size is compared with TnT's curve read at that size (linear in
+    log size between TnT's neighbouring configs); a size beyond TnT's range is not compared."""
+    spec = _toy_paper(
+        tmp_path,
+        """  - id: above
+    kind: relation
+    experiment: exp
+    lhs: tnt
+    rhs: cart
+    at: n_splits
+    runs: 2
+    require: 0.5
+""",
+    )
+
+    def curve(method, param, points, seeds=(0, 1)):
+        return [
+            make_record(
+                method,
+                "digits",
+                seed=s,
+                acc=acc,
+                n_splits=size,
+                params={param: v},
+                experiment="exp",
+            )
+            for v, (size, acc) in enumerate(points)
+            for s in seeds
+        ]
+
+    tnt = curve("tnt", "ccp_alpha", [(10, 0.70), (100, 0.90), (1000, 0.94)])
+    # at 31.6 splits TnT reads 0.80 (half way in log size); at 300: 0.90 + 0.04 * log10(3) = 0.919
+    cart = curve("cart", "max_leaf_nodes", [(31.6227766, 0.79), (300, 0.93), (5000, 0.99)])
+    r = run_checks(spec.targets, frame(tnt + cart)).iloc[0]
+    assert r["method"] == "tnt >= cart at equal n_splits"
+    assert (r["status"], r["n"], r["ours"]) == (PASS, 2, 0.5)
+    assert r["note"] == (
+        "1/2 cart sizes hold (need >= 50%); 1 outside tnt's n_splits range, not compared; "
+        "fails on: digits at 300"
+    )
+    # fewer runs than the paper's: info, with the count
+    r = run_checks(
+        spec.targets, frame(curve("tnt", "ccp_alpha", [(10, 0.7), (1000, 0.9)], (0,)) + cart)
+    ).iloc[0]
+    assert r["status"] == INFO  # TnT reads 0.75 at 31.6 splits now: both CART sizes win
+    assert r["note"].startswith("0/2 cart sizes hold (need >= 50%); 1 outside")
+    assert "reduced: 1 of 2 runs (digits)" in r["note"]
+    # no CART size inside TnT's range: nothing compared, said
+    r = run_checks(spec.targets, frame(curve("tnt", "ccp_alpha", [(40, 0.8), (50, 0.8)]) + cart))
+    assert r.iloc[0]["status"] == SKIP
+    assert r.iloc[0]["note"] == "no cart n_splits within the range of tnt's"
+
+
+def test_a_curve_relation_needs_two_curves(tmp_path):
+    with pytest.raises(Exception, match="'at' compares two curves"):
+        _toy_paper(
+            tmp_path,
+            "  - {id: c, kind: relation, experiment: exp, lhs: tnt, rhs: 0.5, at: n_splits}\n",
+        )
+
+
+def test_check_table_prints_selectors_as_text_not_markup(tmp_path, capsys):
+    """``treebench check`` prints ``tnt[finetune_passes=3]`` whole: rich would otherwise read the
+    brackets as a style tag and print ``tnt >= tnt``."""
+    from treebench.report.console import print_checks
+
+    spec = _toy_paper(
+        tmp_path,
+        "  - {id: r, kind: relation, experiment: exp, lhs: {method: tnt, where: {finetune_passes: 3}},"
+        " rhs: {method: tnt, where: {finetune_passes: 0}}}\n",
+    )
+    print_checks(run_checks(spec.targets, frame(_cart(0.9))), "toy")
+    out = capsys.readouterr().out
+    assert "tnt[finetune_passes=3] >= tnt[finetune_passes=0]" in out

@@ -23,6 +23,7 @@ from treebench.report.select import (
     aggregate,
     core_time,
     counted,
+    curve_points,
     exact_mean,
     norm,
     per_block_means,
@@ -297,6 +298,8 @@ def _largest_run_short_of(t: Target, df: pd.DataFrame) -> tuple[Target, float, f
 
 
 def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str = "") -> dict:
+    if t.at:
+        return check_curves(t, df, avail)
     left = per_block_means(df, t.lhs, t.metric, t.per, t.experiment)
     if t.short_of and not len(left):  # the paper's size has not run: the largest that has
         fell = _largest_run_short_of(t, df)
@@ -325,9 +328,7 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str 
     slack = t.margin if t.op in (">=", ">") else -t.margin
     holds = op(both["lhs"] + slack, both["rhs"])
     share = float(holds.mean())
-    bad = [
-        str(k if not isinstance(k, tuple) else "/".join(map(str, k))) for k in both.index[~holds]
-    ]
+    bad = [_block_name(k) for k in both.index[~holds]]
     sides = [s for s in (t.lhs, t.rhs) if s is not None]
     profile = "+".join(sorted({p for s in sides for p in _profile_of(df, s, t).split("+") if p}))
     reduced = block_shortfall(t, df, sides, both.index, profile)
@@ -359,6 +360,81 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str 
             + (f"; lhs {both['lhs'].iloc[0]:.4g}" if not t.per else ""),
             note,
         ),
+    )
+
+
+def _block_name(k) -> str:
+    return str(k if not isinstance(k, tuple) else "/".join(map(str, k)))
+
+
+def check_curves(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
+    """A relation at equal size (``at``), as a figure of a metric against size is read: in each
+    block, every rhs config's mean against the lhs curve at that config's mean size (linear in log
+    size between the two lhs configs around it). An rhs size outside the lhs's range is not
+    compared (the lhs is not extrapolated) and the note counts it."""
+    per = tuple(t.per)
+    left = curve_points(df, t.lhs, t.metric, t.at, per, t.experiment)
+    right = curve_points(df, t.rhs, t.metric, t.at, per, t.experiment)
+    label = f"{t.lhs.label()} {t.op} {t.rhs.label()} at equal {t.at}"
+    if left.empty or right.empty:
+        missing = t.lhs if left.empty else t.rhs
+        return _row(
+            t, method=label, note=_join(t.why or avail.reason(missing, t.experiment), t.claim)
+        )
+    for side in (left, right):  # each point's block key, as per_block_means has them
+        keys = list(side[list(per)].itertuples(index=False, name=None)) if per else []
+        side["_b"] = [k[0] if len(k) == 1 else k for k in keys] if per else "all"
+    pairs, outside = [], 0
+    for b, r in right.groupby("_b", sort=False):
+        ln = left[left["_b"] == b]
+        if ln.empty:
+            continue
+        lx = np.log(ln["x"].to_numpy(dtype=float))
+        inside = (r["x"] >= ln["x"].min()) & (r["x"] <= ln["x"].max())
+        outside += int((~inside).sum())
+        for x, y in r.loc[inside, ["x", "y"]].itertuples(index=False):
+            pairs.append((b, x, float(np.interp(np.log(x), lx, ln["y"].to_numpy())), y))
+    if not pairs:
+        return _row(
+            t,
+            method=label,
+            note=_join(f"no {t.rhs.label()} {t.at} within the range of {t.lhs.label()}'s", t.claim),
+        )
+    lhs = np.array([p[2] for p in pairs])
+    rhs = np.array([p[3] for p in pairs])
+    slack = t.margin if t.op in (">=", ">") else -t.margin
+    holds = _OPS[t.op](lhs + slack, rhs)
+    share = float(holds.mean())
+    blocks = pd.Index(list(dict.fromkeys(p[0] for p in pairs)))
+    profile = "+".join(
+        sorted({p for s in (t.lhs, t.rhs) for p in _profile_of(df, s, t).split("+") if p})
+    )
+    reduced = block_shortfall(t, df, (t.lhs, t.rhs), blocks, profile)
+    if t.blocks is not None and len(blocks) < t.blocks:
+        what = f"{len(blocks)} of {t.blocks} {'/'.join(per) or 'block'}"
+        reduced = f"{reduced}, {what}" if reduced else f"reduced: {what}"
+    status, why = verdict(t, share >= t.require - 1e-12, reduced)
+    bad = [
+        f"{_block_name(b)} at {x:.4g}"
+        for (b, x, _, _), h in zip(pairs, holds, strict=True)
+        if not h
+    ]
+    need = "all" if t.require >= 1 else need_text(t.require)
+    counts = f"{int(holds.sum())}/{len(pairs)} {t.rhs.label()} sizes hold (need {need})"
+    if outside:
+        counts += f"; {outside} outside {t.lhs.label()}'s {t.at} range, not compared"
+    return _row(
+        t,
+        method=label,
+        units="share",
+        paper_value=t.require,
+        ours=share,
+        n=len(pairs),
+        profile=profile,
+        delta=share - t.require,
+        tol=0.0,
+        status=status,
+        note=_join(counts, why, t.claim, f"fails on: {', '.join(bad)}" if bad else ""),
     )
 
 

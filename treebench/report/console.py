@@ -7,6 +7,7 @@ import math
 import os
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
 from treebench.results.store import Store
@@ -89,8 +90,9 @@ def print_summary(df, title: str) -> None:
     for c in extra:
         t.add_column(c, justify="right", no_wrap=True)
     for _, row in df.iterrows():
-        cells = [
-            _fmt(row[c]).removeprefix("test_") if c == "metric" else _fmt(row[c]) for c in cols
+        cells = [  # escaped: a config such as redt[teacher=rf] is text, not rich markup
+            escape(_fmt(row[c]).removeprefix("test_") if c == "metric" else _fmt(row[c]))
+            for c in cols
         ]
         if "mean" in df.columns:
             sd = row["sd"]
@@ -114,7 +116,7 @@ def print_plan(plan) -> None:
         t.add_column("resources")
     for i, (overrides, n, done, *res) in enumerate(plan):
         state = "done" if done == n else ("partial" if done else "to run")
-        row = [str(i), " ".join(overrides), f"{done}/{n}", state]
+        row = [str(i), escape(" ".join(overrides)), f"{done}/{n}", state]
         if with_res:
             req = res[0] if res and done < n else {}
             row.append(" ".join(f"{k}={v}" for k, v in req.items()))
@@ -185,11 +187,14 @@ def print_checks(res, title: str) -> None:
     for _, r in disp.iterrows():
         style = _STATUS_STYLE.get(r["status"], "")
         method = f"{r['method']} on {r['dataset']}" if r["dataset"] else r["method"]
-        t.add_row(
-            str(r["target"]),
-            method,
-            *[str(r[c]) for c in ("metric", "paper", "ours", "Δ", "tolerance", "n", "profile")],
+        t.add_row(  # data cells escaped: redt[teacher=rf] is text, not rich markup
+            escape(str(r["target"])),
+            escape(method),
+            *[
+                escape(str(r[c]))
+                for c in ("metric", "paper", "ours", "Δ", "tolerance", "n", "profile")
+            ],
             f"[{style}]{r['status']}[/]",
-            str(r["note"]),
+            escape(str(r["note"])),
         )
     console.print(t)

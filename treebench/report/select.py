@@ -161,13 +161,14 @@ def profile_of(rows: pd.DataFrame) -> str:
 
 
 def series_label(row: pd.Series, keys: list[str]) -> str:
-    """Label of a row's series: the values of ``keys`` (``method`` first, params as ``k=v``)."""
+    """Label of a row's series: the values of ``keys`` (``method`` first, params as ``k=v``; a
+    param the row's method does not have is left out: ``cart``, not ``cart[finetune_passes=null]``)."""
     parts = []
     for k in keys:
         v = row.get(k)
         if k in ("method", "dataset"):
             parts.append(str(v))
-        else:
+        elif norm(v) != "null" or k == keys[0]:
             parts.append(f"{k.split('.', 1)[-1]}={norm(v)}")
     if len(parts) == 1:
         return parts[0]
@@ -368,3 +369,37 @@ def per_block_runs(
     if not per:
         return pd.Series({"all": n_runs(ok)})
     return ok.groupby(list(per)).apply(n_runs)
+
+
+def curve_points(
+    df: pd.DataFrame,
+    sel: Selector,
+    metric: str,
+    size: str,
+    per: tuple,
+    experiment: str | None = None,
+) -> pd.DataFrame:
+    """A side's curve per block: one point per config (its varying ``param.*`` values), at the
+    config's mean ``size`` and mean ``metric``, sorted by size; columns ``per``, ``x``, ``y``,
+    ``config`` (``"C=1e-4"``, as :func:`_nearest_config` names a config)."""
+    cols = [*per, "x", "y", "config"]
+    ok = _block_rows(df, sel, metric, per, experiment)
+    if ok.empty or size not in ok.columns:
+        return pd.DataFrame(columns=cols)
+    ok = ok[ok[size].notna()]
+    params = [c for c in ok.columns if c.startswith("param.") and ok[c].map(norm).nunique() > 1]
+    keys = pd.DataFrame({c: ok[c].map(norm) for c in params}, index=ok.index)
+    keys["_block"] = 0  # one block when ``per`` is empty
+    for c in per:
+        keys[c] = ok[c]
+    by = [*per, *params] or ["_block"]
+    g = ok.groupby([keys[c] for c in by])
+    pts = pd.DataFrame({"x": g[size].agg(exact_mean), "y": g[metric].agg(exact_mean)}).reset_index()
+    pts["config"] = (
+        pts[params].apply(
+            lambda r: ", ".join(f"{c.split('.', 1)[-1]}={r[c]}" for c in params), axis=1
+        )
+        if params
+        else ""
+    )
+    return pts[cols].sort_values([*per, "x"], kind="stable").reset_index(drop=True)

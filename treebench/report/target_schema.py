@@ -292,6 +292,8 @@ class RelationEntry(_Entry):
     # a param the sides' ``where`` set to a size the paper ran (e.g. n_estimators: 80): until that
     # size has run, the claim is checked at the largest smaller size the lhs has, labelled reduced
     short_of: str | None = None
+    # a size column (e.g. n_splits): the claim compares curves at equal size, one pair per rhs config
+    at: Column | None = None
 
 
 class StatEntry(_Entry):

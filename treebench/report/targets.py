@@ -17,6 +17,8 @@ A paper file holds
   (``per``, default per dataset; ``per: []`` = one block, the mean over all selected rows); its
   ``rhs`` may be a number (a constant in record units, e.g. 0.4 for 40 % of nodes pruned);
   ``blocks`` says how many blocks the paper's claim spans (fewer measured: info, "reduced: 1 of 3").
+  ``at: n_splits`` compares two curves at equal size, as a figure of accuracy vs size is read: per
+  block, each rhs config's mean against the lhs curve read at that config's mean size.
   A ``stat`` with ``test: spearman`` checks a trend over blocks: the ``best_of`` value with the best
   mean metric per block against the block's ``x`` (e.g. the best validation share vs n_features).
 
@@ -140,6 +142,7 @@ class Target:
     claim: str = ""
     blocks: int | None = None  # blocks the paper's claim spans; fewer measured = reduced
     short_of: str | None = None  # column: until the paper's size has run, the largest smaller one
+    at: str | None = None  # size column: compare the sides' curves at the rhs configs' sizes
     # kind: stat
     test: str | None = None
     groups: tuple = ()
@@ -308,6 +311,8 @@ def _relation_target(e: RelationEntry, d: Defaults, common: dict) -> Target:
         raise ValueError(
             f"short_of: {e.short_of!r} needs a number in lhs 'where' (the paper's size)"
         )
+    if e.at and (const or e.short_of):
+        raise ValueError("'at' compares two curves: it needs an rhs selector and no 'short_of'")
     return Target(
         **common,
         kind="relation",
@@ -322,6 +327,7 @@ def _relation_target(e: RelationEntry, d: Defaults, common: dict) -> Target:
         table=e.table,
         blocks=e.blocks,
         short_of=_column(e.short_of) if e.short_of else None,
+        at=e.at,
     )
 
 
