@@ -843,9 +843,13 @@ def test_curves_are_compared_at_equal_size_read_off_the_lhs_curve(tmp_path):
             for s in seeds
         ]
 
-    tnt = curve("tnt", "ccp_alpha", [(10, 0.70), (100, 0.90), (1000, 0.94)])
+    # two C values give the same 100-split graph: one point at their mean, 0.90
+    tnt = curve("tnt", "ccp_alpha", [(10, 0.70), (100, 0.88), (100, 0.92), (1000, 0.94)])
     # at 31.6 splits TnT reads 0.80 (half way in log size); at 300: 0.90 + 0.04 * log10(3) = 0.919
-    cart = curve("cart", "max_leaf_nodes", [(31.6227766, 0.79), (300, 0.93), (5000, 0.99)])
+    # two CART sizes capped at 300 splits (the data's full tree, say): one point, at their mean 0.93
+    cart = curve(
+        "cart", "max_leaf_nodes", [(31.6227766, 0.79), (300, 0.92), (300, 0.94), (5000, 0.99)]
+    )
     r = run_checks(spec.targets, frame(tnt + cart)).iloc[0]
     assert r["method"] == "tnt >= cart at equal n_splits"
     assert (r["status"], r["n"], r["ours"]) == (PASS, 2, 0.5)

@@ -327,7 +327,6 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str 
     op = _OPS[t.op]
     slack = t.margin if t.op in (">=", ">") else -t.margin
     holds = op(both["lhs"] + slack, both["rhs"])
-    share = float(holds.mean())
     bad = [_block_name(k) for k in both.index[~holds]]
     sides = [s for s in (t.lhs, t.rhs) if s is not None]
     profile = "+".join(sorted({p for s in sides for p in _profile_of(df, s, t).split("+") if p}))
@@ -341,8 +340,16 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str 
         reduced = f"{reduced}, {what}" if reduced else f"reduced: {what}"
     if short:
         reduced = f"{reduced}, {short}" if reduced else f"reduced: {short}"
+    lhs = f"; lhs {both['lhs'].iloc[0]:.4g}" if not t.per else ""
+    return _share_row(t, label, holds, "/".join(t.per) or "block", reduced, profile, bad, lhs)
+
+
+def _share_row(t: Target, label: str, holds, what: str, reduced: str, profile: str, bad, extra=""):
+    """A relation's verdict row: the share of ``holds`` (one per compared ``what``) against the
+    share the claim requires, the failing ones named (``bad``), ``extra`` after the count."""
+    holds = np.asarray(holds, dtype=bool)
+    share = float(holds.mean())
     status, why = verdict(t, share >= t.require - 1e-12, reduced)
-    note = _join(why, t.claim, f"fails on: {', '.join(bad)}" if bad else "")
     need = "all" if t.require >= 1 else need_text(t.require)
     return _row(
         t,
@@ -350,15 +357,16 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str 
         units="share",
         paper_value=t.require,
         ours=share,
-        n=len(both),
+        n=len(holds),
         profile=profile,
         delta=share - t.require,
         tol=0.0,
         status=status,
         note=_join(
-            f"{int(holds.sum())}/{len(both)} {'/'.join(t.per) or 'block'} hold (need {need})"
-            + (f"; lhs {both['lhs'].iloc[0]:.4g}" if not t.per else ""),
-            note,
+            f"{int(holds.sum())}/{len(holds)} {what} hold (need {need}){extra}",
+            why,
+            t.claim,
+            f"fails on: {', '.join(bad)}" if bad else "",
         ),
     )
 
@@ -386,14 +394,16 @@ def check_curves(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         side["_b"] = [k[0] if len(k) == 1 else k for k in keys] if per else "all"
     pairs, outside = [], 0
     for b, r in right.groupby("_b", sort=False):
-        ln = left[left["_b"] == b]
+        # on either side, configs of one size (a saturated C range, say) are one point: their mean
+        r = r.groupby("x", as_index=False)["y"].agg(exact_mean)
+        ln = left[left["_b"] == b].groupby("x")["y"].agg(exact_mean)
         if ln.empty:
             continue
-        lx = np.log(ln["x"].to_numpy(dtype=float))
-        inside = (r["x"] >= ln["x"].min()) & (r["x"] <= ln["x"].max())
+        lx = np.log(ln.index.to_numpy(dtype=float))
+        inside = (r["x"] >= ln.index.min()) & (r["x"] <= ln.index.max())
         outside += int((~inside).sum())
         for x, y in r.loc[inside, ["x", "y"]].itertuples(index=False):
-            pairs.append((b, x, float(np.interp(np.log(x), lx, ln["y"].to_numpy())), y))
+            pairs.append((b, x, float(np.interp(np.log(x), lx, ln.to_numpy())), y))
     if not pairs:
         return _row(
             t,
@@ -404,7 +414,6 @@ def check_curves(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     rhs = np.array([p[3] for p in pairs])
     slack = t.margin if t.op in (">=", ">") else -t.margin
     holds = _OPS[t.op](lhs + slack, rhs)
-    share = float(holds.mean())
     blocks = pd.Index(list(dict.fromkeys(p[0] for p in pairs)))
     profile = "+".join(
         sorted({p for s in (t.lhs, t.rhs) for p in _profile_of(df, s, t).split("+") if p})
@@ -413,29 +422,13 @@ def check_curves(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     if t.blocks is not None and len(blocks) < t.blocks:
         what = f"{len(blocks)} of {t.blocks} {'/'.join(per) or 'block'}"
         reduced = f"{reduced}, {what}" if reduced else f"reduced: {what}"
-    status, why = verdict(t, share >= t.require - 1e-12, reduced)
     bad = [
         f"{_block_name(b)} at {x:.4g}"
         for (b, x, _, _), h in zip(pairs, holds, strict=True)
         if not h
     ]
-    need = "all" if t.require >= 1 else need_text(t.require)
-    counts = f"{int(holds.sum())}/{len(pairs)} {t.rhs.label()} sizes hold (need {need})"
-    if outside:
-        counts += f"; {outside} outside {t.lhs.label()}'s {t.at} range, not compared"
-    return _row(
-        t,
-        method=label,
-        units="share",
-        paper_value=t.require,
-        ours=share,
-        n=len(pairs),
-        profile=profile,
-        delta=share - t.require,
-        tol=0.0,
-        status=status,
-        note=_join(counts, why, t.claim, f"fails on: {', '.join(bad)}" if bad else ""),
-    )
+    extra = f"; {outside} outside {t.lhs.label()}'s {t.at} range, not compared" if outside else ""
+    return _share_row(t, label, holds, f"{t.rhs.label()} sizes", reduced, profile, bad, extra)
 
 
 def check_trend(t: Target, df: pd.DataFrame, avail: Availability) -> dict:

@@ -248,6 +248,8 @@ def make_figure(
         ax.set_ylabel(spec.get("ylabel", spec["y"] + (" (%)" if scale == 100 else "")))
         if spec.get("xscale"):
             ax.set_xscale(spec["xscale"])
+            if spec["xscale"] == "log":  # a narrow range would label its minor ticks 1.005×10³
+                ax.xaxis.set_minor_formatter(plt.NullFormatter())
         ax.grid(alpha=0.3)
         if panel_legend:
             ax.legend(fontsize=7)
