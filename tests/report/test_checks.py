@@ -864,6 +864,18 @@ def test_curves_are_compared_at_equal_size_read_off_the_lhs_curve(tmp_path):
     assert r["status"] == INFO  # TnT reads 0.75 at 31.6 splits now: both CART sizes win
     assert r["note"].startswith("0/2 cart sizes hold (need >= 50%); 1 outside")
     assert "reduced: 1 of 2 runs (digits)" in r["note"]
+    # one C value of one seed only: the curve has as many runs as its least-run point
+    extra = curve("tnt", "ccp_alpha", [(3000, 0.95)], seeds=(0,))
+    extra[0]["params"]["ccp_alpha"] = 9
+    r = run_checks(spec.targets, frame(tnt + extra + cart)).iloc[0]
+    assert r["status"] == INFO and "reduced: 1 of 2 runs (digits)" in r["note"]
+    # TnT ran 4 of the 5 C values the experiment's full plan sweeps: the curve is partial
+    plan = {
+        "params": {"dataset": "digits"},
+        "rows": ["method=tnt method.params.ccp_alpha=0,1,2,3,4", "method=cart"],
+    }
+    r = run_checks(spec.targets, frame(tnt + cart), Availability(plans={"exp": plan})).iloc[0]
+    assert r["status"] == INFO and "reduced: digits tnt 4 of 5 configs" in r["note"]
     # no CART size inside TnT's range: nothing compared, said
     r = run_checks(spec.targets, frame(curve("tnt", "ccp_alpha", [(40, 0.8), (50, 0.8)]) + cart))
     assert r.iloc[0]["status"] == SKIP

@@ -418,10 +418,17 @@ def check_curves(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     profile = "+".join(
         sorted({p for s in (t.lhs, t.rhs) for p in _profile_of(df, s, t).split("+") if p})
     )
-    reduced = block_shortfall(t, df, (t.lhs, t.rhs), blocks, profile)
+    # a curve has as many runs as its least-run point: the fewest over both sides, per block
+    runs = pd.concat([left, right]).groupby("_b", sort=False)["runs"].min().reindex(blocks)
+    reduced = shortfall(t, profile, int(runs.min()))
+    short = [_block_name(b) for b in blocks[(runs < t.runs).to_numpy()]] if t.runs else []
+    if short and reduced:
+        reduced = f"{reduced} ({', '.join(short)})"
+    gaps = [g for s in (t.lhs, t.rhs) for g in _curve_config_gaps(t, df, s, blocks, avail)]
     if t.blocks is not None and len(blocks) < t.blocks:
-        what = f"{len(blocks)} of {t.blocks} {'/'.join(per) or 'block'}"
-        reduced = f"{reduced}, {what}" if reduced else f"reduced: {what}"
+        gaps.append(f"{len(blocks)} of {t.blocks} {'/'.join(per) or 'block'}")
+    if gaps:
+        reduced = f"{reduced}, {', '.join(gaps)}" if reduced else f"reduced: {', '.join(gaps)}"
     bad = [
         f"{_block_name(b)} at {x:.4g}"
         for (b, x, _, _), h in zip(pairs, holds, strict=True)
@@ -429,6 +436,28 @@ def check_curves(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     ]
     extra = f"; {outside} outside {t.lhs.label()}'s {t.at} range, not compared" if outside else ""
     return _share_row(t, label, holds, f"{t.rhs.label()} sizes", reduced, profile, bad, extra)
+
+
+def _curve_config_gaps(t: Target, df: pd.DataFrame, sel: Selector, blocks, avail) -> list[str]:
+    """Per dataset block, a curve side that ran fewer configs (its varying params) than the
+    experiment's full plan sweeps there: "mnist tnt 7 of 10 configs"."""
+    if "dataset" not in t.per:
+        return []
+    rows = select(df, sel, t.experiment, largest_per=tuple(t.per))
+    if rows.empty or t.metric not in rows.columns:
+        return []
+    ok = rows[(rows["status"] == "ok") & rows[t.metric].notna()]
+    params = [c for c in ok.columns if c.startswith("param.") and ok[c].map(norm).nunique() > 1]
+    out = []
+    for b in blocks:
+        ds = b[list(t.per).index("dataset")] if isinstance(b, tuple) else b
+        part = ok[ok["dataset"] == ds]
+        present = set(part[params].map(norm).itertuples(index=False, name=None))
+        chose = dataclasses.replace(sel, dataset=ds, best_over=tuple(params))
+        gap = missing_configs(chose, present, avail) if params else ""
+        if gap:
+            out.append(f"{_block_name(b)} {sel.method} {gap}")
+    return out
 
 
 def check_trend(t: Target, df: pd.DataFrame, avail: Availability) -> dict:

@@ -381,8 +381,8 @@ def curve_points(
 ) -> pd.DataFrame:
     """A side's curve per block: one point per config (its varying ``param.*`` values), at the
     config's mean ``size`` and mean ``metric``, sorted by size; columns ``per``, ``x``, ``y``,
-    ``config`` (``"C=1e-4"``, as :func:`_nearest_config` names a config)."""
-    cols = [*per, "x", "y", "config"]
+    ``runs`` (:func:`n_runs` behind the point), ``config`` (``"ccp_alpha=0.0001"``)."""
+    cols = [*per, "x", "y", "runs", "config"]
     ok = _block_rows(df, sel, metric, per, experiment)
     if ok.empty or size not in ok.columns:
         return pd.DataFrame(columns=cols)
@@ -394,7 +394,8 @@ def curve_points(
         keys[c] = ok[c]
     by = [*per, *params] or ["_block"]
     g = ok.groupby([keys[c] for c in by])
-    pts = pd.DataFrame({"x": g[size].agg(exact_mean), "y": g[metric].agg(exact_mean)}).reset_index()
+    means = {"x": g[size].agg(exact_mean), "y": g[metric].agg(exact_mean)}
+    pts = pd.DataFrame({**means, "runs": g.apply(n_runs)}).reset_index()
     pts["config"] = (
         pts[params].apply(
             lambda r: ", ".join(f"{c.split('.', 1)[-1]}={r[c]}" for c in params), axis=1
