@@ -738,6 +738,11 @@ def test_configs_pooled_in_one_mean_are_one_run_not_several(tmp_path):
     assert res["note"] == (
         "reduced: 1 of 3 runs (4 core-minutes a run); pools n_estimators in {1, 10, 3, 5}"
     )
+    # a setting one record leaves at the method's default is named too
+    mixed = [make_record("a", "d", seed=0, acc=0.9)]
+    mixed += [make_record("a", "d", seed=s, params={"step": "secant"}, acc=0.9) for s in (1, 2)]
+    res = _by_id(run_checks(spec.targets, frame(mixed)))["v"]
+    assert (res["status"], res["note"]) == (PASS, "pools step in {secant, unset}")
     folds = [make_record("a", "d", fold=f, acc=0.9) for f in range(3)]  # 3 folds of a seed: 3 runs
     res = _by_id(run_checks(spec.targets, frame(folds)))["v"]
     assert (res["status"], res["n"], res["note"]) == (PASS, 3, "")

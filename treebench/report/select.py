@@ -262,12 +262,15 @@ RUN_COLUMNS = ("seed", "fold")
 
 def pooled_settings(rows: pd.DataFrame) -> str:
     """Parameters that differ among ``rows`` whose numbers one mean pools ("" when none): a
-    mean over several settings says so (forest sizes of a figure, or a budget by mistake)."""
+    mean over several settings says so (forest sizes of a figure, or a budget by mistake). A
+    parameter some records set and others leave at the method's default reads ``unset`` for the
+    latter (``search_step in {secant, unset}``)."""
     parts = []
     for c in (c for c in rows.columns if c.startswith("param.")):
         vals = sorted({norm(v) for v in rows[c]} - {"null"})
-        if len(vals) > 1:
-            parts.append(f"{c.split('.', 1)[1]} in {{{', '.join(vals)}}}")
+        if len(vals) > 1 or (vals and rows[c].map(norm).eq("null").any()):
+            shown = vals + (["unset"] if len(vals) < rows[c].map(norm).nunique() else [])
+            parts.append(f"{c.split('.', 1)[1]} in {{{', '.join(shown)}}}")
     return f"pools {'; '.join(parts)}" if parts else ""
 
 
