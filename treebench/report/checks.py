@@ -188,9 +188,7 @@ def block_shortfall(t: Target, df: pd.DataFrame, sides, blocks, profile: str) ->
         axis=1,
     ).min(axis=1)
     reduced = shortfall(t, profile, int(runs.min()))
-    short = [
-        str(k if not isinstance(k, tuple) else "/".join(map(str, k))) for k in blocks[runs < t.runs]
-    ]
+    short = [_block_name(k) for k in blocks[runs < t.runs]]
     return f"{reduced} ({', '.join(short)})" if short and reduced else reduced
 
 
@@ -372,7 +370,8 @@ def _share_row(t: Target, label: str, holds, what: str, reduced: str, profile: s
 
 
 def _block_name(k) -> str:
-    return str(k if not isinstance(k, tuple) else "/".join(map(str, k)))
+    """A block's key as its readers write it: ``connect4/5``, not ``connect4/5.0``."""
+    return "/".join(map(norm, k)) if isinstance(k, tuple) else norm(k)
 
 
 def check_curves(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
