@@ -147,3 +147,20 @@ def test_ctrl_c_while_run_imports_prints_the_one_line(tmp_path, monkeypatch):
     res = runner.invoke(app, ["run", "method=cart", "dataset=iris"])
     assert res.exit_code == 130, res.output
     assert res.output.strip().splitlines()[-1] == "interrupted; 0 records kept, rerun to resume"
+
+
+def test_dry_run_estimates_core_time_from_done_seeds(tmp_path):
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    done = run_cli(["run", "method=cart", "dataset=iris", "seed=0"], tmp_path, env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rec = json.loads(next((tmp_path / "out" / "store").rglob("*.json")).read_text())
+    rec["wall_seconds"], rec["threads"] = 900.0, 2  # a 30-core-minute run
+    next((tmp_path / "out" / "store").rglob("*.json")).write_text(json.dumps(rec))
+    args = ["run", "-m", "method=cart,rf", "dataset=iris", "seed=0,1,2", "--dry-run"]
+    plan = run_cli(args, tmp_path, env)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    assert "1 done, 5 to run" in plan.stdout
+    # cart's seeds 1 and 2 take what its seed 0 took; rf has no done seed
+    assert "2 of them take about 1.0 core-hours" in plan.stdout
+    assert "3 have no done seed to go by" in plan.stdout
+    assert plan.stdout.count("30 core-minutes") == 2

@@ -81,6 +81,29 @@ def _fail(messages) -> None:
     sys.exit(2)
 
 
+def _unseeded(overrides) -> tuple:
+    """A job's overrides without its seeds: the jobs that differ only in seeds share this."""
+    return tuple(o for o in overrides if not o.startswith(("seed=", "seeds=")))
+
+
+def _core_seconds(store, keys) -> list[float]:
+    """Core-seconds (wall seconds times threads held) of the done runs among ``keys``."""
+    out = []
+    for k in keys:
+        rec = store.get(k)
+        if rec is not None and rec.get("status") == "ok" and rec.get("wall_seconds") is not None:
+            out.append(float(rec["wall_seconds"]) * float(rec.get("threads") or 1))
+    return out
+
+
+def _estimate(costs: dict, job) -> float | None:
+    """Core-seconds a job's runs still to do will take: the mean of the done runs of the jobs that
+    differ from it only in seeds (itself included), times its runs not done; None without any."""
+    overrides, n, n_done, *_ = job
+    done = costs.get(_unseeded(overrides))
+    return sum(done) / len(done) * (n - n_done) if done and n_done < n else None
+
+
 def _plain(node):
     """A config node as plain lists and dicts (the sweeper gets its settings as OmegaConf nodes)."""
     return OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
@@ -248,12 +271,13 @@ class TreebenchSweeper(BasicSweeper):
         adopted: dict[str, tuple] = {}  # SLURM job id -> (pending marker, state)
         composed: dict = {}
         checked: dict[tuple, str | None] = {}  # overrides without seeds -> parameter error or None
+        costs: dict[tuple, list[float]] = {}  # overrides without seeds -> done runs' core-seconds
         bad: dict[str, list[list[str]]] = {}  # parameter error -> the jobs it concerns
         for overrides in jobs:
             cfg = self._job_config(overrides, composed)
             # every job's parameters are checked before any launches or reads data (once for the
             # jobs that differ only in their seeds)
-            unseeded = tuple(o for o in overrides if not o.startswith(("seed=", "seeds=")))
+            unseeded = _unseeded(overrides)
             if unseeded not in checked:
                 try:
                     check_params(cfg)
@@ -267,6 +291,8 @@ class TreebenchSweeper(BasicSweeper):
             n_done = sum(store.is_done(k) for k in keys)
             res = job_resources(cfg, n_runs=len(keys) - n_done) if self._hints_used() else {}
             plan.append((overrides, len(keys), n_done, res))
+            if self.dry_run and n_done:
+                costs.setdefault(unseeded, []).extend(_core_seconds(store, keys))
             holders = {held[k][0]["job_id"]: held[k] for k in keys if k in held}
             if n_done == len(keys):
                 done_keys += keys
@@ -285,7 +311,7 @@ class TreebenchSweeper(BasicSweeper):
             )
         sweep_dir = Path(_abspath(self.config.hydra.sweep.dir))
         if self.dry_run:
-            print_plan(plan)
+            print_plan(plan, [_estimate(costs, job) for job in plan])
             return []
         # a fit shared with another experiment or profile counts in each plan that holds it
         for k, experiment, profile in labels:

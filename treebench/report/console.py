@@ -104,8 +104,12 @@ def print_summary(df, title: str) -> None:
     console.print(t)  # piped output (sweep logs, CI) is full width, see treebench.term
 
 
-def print_plan(plan) -> None:
-    """Print a sweep's jobs (their overrides) with how many of their records are done."""
+def print_plan(plan, estimates=None) -> None:
+    """Print a sweep's jobs (their overrides) with how many of their records are done and, where
+    ``estimates`` has one, the core-seconds their runs still to do will take."""
+    from treebench.report.select import core_time
+
+    estimates = estimates or [None] * len(plan)
     t = Table(title=f"sweep plan: {len(plan)} jobs")
     t.add_column("#", justify="right")
     t.add_column("job")
@@ -114,16 +118,30 @@ def print_plan(plan) -> None:
     with_res = any(len(p) > 3 and p[3] for p in plan)
     if with_res:
         t.add_column("resources")
-    for i, (overrides, n, done, *res) in enumerate(plan):
+    with_est = any(e is not None for e in estimates)
+    if with_est:
+        t.add_column("core time to run", justify="right")
+    for i, ((overrides, n, done, *res), est) in enumerate(zip(plan, estimates, strict=True)):
         state = "done" if done == n else ("partial" if done else "to run")
         row = [str(i), escape(" ".join(overrides)), f"{done}/{n}", state]
         if with_res:
             req = res[0] if res and done < n else {}
             row.append(" ".join(f"{k}={v}" for k, v in req.items()))
+        if with_est:
+            row.append("" if est is None else core_time(est / 3600))
         t.add_row(*row)
     console.print(t)
     todo = sum(1 for _, n, d, *_ in plan if d < n)
     console.print(f"{len(plan) - todo} done, {todo} to run (dry run: nothing launched)")
+    known = [e for e in estimates if e is not None]
+    if known:
+        total = core_time(sum(known) / 3600)
+        rest = todo - len(known)
+        console.print(
+            f"{len(known)} of them take {'' if total.startswith('under') else 'about '}{total}"
+            " (the mean core time of the done runs of jobs that differ only in seeds)"
+            + (f"; {rest} have no done seed to go by" if rest else "")
+        )
 
 
 def summarize_sweep(sweep_dir: os.PathLike, store_dir: os.PathLike, ledger=None) -> None:
