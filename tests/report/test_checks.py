@@ -908,3 +908,12 @@ def test_check_table_prints_selectors_as_text_not_markup(tmp_path, capsys):
     print_checks(run_checks(spec.targets, frame(_cart(0.9))), "toy")
     out = capsys.readouterr().out
     assert "tnt[finetune_passes=3] >= tnt[finetune_passes=0]" in out
+
+
+def test_block_names_read_as_written():
+    """A block's numeric key reads as in a config (pandas makes an int column with gaps float)."""
+    from treebench.report.checks import _block_name
+
+    assert _block_name(("connect4", 5.0)) == "connect4/5"
+    assert _block_name(("mnist", 0.0001)) == "mnist/0.0001"
+    assert _block_name(12.0) == "12" and _block_name("usps") == "usps"
