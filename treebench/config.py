@@ -110,7 +110,11 @@ def _listed(value: str) -> list[str]:
 
 
 def _same_value(a, b) -> bool:
-    """A sweep value string and a wanted value are the same (``40000`` and ``"4e4"`` too)."""
+    """A sweep value string and a wanted value are the same (``40000`` and ``"4e4"`` too; a
+    sweep's ``null`` and a paper file's ``null``, which YAML reads as None)."""
+    nulls = (None, "null", "None")
+    if a in nulls or b in nulls:
+        return a in nulls and b in nulls
     try:
         return float(a) == float(b)
     except (TypeError, ValueError):

@@ -347,6 +347,46 @@ def test_a_relation_side_best_of_part_of_the_grid_is_reduced(tmp_path):
     assert run_checks(spec.targets, frame(recs), avail).iloc[0]["status"] == PASS
 
 
+def test_a_relation_block_that_chose_among_part_of_the_grid_is_reduced(tmp_path):
+    """Per block (here per depth), a best-of side must have had the plan's whole grid: a depth
+    whose epochs ran in part is named, though the union over depths has every epoch value; a
+    ``null`` in the paper file's ``where`` matches the plan's ``null``."""
+    spec = _toy_paper(
+        tmp_path,
+        """  - id: best
+    kind: relation
+    experiment: exp
+    dataset: a
+    lhs: {method: m, where: {finetune: null}, best_over: [epochs], best: max}
+    rhs: cart
+    op: ">="
+    per: [dataset, param.max_depth]
+""",
+    )
+    plan = {
+        "params": {"dataset": "a", "method.params.max_depth": "2,4"},
+        "rows": [
+            "method=m method.params.epochs=20,35 method.params.finetune=0,null",
+            "method=cart",
+        ],
+    }
+    avail = Availability(plans={"exp": plan})
+
+    def m(depth, epochs):
+        params = {"max_depth": depth, "epochs": epochs, "finetune": None}
+        return make_record("m", "a", acc=0.9, params=params, experiment="exp")
+
+    recs = [
+        make_record("cart", "a", acc=0.8, params={"max_depth": d}, experiment="exp") for d in (2, 4)
+    ]
+    recs += [m(2, 20), m(2, 35), m(4, 20)]
+    r = run_checks(spec.targets, frame(recs), avail).iloc[0]
+    assert r["status"] == INFO
+    assert "reduced: 1 dataset/param.max_depth chose among fewer epochs (a/4)" in r["note"]
+    r = run_checks(spec.targets, frame([*recs, m(4, 35)]), avail).iloc[0]
+    assert r["status"] == PASS and "reduced" not in r["note"]
+
+
 def test_failed_runs_fail_and_skipped_runs_skip(paper):
     t = paper.targets[:1]
     r = run_checks(

@@ -164,6 +164,34 @@ def missing_configs(sel: Selector, present, avail: Availability) -> str:
     return f"{have} of {len(grid)} configs" if have < len(grid) else ""
 
 
+def _blocks_short_of_grid(df: pd.DataFrame, sel: Selector, t: Target, blocks, avail) -> list[str]:
+    """The blocks in which a relation side's ``best_over`` chose among fewer configs than the
+    experiment's full plan sweeps for that block's dataset (a depth whose epoch grid ran in part)."""
+    if not sel.best_over or not t.per:
+        return []
+    rows = select(df, dataclasses.replace(sel, best_over=()), t.experiment)
+    ok = rows[rows["status"] == "ok"] if "status" in rows.columns else rows
+    if t.metric in ok.columns:
+        ok = ok[ok[t.metric].notna()]
+    if ok.empty or any(c not in ok.columns for c in (*sel.best_over, *t.per)):
+        return []
+    keys = ok[list(t.per)].map(norm)
+    configs = ok[list(sel.best_over)].map(norm)
+    short = []
+    for k in blocks:
+        key = k if isinstance(k, tuple) else (k,)
+        at = dict(zip(t.per, key, strict=True))
+        grid = avail.grid(dataclasses.replace(sel, dataset=at.get("dataset", sel.dataset)))
+        if not grid:
+            continue
+        m = np.ones(len(ok), dtype=bool)
+        for c, v in at.items():
+            m &= (keys[c] == norm(v)).to_numpy()
+        if not grid <= set(configs[m].itertuples(index=False, name=None)):
+            short.append(_block_name(k))
+    return short
+
+
 def _side_configs(df: pd.DataFrame, sel: Selector, t: Target) -> set | None:
     """The configs a relation side's ``best_over`` chooses among (as :func:`aggregate` has them)."""
     if not sel.best_over:
@@ -331,6 +359,14 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str 
     reduced = block_shortfall(t, df, sides, both.index, profile)
     for s in sides:  # a side that is a best-of-configs over part of the plan's grid
         gap = missing_configs(s, _side_configs(df, s, t), avail)
+        short_blocks = _blocks_short_of_grid(df, s, t, both.index, avail)
+        if short_blocks and not (gap and len(short_blocks) == len(both)):  # else gap says it
+            names = "/".join(c.split(".", 1)[-1] for c in s.best_over)
+            what = (
+                f"{len(short_blocks)} {'/'.join(t.per)} chose among fewer {names} "
+                f"({', '.join(short_blocks)})"
+            )
+            gap = f"{gap}, {what}" if gap else what
         if gap:
             reduced = f"{reduced}, {gap}" if reduced else f"reduced: {gap}"
     if t.blocks is not None and len(both) < t.blocks:  # the paper's claim spans more blocks
