@@ -199,7 +199,8 @@ def test_worsened_result_in_a_ledger_copy_turns_rows_into_fail(tmp_path, monkeyp
     ]
     led.add(broken)
     r = run_checks([t], collect(None, ledger=Ledger(tmp_path / "led"))).iloc[0]
-    assert r["status"] == FAIL and r["note"] == "unexplained" and r["n"] == 6
+    assert r["status"] == FAIL and r["n"] == 6
+    assert r["note"] == "unexplained; pools max_depth in {1, unset}"  # the mixed-in runs are named
 
 
 def test_a_ledger_record_refits_on_a_machine_without_the_store(tmp_path):
