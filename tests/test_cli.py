@@ -154,7 +154,7 @@ def test_dry_run_estimates_core_time_from_done_seeds(tmp_path):
     done = run_cli(["run", "method=cart", "dataset=iris", "seed=0"], tmp_path, env)
     assert done.returncode == 0, done.stderr[-2000:]
     rec = json.loads(next((tmp_path / "out" / "store").rglob("*.json")).read_text())
-    rec["wall_seconds"], rec["threads"] = 900.0, 2  # a 30-core-minute run
+    rec["wall_seconds"], rec["threads"], rec["cpu_seconds"] = 1200.0, 2, 1800.0  # 30 core-minutes
     next((tmp_path / "out" / "store").rglob("*.json")).write_text(json.dumps(rec))
     args = ["run", "-m", "method=cart,rf", "dataset=iris", "seed=0,1,2", "--dry-run"]
     plan = run_cli(args, tmp_path, env)

@@ -30,6 +30,7 @@ def test_record_fields(outputs):
     assert rec["n_train"] + rec["n_test"] == 1797 and rec["n_features"] == 64
     assert rec["size"]["n_splits"] == rec["size"]["n_leaves"] - 1
     assert rec["fit_seconds"] > 0 and rec["predict_seconds"] > 0
+    assert 0 < rec["cpu_seconds"] < rec["wall_seconds"] * 4  # used by the run: at most its cores
     prov = rec["provenance"]
     assert prov["treebench_version"] and prov["packages"]["scikit-learn"] and prov["host"]
     assert rec["split_id"].startswith("holdout")

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from threadpoolctl import threadpool_limits
 
 import treebench
+from treebench.cputime import CpuClock
 from treebench.data import DataContext, load_dataset
 from treebench.methods.base import UnsupportedTaskError, get_entry, get_method
 from treebench.methods.checkpoint import DEFAULT_EVERY, Checkpoint, checkpointing
@@ -584,7 +585,7 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                     continue
                 rec = base_record(job, f, k)
                 ck = run_checkpoint(cfg, store, k)
-                t0 = time.perf_counter()
+                t0, clock = time.perf_counter(), CpuClock()
                 try:
                     if ds is None:
                         ds = load_dataset(cfg.dataset, data_ctx)
@@ -601,6 +602,7 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                         traceback=traceback.format_exc(),
                     )
                 rec["wall_seconds"] = time.perf_counter() - t0
+                rec["cpu_seconds"] = clock.seconds()
                 rec["provenance"]["finished_at"] = _dt.datetime.now(_dt.UTC).isoformat(
                     timespec="seconds"
                 )

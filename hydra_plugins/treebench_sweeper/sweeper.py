@@ -87,13 +87,19 @@ def _unseeded(overrides) -> tuple:
 
 
 def _core_seconds(store, keys) -> list[float]:
-    """Core-seconds (wall seconds times threads held) of the done runs among ``keys``."""
-    out = []
-    for k in keys:
-        rec = store.get(k)
-        if rec is not None and rec.get("status") == "ok" and rec.get("wall_seconds") is not None:
-            out.append(float(rec["wall_seconds"]) * float(rec.get("threads") or 1))
-    return out
+    """Core-seconds of the done runs among ``keys`` (:func:`treebench.results.table.core_seconds`)."""
+    import pandas as pd
+
+    from treebench.results.table import core_seconds
+
+    done = [
+        r
+        for r in map(store.get, keys)
+        if r is not None and r.get("status") == "ok" and r.get("wall_seconds") is not None
+    ]
+    if not done:
+        return []
+    return core_seconds(pd.DataFrame(done)).tolist()
 
 
 def _estimate(costs: dict, job) -> float | None:

@@ -164,7 +164,11 @@ def test_reproduction_states_core_hours_per_experiment_and_paper(toy):
     assert core_hours(pd.concat([df, df])) == pytest.approx(hours)  # a run counts once
     text = reproduction_markdown(df, [toy], Availability(datasets={"d1"}, methods={"cart", "rf"}))
     assert "seeds 0, 1; 2.0 core-hours." in text
-    assert "core-h = their wall-clock hours times the threads each held" in text
+    assert "core-h = the CPU hours they measured" in text
+    assert "wall-clock hours times the threads it held" in text
+    for r in recs[:10]:
+        r["cpu_seconds"] = 540.0  # measured: the runs waited a quarter of the time for a core
+    assert core_hours(frame(recs)) == pytest.approx((10 * 540 + 40 * 0.1) / 3600)
     overview = text.split("## Overview")[1].split("Per experiment:")[0]
     assert "|   records |   core-h |" in overview and "|        50 |        2 |" in overview
 

@@ -562,7 +562,9 @@ def reproduction_markdown(
     lines.append(
         "Per paper: items (tables, figures, in-text claims) reproduced = every number of the item "
         "passes under the paper's protocol; targets by verdict; records = distinct runs behind "
-        "them; core-h = their wall-clock hours times the threads each held (tuning included).\n"
+        "them; core-h = the CPU hours they measured (tuning and child processes included); a record "
+        "made before runs measured CPU time counts its wall-clock hours times the threads it held, "
+        "which includes any time it waited for a core.\n"
     )
     lines.append(to_markdown(pd.DataFrame([r for r, _ in per_paper])))
     for row, devs in per_paper:

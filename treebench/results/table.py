@@ -170,15 +170,22 @@ def _column(df: pd.DataFrame, name: str) -> pd.Series:
     return df[name] if name in df.columns else pd.Series(None, index=df.index, dtype=object)
 
 
+def core_seconds(df: pd.DataFrame) -> pd.Series:
+    """Each row's core time in seconds: the CPU time its run measured (``cpu_seconds``: process,
+    threads and child processes), else, for records made before runs measured it, its wall-clock
+    seconds times the threads it held (which also counts time spent waiting for a core)."""
+    threads = pd.to_numeric(_column(df, "threads"), errors="coerce").fillna(1.0)
+    wall = pd.to_numeric(_column(df, "wall_seconds"), errors="coerce").fillna(0.0)
+    cpu = pd.to_numeric(_column(df, "cpu_seconds"), errors="coerce")
+    return cpu.fillna(wall * threads).astype(float)
+
+
 def core_hours(df: pd.DataFrame) -> float:
-    """Core-hours behind the rows: each distinct run's wall-clock seconds times the threads it held
-    (tuning included; a resumed fit counts its last leg only), summed and divided by 3,600."""
-    if df.empty or "wall_seconds" not in df.columns:
+    """Core-hours behind the rows: each distinct run's :func:`core_seconds` (tuning included; a
+    resumed fit counts its last leg only), summed and divided by 3,600."""
+    if df.empty:
         return 0.0
-    runs = df.drop_duplicates("key")
-    threads = pd.to_numeric(_column(runs, "threads"), errors="coerce").fillna(1.0)
-    wall = pd.to_numeric(runs["wall_seconds"], errors="coerce").fillna(0.0)
-    return float((wall * threads).sum()) / 3600.0
+    return float(core_seconds(df.drop_duplicates("key")).sum()) / 3600.0
 
 
 def records_frame(
