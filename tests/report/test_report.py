@@ -163,14 +163,27 @@ def test_reproduction_states_core_hours_per_experiment_and_paper(toy):
     assert hours == pytest.approx((10 * 720 + 40 * 0.1) / 3600)
     assert core_hours(pd.concat([df, df])) == pytest.approx(hours)  # a run counts once
     text = reproduction_markdown(df, [toy], Availability(datasets={"d1"}, methods={"cart", "rf"}))
-    assert "seeds 0, 1; 2.0 core-hours." in text
+    assert (
+        "seeds 0, 1; 2.0 core-hours (wall-clock × threads: no run measured its CPU time)." in text
+    )
     assert "core-h = the CPU hours they measured" in text
     assert "wall-clock hours times the threads it held" in text
     for r in recs[:10]:
         r["cpu_seconds"] = 540.0  # measured: the runs waited a quarter of the time for a core
     assert core_hours(frame(recs)) == pytest.approx((10 * 540 + 40 * 0.1) / 3600)
+    assert core_hours(frame(recs), measured=True) == pytest.approx(10 * 540 / 3600)
+    text = reproduction_markdown(
+        frame(recs), [toy], Availability(datasets={"d1"}, methods={"cart", "rf"})
+    )
+    assert "1.5 core-hours (1.5 core-hours of it measured CPU time, the rest wall-clock" in text
+    for r in recs:
+        r["cpu_seconds"] = r.get("cpu_seconds", 0.1)
+    text = reproduction_markdown(
+        frame(recs), [toy], Availability(datasets={"d1"}, methods={"cart", "rf"})
+    )
+    assert "seeds 0, 1; 1.5 core-hours." in text
     overview = text.split("## Overview")[1].split("Per experiment:")[0]
-    assert "|   records |   core-h |" in overview and "|        50 |        2 |" in overview
+    assert "|   records |   core-h |" in overview and "|        50 |      1.5 |" in overview
 
 
 def test_latex_escapes():

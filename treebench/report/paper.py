@@ -423,6 +423,16 @@ def paper_overview(
     return row, list(dict.fromkeys(devs))
 
 
+def _measured_part(rows: pd.DataFrame, hours: float) -> str:
+    """What part of ``hours`` the runs measured as CPU time, in words ("" when all of it)."""
+    cpu = core_hours(rows, measured=True)
+    if cpu >= hours:
+        return ""
+    if cpu == 0:
+        return " (wall-clock × threads: no run measured its CPU time)"
+    return f" ({core_time(cpu)} of it measured CPU time, the rest wall-clock × threads)"
+
+
 def reproduction_markdown(
     df: pd.DataFrame,
     papers: list[PaperSpec],
@@ -509,7 +519,7 @@ def reproduction_markdown(
                     f"{', '.join(sorted(rows['method'].unique()))}; datasets "
                     f"{', '.join(sorted(rows['dataset'].unique()))}; seeds "
                     f"{', '.join(map(str, sorted(rows['seed'].unique())))}; "
-                    f"{core_time(hours)}."
+                    f"{core_time(hours)}{_measured_part(rows, hours)}."
                 )
             else:
                 ran += "no records collected."

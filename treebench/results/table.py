@@ -180,12 +180,16 @@ def core_seconds(df: pd.DataFrame) -> pd.Series:
     return cpu.fillna(wall * threads).astype(float)
 
 
-def core_hours(df: pd.DataFrame) -> float:
+def core_hours(df: pd.DataFrame, measured: bool = False) -> float:
     """Core-hours behind the rows: each distinct run's :func:`core_seconds` (tuning included; a
-    resumed fit counts its last leg only), summed and divided by 3,600."""
+    resumed fit counts its last leg only), summed and divided by 3,600; with ``measured``, only
+    the runs that measured their CPU time."""
     if df.empty:
         return 0.0
-    return float(core_seconds(df.drop_duplicates("key")).sum()) / 3600.0
+    runs = df.drop_duplicates("key")
+    if measured:
+        runs = runs[pd.to_numeric(_column(runs, "cpu_seconds"), errors="coerce").notna()]
+    return float(core_seconds(runs).sum()) / 3600.0
 
 
 def records_frame(
