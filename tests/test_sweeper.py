@@ -7,7 +7,9 @@ from tests.conftest import run_cli
 
 def _plan(tmp_path, *args):
     env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
-    return run_cli(["run", *args, "--dry-run"], tmp_path, env)
+    # data.fetch=true: every job counts as runnable whatever data this machine has (a dry run
+    # downloads nothing)
+    return run_cli(["run", *args, "data.fetch=true", "--dry-run"], tmp_path, env)
 
 
 def test_rows_cross_params(tmp_path):
@@ -180,3 +182,31 @@ def test_order_runs_jobs_with_the_first_key_slowest(tmp_path):
     plain = _plan(tmp_path, *args)
     first = [ln for ln in plain.stdout.splitlines() if "method=" in ln][:4]
     assert all("method=cart" in ln for ln in first)  # the planned order: method slowest
+
+
+def test_jobs_whose_data_files_are_missing_are_named_with_the_fix_and_not_launched(tmp_path):
+    env = {
+        "TREEBENCH_OUTPUTS": str(tmp_path / "out"),
+        "TREEBENCH_MIRROR": str(tmp_path / "empty_mirror"),
+        "TREEBENCH_DATA_DIR": str(tmp_path / "empty_cache"),
+    }
+    args = ["run", "-m", "method=cart", "dataset=iris,letter", "seed=0"]
+    plan = run_cli([*args, "--dry-run"], tmp_path, env)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    assert "0 done, 1 to run" in plan.stdout and "no data" in plan.stdout
+    assert "not launched: 1 job needs data files that are in neither the cache nor the mirror" in (
+        " ".join(plan.stdout.split())  # rich wraps long lines
+    )
+    assert "`treebench fetch dataset=letter` downloads them" in " ".join(plan.stdout.split())
+
+    run = run_cli(args, tmp_path, env)  # iris (bundled) runs; letter is not launched
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "sweep: 2 jobs, 0 done already, 1 to launch" in run.stdout
+    assert "not launched: 1 job needs data files" in run.stdout
+    records = list((tmp_path / "out" / "store").rglob("*.json"))
+    assert [r for r in records if '"dataset": "letter"' in r.read_text()] == []
+    assert len(records) == 1
+
+    alone = run_cli(["run", "-m", "method=cart,rf", "dataset=letter"], tmp_path, env)
+    assert alone.returncode == 2  # no job could run: an error before anything starts
+    assert "error: 2 jobs need data files" in alone.stderr and "no job launched" in alone.stderr

@@ -81,6 +81,21 @@ def _fail(messages) -> None:
     sys.exit(2)
 
 
+def _missing_note(nodata: dict[str, int], absent: dict[str, list[str]]) -> str:
+    """The jobs left out because their data files are missing, per dataset, with the fix."""
+    if not nodata:
+        return ""
+    sets = "; ".join(
+        f"{name}, {n} job{'s' if n > 1 else ''}: {', '.join(absent[name])}"
+        for name, n in sorted(nodata.items())
+    )
+    n = sum(nodata.values())
+    return (
+        f"{n} job{'s need' if n > 1 else ' needs'} data files that are in neither the cache nor the "
+        f"mirror ({sets}); `treebench fetch dataset={','.join(sorted(nodata))}` downloads them"
+    )
+
+
 def _unseeded(overrides) -> tuple:
     """A job's overrides without its seeds: the jobs that differ only in seeds share this."""
     return tuple(o for o in overrides if not o.startswith(("seed=", "seeds=")))
@@ -256,12 +271,13 @@ class TreebenchSweeper(BasicSweeper):
     def sweep(self, arguments: list[str]) -> Any:
         from treebench import slurm
         from treebench.app import _abspath, open_store
+        from treebench.data.fetch import missing_files
         from treebench.files import OutputsError, check_outputs
         from treebench.params import ParamError, check_params
         from treebench.progress import SweepProgress
         from treebench.report.console import print_plan
         from treebench.resources import explicit_launcher_keys, group_by_resources, job_resources
-        from treebench.runner import job_keys, plan_profile
+        from treebench.runner import data_context, job_keys, plan_profile
 
         jobs = self._ordered(self._jobs(arguments), self.order)
         if not self.dry_run:
@@ -279,6 +295,8 @@ class TreebenchSweeper(BasicSweeper):
         checked: dict[tuple, str | None] = {}  # overrides without seeds -> parameter error or None
         costs: dict[tuple, list[float]] = {}  # overrides without seeds -> done runs' core-seconds
         bad: dict[str, list[list[str]]] = {}  # parameter error -> the jobs it concerns
+        absent: dict[str, list[str]] = {}  # dataset -> its files a run could not get
+        nodata: dict[str, int] = {}  # dataset -> its jobs left out for missing files
         for overrides in jobs:
             cfg = self._job_config(overrides, composed)
             # every job's parameters are checked before any launches or reads data (once for the
@@ -295,6 +313,14 @@ class TreebenchSweeper(BasicSweeper):
                 continue
             keys = job_keys(cfg)
             n_done = sum(store.is_done(k) for k in keys)
+            if n_done < len(keys):
+                name = str(cfg.dataset.name)
+                if name not in absent:  # a job whose data files are missing would only fail
+                    absent[name] = missing_files(cfg.dataset, data_context(cfg))
+                if absent[name]:
+                    nodata[name] = nodata.get(name, 0) + 1
+                    plan.append((overrides, len(keys), n_done, {}, "no data"))
+                    continue
             res = job_resources(cfg, n_runs=len(keys) - n_done) if self._hints_used() else {}
             plan.append((overrides, len(keys), n_done, res))
             if self.dry_run and n_done:
@@ -316,14 +342,17 @@ class TreebenchSweeper(BasicSweeper):
                 for msg, js in bad.items()
             )
         sweep_dir = Path(_abspath(self.config.hydra.sweep.dir))
+        missing = _missing_note(nodata, absent)
         if self.dry_run:
-            print_plan(plan, [_estimate(costs, job) for job in plan])
+            print_plan(plan, [_estimate(costs, job) for job in plan], missing)
             return []
+        if nodata and sum(nodata.values()) == len(plan):
+            _fail([missing])  # no job of the sweep could run: say so before anything starts
         # a fit shared with another experiment or profile counts in each plan that holds it
         for k, experiment, profile in labels:
             store.add_experiment(k, experiment, profile)
-        n_held = sum(1 for _, n, d, *_ in plan if d < n) - len(todo)
-        n_finished = len(jobs) - len(todo) - n_held
+        n_held = sum(1 for _, n, d, *_ in plan if d < n) - len(todo) - sum(nodata.values())
+        n_finished = len(jobs) - len(todo) - n_held - sum(nodata.values())
         log.debug(f"{n_finished} of {len(jobs)} jobs already done, {len(todo)} to launch")
         held_note = ""
         if n_held:
@@ -335,6 +364,8 @@ class TreebenchSweeper(BasicSweeper):
             f" ({type(self.launcher).__name__}, output {sweep_dir})",
             flush=True,
         )
+        if missing:
+            print(f"not launched: {missing}", flush=True)
         if done_keys:
             (sweep_dir / "_done").mkdir(parents=True, exist_ok=True)
             (sweep_dir / "_done" / "keys.json").write_text(json.dumps(done_keys))

@@ -148,6 +148,28 @@ def file_specs(node) -> Iterator[dict]:
             yield from file_specs(v)
 
 
+def missing_files(cfg, ctx: DataContext) -> list[str]:
+    """Relative paths of the files of dataset ``cfg`` that a run could not get: in neither the cache
+    nor a local mirror while fetching is off (a run would fail on them; ``treebench fetch`` gets
+    them). Empty when fetching is on, or for data without files (bundled or generated sets).
+    """
+    from omegaconf import OmegaConf
+
+    from treebench.data.cache import RemoteFile, _local_dir
+
+    if ctx.allow_fetch:
+        return []
+    loader = cfg.get("loader")
+    specs = file_specs(OmegaConf.to_container(loader, resolve=True) if loader is not None else {})
+    local = _local_dir(ctx.mirror)
+    out = []
+    for spec in specs:
+        path = RemoteFile.of(spec).path
+        if not (Path(ctx.data_dir) / path).exists() and not (local and (local / path).is_file()):
+            out.append(path)
+    return out
+
+
 def read_manifest(root: Path) -> dict[str, dict]:
     """``MANIFEST.csv`` of a mirror (relative_path → row with n_rows, n_classes), if it has one."""
     path = Path(root) / "MANIFEST.csv"

@@ -104,9 +104,10 @@ def print_summary(df, title: str) -> None:
     console.print(t)  # piped output (sweep logs, CI) is full width, see treebench.term
 
 
-def print_plan(plan, estimates=None) -> None:
+def print_plan(plan, estimates=None, missing: str = "") -> None:
     """Print a sweep's jobs (their overrides) with how many of their records are done and, where
-    ``estimates`` has one, the core-seconds their runs still to do will take."""
+    ``estimates`` has one, the core-seconds their runs still to do will take; a job whose plan
+    entry ends in a state ("no data") is not launched, and ``missing`` says why."""
     from treebench.report.select import core_time
 
     estimates = estimates or [None] * len(plan)
@@ -123,6 +124,8 @@ def print_plan(plan, estimates=None) -> None:
         t.add_column("core time to run", justify="right")
     for i, ((overrides, n, done, *res), est) in enumerate(zip(plan, estimates, strict=True)):
         state = "done" if done == n else ("partial" if done else "to run")
+        if len(res) > 1:  # left out of the launch
+            state = res[1]
         row = [str(i), escape(" ".join(overrides)), f"{done}/{n}", state]
         if with_res:
             req = res[0] if res and done < n else {}
@@ -131,8 +134,11 @@ def print_plan(plan, estimates=None) -> None:
             row.append("" if est is None else core_time(est / 3600))
         t.add_row(*row)
     console.print(t)
-    todo = sum(1 for _, n, d, *_ in plan if d < n)
-    console.print(f"{len(plan) - todo} done, {todo} to run (dry run: nothing launched)")
+    left_out = sum(1 for p in plan if len(p) > 4)
+    todo = sum(1 for _, n, d, *_ in plan if d < n) - left_out
+    console.print(f"{len(plan) - todo - left_out} done, {todo} to run (dry run: nothing launched)")
+    if missing:
+        console.print(f"not launched: {escape(missing)}")
     known = [e for e in estimates if e is not None]
     if known:
         total = core_time(sum(known) / 3600)
