@@ -302,3 +302,31 @@ def test_check_cli_reports_failed_runs(store_with):
         app, ["check", "--experiment", "ci", "--outputs", str(out), "--fail-on-errors"]
     )
     assert r.exit_code == 1 and "cart on housing" in r.output
+
+
+def test_an_item_is_reproduced_when_every_number_of_it_passes_at_the_full_protocol():
+    from types import SimpleNamespace
+
+    from treebench.report.paper import paper_overview
+
+    rows = [  # (item, status, note)
+        ("Table A", "pass", ""),
+        ("Table A", "pass", ""),
+        ("Table B", "pass", ""),  # ... and a competitor's quoted number: not B's to reproduce
+        ("Table B", "skipped", "reference only: Table B (Other 2015), quoted beside the paper's"),
+        ("Table C", "pass", ""),
+        ("Table C", "skipped", "not in mirror: the test file is missing"),
+        ("Table D", "pass", ""),
+        ("Table D", "info", "reduced: 3 of 10 runs (20 core-minutes a run)"),
+        ("Table E", "pass", ""),
+        ("Table E", "FAIL", "unexplained"),
+        ("Table F", "info", "set by config"),
+    ]
+    res = pd.DataFrame(
+        [
+            {"id": f"t{i}", "table": t, "source": t, "experiment": "x", "status": s, "note": n}
+            for i, (t, s, n) in enumerate(rows)
+        ]
+    )
+    row, _ = paper_overview(SimpleNamespace(paper="toy", targets=[]), res, n_records=0)
+    assert row["items reproduced"] == "2 / 6"  # A and B

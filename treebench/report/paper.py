@@ -397,13 +397,16 @@ def paper_overview(
 ) -> tuple[dict, list[str]]:
     """One overview row of a paper (items reproduced / total, verdict counts) and its deviations.
 
-    An item is reproduced when it has a pass and no FAIL, skipped or reduced-protocol row. The
-    deviations listed are those of the paper's FAIL and info rows.
+    An item is reproduced when it has a pass and no FAIL, skipped or reduced-protocol row; a
+    competitor's number the paper only quotes (a skipped "reference only" row) is not the item's
+    to reproduce. The deviations listed are those of the paper's FAIL and info rows.
     """
     counts = res["status"].value_counts().to_dict() if len(res) else {}
     items = res.assign(item=res.apply(_item, axis=1)) if len(res) else res.assign(item=[])
-    reduced = items["note"].str.startswith("reduced:") if len(items) else items["note"]
-    bad = items[items["status"].isin([FAIL, SKIP]) | reduced]["item"]
+    note = items["note"].fillna("").astype(str)
+    reduced = note.str.startswith("reduced:")
+    skipped = (items["status"] == SKIP) & ~note.str.startswith("reference only:")
+    bad = items[(items["status"] == FAIL) | skipped | reduced]["item"]
     good = items[items["status"] == PASS]["item"]
     names = list(dict.fromkeys(items["item"]))
     done = [i for i in names if i in set(good) and i not in set(bad)]
