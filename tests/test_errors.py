@@ -54,6 +54,21 @@ def test_wrong_type_in_single_run_fails_before_data(tmp_path):
     assert "Traceback" not in res.stderr and not _records(tmp_path)
 
 
+def test_single_run_without_its_data_files_names_the_fetch_and_writes_no_record(tmp_path):
+    env = {
+        **_env(tmp_path),
+        "TREEBENCH_MIRROR": str(tmp_path / "empty_mirror"),
+        "TREEBENCH_DATA_DIR": str(tmp_path / "empty_cache"),
+    }
+    res = run_cli(["run", "method=cart", "dataset=letter"], tmp_path, env)
+    assert res.returncode == 2, res.stderr[-2000:]
+    msg = " ".join(res.stderr.split())
+    assert "dataset 'letter' needs uci/letter-recognition/letter-recognition.data" in msg
+    assert f"not in the cache ({tmp_path / 'empty_cache'}) nor in the mirror" in msg
+    assert "download it with `treebench fetch dataset=letter`" in msg
+    assert "Traceback" not in res.stderr and not _records(tmp_path)
+
+
 def test_check_params_uses_declared_constraints_only():
     with pytest.raises(ParamError, match="'n_estimators' parameter of GBDT"):
         check_params(compose(["method=gbdt", "dataset=iris", "method.params.n_estimators=0"]))

@@ -87,6 +87,10 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
         single = str(HydraConfig.get().mode) != "RunMode.MULTIRUN"
     except ValueError:
         single = True
+    if single and not all(store.is_done(k) for k in job_keys(cfg)):
+        from treebench.data.fetch import require_files
+
+        require_files(cfg.dataset, ctx)  # a run without its data would only write a failed record
     gcpause.resume()  # the job's work begins: the collector paused for ``run``'s startup runs again
     with _fit_progress(cfg, single):
         records = run_job(cfg, store, ctx, log=_job_log, parallel=_launcher_parallelism())
@@ -181,12 +185,13 @@ class SweepSummary(Callback):
 @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     """Hydra entry point (``treebench run`` hands its arguments here)."""
+    from treebench.data.base import DatasetUnavailableError
     from treebench.files import OutputsError
     from treebench.params import ParamError
 
     try:
         records = run_task(cfg)
-    except (ParamError, OutputsError) as exc:  # bad input: one message, no record written
+    except (ParamError, OutputsError, DatasetUnavailableError) as exc:  # one message, no record
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     if (

@@ -170,6 +170,21 @@ def missing_files(cfg, ctx: DataContext) -> list[str]:
     return out
 
 
+def require_files(cfg, ctx: DataContext) -> None:
+    """Raise :class:`DatasetUnavailableError` naming every file of dataset ``cfg`` that
+    :func:`missing_files` finds and the ``treebench fetch`` command that gets them."""
+    from treebench.data.base import DatasetUnavailableError
+
+    missing = missing_files(cfg, ctx)
+    if missing:
+        where = f"nor in the mirror ({ctx.mirror})" if ctx.mirror else "and no mirror is set"
+        raise DatasetUnavailableError(
+            f"dataset {cfg.name!r} needs {', '.join(missing)}, which "
+            f"{'is' if len(missing) == 1 else 'are'} not in the cache ({ctx.data_dir}) {where}; "
+            f"download {'it' if len(missing) == 1 else 'them'} with `treebench fetch dataset={cfg.name}`"
+        )
+
+
 def read_manifest(root: Path) -> dict[str, dict]:
     """``MANIFEST.csv`` of a mirror (relative_path → row with n_rows, n_classes), if it has one."""
     path = Path(root) / "MANIFEST.csv"
