@@ -145,6 +145,62 @@ def test_figure_points_group_by_param_or_measured_x():
     ]  # one point per max_depth, averaged over datasets/seeds
 
 
+def _fig2_records():
+    """Oblique trees at depth 2 and 4: two epoch budgets per variant and seed, CART beside them."""
+    recs = []
+    for seed in (0, 1):
+        for depth in (2, 4):
+            recs.append(make_record("cart", "d1", seed=seed, acc=0.6, params={"max_depth": depth}))
+            for ft in (0, None):
+                for epochs, val in ((20, 0.80), (50, 0.85 if depth == 2 else 0.75)):
+                    rec = make_record(
+                        "e2edt",
+                        "d1",
+                        seed=seed,
+                        acc=val + (0.05 if ft is None else 0) + 0.01 * seed,
+                        params={"max_depth": depth, "epochs": epochs, "finetune_epochs": ft},
+                    )
+                    rec["info"] = {"val_accuracy": val}
+                    recs.append(rec)
+    return recs
+
+
+def test_figure_points_pick_the_validated_config_and_never_pool_distinct_configs():
+    df = frame(_fig2_records())
+    spec = {"name": "f", "x": "param.max_depth", "y": "test_accuracy", "facet": "dataset"}
+    # per point, the epochs with the best validation score; the baseline has none and stays whole
+    picked = figure_points(
+        df,
+        {
+            **spec,
+            "series": ["method", "param.finetune_epochs"],
+            "best_over": ["epochs"],
+            "best_by": "info.val_accuracy",
+        },
+    ).set_index(["series", "x"])
+    assert picked.loc[("e2edt[finetune_epochs=0]", 2.0), "y"] == pytest.approx(0.855)
+    assert picked.loc[("e2edt[finetune_epochs=0]", 4.0), "y"] == pytest.approx(0.805)
+    assert picked.loc[("e2edt", 4.0), "y"] == pytest.approx(0.855)  # finetuned: null is unlabelled
+    assert picked["n"].tolist() == [2] * 6 and picked.loc[("cart", 2.0), "y"] == 0.6
+    # without a choice the two epoch budgets (and variants) of one seed are separate points
+    split = figure_points(df, {**spec, "series": ["method"]}).set_index(["series", "x"])
+    assert split.loc[("e2edt[epochs=50, finetune_epochs=0]", 2.0), "y"] == pytest.approx(0.855)
+    assert split.loc[("e2edt[epochs=20, finetune_epochs=null]", 4.0), "y"] == pytest.approx(0.855)
+    assert set(split["n"]) == {2} and len(split) == 10
+
+
+def test_figure_points_pool_a_setting_that_differs_only_between_seeds():
+    recs = [
+        make_record("tnt", "d1", seed=s, acc=0.8 + 0.02 * s, params={"max_depth": 3, **extra})
+        for s, extra in ((0, {}), (1, {"search_step": "secant"}), (2, {"search_step": "secant"}))
+    ]
+    pts = figure_points(
+        frame(recs), {"name": "f", "x": "param.max_depth", "y": "test_accuracy", "facet": None}
+    )
+    assert pts["series"].tolist() == ["tnt"] and pts["n"].tolist() == [3]
+    assert pts["y"].tolist() == pytest.approx([0.82])
+
+
 def test_reproduction_markdown(toy):
     text = reproduction_markdown(
         frame(_records()), [toy], Availability(datasets={"d1"}, methods={"cart", "rf"})

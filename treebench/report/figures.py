@@ -22,6 +22,8 @@ of one method (``series: [method, param.teacher]``) share it and differ in marke
 
 from __future__ import annotations
 
+import ast
+
 import functools
 import zlib
 from pathlib import Path
@@ -29,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from treebench.report.select import add_derived, norm, prefer_full, series_label
+from treebench.report.select import add_derived, keep_best, norm, prefer_full, series_label
 from treebench.report.targets import Target
 
 
@@ -135,6 +137,18 @@ def _numeric(s: pd.Series) -> pd.Series:
     return pd.to_numeric(s.map(lambda v: np.nan if norm(v) == "null" else norm(v)), errors="coerce")
 
 
+def _short(v) -> str:
+    """A setting as a legend shows it: an estimator spec by its settings, not its class path."""
+    if isinstance(v, str) and v.startswith("{"):  # a spec as the frame holds it
+        try:
+            v = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            return v
+    if isinstance(v, dict) and "_target_" in v:
+        return " ".join(f"{k}={norm(w)}" for k, w in v.items() if k != "_target_") or "default"
+    return norm(v)
+
+
 def figure_points(df: pd.DataFrame, spec: dict) -> pd.DataFrame:
     """The aggregated points of a figure: facet, series, x, y mean, y sd, n."""
     df = add_derived(df)
@@ -152,13 +166,47 @@ def figure_points(df: pd.DataFrame, spec: dict) -> pd.DataFrame:
         if c not in ok.columns:
             ok[c] = None
     ok = prefer_full(ok)
-    ok["_series"] = ok.apply(lambda r: series_label(r, series), axis=1) if len(ok) else []
     ok["_facet"] = ok[facet].astype(str) if facet and facet in ok.columns else ""
     ok["_x"] = _numeric(ok[x])
     ok = ok[ok["_x"].notna()]
     if ok.empty:
         return pd.DataFrame(columns=["facet", "series", "x", "y", "sd", "n"])
+    ok["_series"] = ok.apply(lambda r: series_label(r, series), axis=1)
+    best_over = tuple(c if "." in c else f"param.{c}" for c in spec.get("best_over") or ())
+    if best_over:  # per point, the config the paper would pick (e.g. epochs on validation)
+        by = spec.get("best_by", y)
+        # series that do not record ``by`` (a baseline without a validation score) stay whole
+        scored = (
+            ok.groupby("_series")[by].transform(lambda v: v.notna().any()).astype(bool)
+            if by in ok.columns
+            else pd.Series(False, index=ok.index)
+        )
+        chosen = keep_best(
+            ok[scored], best_over, by, spec.get("best", "max"), ("_facet", "_series", "_x")
+        )
+        ok = pd.concat([chosen, ok[~scored]])
     if x.startswith("param."):
+        # a point's mean and SD are over runs (seeds x folds): where two runs of one seed at a
+        # point differ in a setting, they are distinct configurations, each drawn as a point of
+        # its own labelled with that setting (settings that differ only between seeds are a cell's
+        # stated pooling, as in its target)
+        run = [c for c in ("seed", "fold") if c in ok.columns]
+        point = ["_facet", "_series", "_x"]
+        params = [c for c in ok.columns if c.startswith("param.") and c not in (x, *series)]
+        configs = ok[params].map(norm).astype(str).agg("|".join, axis=1) if params else ""
+        pooled = (
+            configs.groupby([ok[c] for c in point + run], dropna=False).transform("nunique") > 1
+            if params
+            else pd.Series(False, index=ok.index)
+        )
+        pooled = pooled.groupby([ok[c] for c in point], dropna=False).transform("any")
+        for _, grp in ok[pooled].groupby(point, dropna=False):
+            by_run = grp.groupby(run, dropna=False) if run else [(None, grp)]
+            differ = [c for c in params if any(g[c].map(norm).nunique() > 1 for _, g in by_run)]
+            ok.loc[grp.index, "_series"] = [
+                f"{s}[{', '.join(f'{c.split(chr(46), 1)[-1]}={_short(v)}' for c, v in r.items())}]"
+                for s, (_, r) in zip(grp["_series"], grp[differ].iterrows(), strict=True)
+            ]
         keys = ["_facet", "_series", "_x"]
     else:
         varying = [
@@ -234,7 +282,7 @@ def make_figure(
                 ms=3,
                 capsize=2,
                 lw=1.2,
-                label=s,
+                label=(spec.get("labels") or {}).get(s, s),
                 **styles[s],
             )
         if not ref.empty:
@@ -267,7 +315,8 @@ def make_figure(
         for ax in axes.flat:
             for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
                 handles.setdefault(lab, h)
-        ncols = min(6, len(handles))
+        width = max(len(lab) for lab in handles) + 6  # characters of a legend entry
+        ncols = max(1, min(6, len(handles), int(fig.get_figwidth() * 14 / width)))
         rows = -(-len(handles) // ncols)
         fig.set_figheight(fig.get_figheight() + 0.22 * rows + 0.2)
         bottom = (0.22 * rows + 0.2) / fig.get_figheight()
