@@ -23,7 +23,6 @@ of one method (``series: [method, param.teacher]``) share it and differ in marke
 from __future__ import annotations
 
 import ast
-
 import functools
 import zlib
 from pathlib import Path
