@@ -377,6 +377,8 @@ def test_an_item_is_reproduced_when_every_number_of_it_passes_at_the_full_protoc
         ("Table E", "pass", ""),
         ("Table E", "FAIL", "unexplained"),
         ("Table F", "info", "set by config"),
+        ("Table G", "pass", ""),  # a relation says its reduced protocol after its count
+        ("Table G", "info", "8/8 sizes hold (need >= 80%); reduced: 1 of 5 runs (mnist/20)"),
     ]
     res = pd.DataFrame(
         [
@@ -385,4 +387,4 @@ def test_an_item_is_reproduced_when_every_number_of_it_passes_at_the_full_protoc
         ]
     )
     row, _ = paper_overview(SimpleNamespace(paper="toy", targets=[]), res, n_records=0)
-    assert row["items reproduced"] == "2 / 6"  # A and B
+    assert row["items reproduced"] == "2 / 7"  # A and B

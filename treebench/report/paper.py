@@ -404,7 +404,7 @@ def paper_overview(
     counts = res["status"].value_counts().to_dict() if len(res) else {}
     items = res.assign(item=res.apply(_item, axis=1)) if len(res) else res.assign(item=[])
     note = items["note"].fillna("").astype(str)
-    reduced = note.str.startswith("reduced:")
+    reduced = note.str.contains(r"(?:^|;\s*)reduced:")  # a relation's note says it after its count
     skipped = (items["status"] == SKIP) & ~note.str.startswith("reference only:")
     bad = items[(items["status"] == FAIL) | skipped | reduced]["item"]
     good = items[items["status"] == PASS]["item"]
