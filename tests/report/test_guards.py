@@ -190,7 +190,7 @@ def test_every_registered_method_has_its_own_colour():
     assert method_color("not_a_method") not in colors.values()
 
 
-def _figure_colours(monkeypatch, tmp_path, df, spec) -> dict[str, str]:
+def _figure_colours(monkeypatch, tmp_path, df, spec, targets=()) -> dict[str, str]:
     """Render ``spec`` and return series label → colour of its line, as drawn."""
     from matplotlib.colors import to_hex
     from matplotlib.figure import Figure
@@ -203,9 +203,12 @@ def _figure_colours(monkeypatch, tmp_path, df, spec) -> dict[str, str]:
         for ax in fig.axes:
             for c in ax.containers:
                 seen[c.get_label()] = to_hex(c.lines[0].get_color())
+            for c in ax.collections:  # the paper's numbers (scatter markers)
+                if c.get_label().endswith("(paper)"):
+                    seen[c.get_label()] = to_hex(c.get_edgecolor()[0])
 
     monkeypatch.setattr(Figure, "savefig", savefig)
-    make_figure(df, spec, tmp_path, experiment="x")
+    make_figure(df, spec, tmp_path, targets=targets, experiment="x")
     return seen
 
 
@@ -233,6 +236,41 @@ def test_a_method_has_the_same_colour_in_every_figure(monkeypatch, tmp_path):
         {**spec, "x": "param.max_depth", "series": ["method", "param.max_depth"]},
     )
     assert three["redt[max_depth=2]"] == three["redt[max_depth=4]"] == method_color("redt")
+
+
+def test_a_papers_number_is_drawn_in_its_methods_colour_under_the_figures_legend_text(
+    monkeypatch, tmp_path
+):
+    from treebench.report.figures import method_color
+
+    recs = [
+        make_record(m, "d1", seed=s, acc=0.7 + 0.01 * s, n_splits=5, params={"max_depth": d})
+        for m in ("cart", "tnt")
+        for s in range(2)
+        for d in (2, 4)
+    ]
+    paper = tmp_path / "p.yaml"
+    paper.write_text(
+        "paper: toy\nunits: percent\ndefaults: {metric: test_accuracy}\ntargets:\n"
+        "  - {id: a, experiment: x, source: T, dataset: d1, method: cart, where: {max_depth: 4},"
+        " value: 71.0}\n"
+        "  - {id: b, experiment: x, source: T, dataset: d1, method: tnt, where: {max_depth: 4},"
+        " value: 75.0}\n"
+    )
+    spec = {
+        "name": "a",
+        "x": "param.max_depth",
+        "y": "test_accuracy",
+        "series": ["method"],
+        "labels": {"cart": "CART", "tnt": "TnT"},
+    }
+    drawn = _figure_colours(monkeypatch, tmp_path, frame(recs), spec, load_paper(paper).targets)
+    assert drawn == {
+        "CART": method_color("cart"),
+        "TnT": method_color("tnt"),
+        "CART (paper)": method_color("cart"),
+        "TnT (paper)": method_color("tnt"),
+    }
 
 
 def test_a_size_set_by_config_is_info_and_needs_a_reason_to_become_so():

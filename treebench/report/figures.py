@@ -270,6 +270,7 @@ def make_figure(
     scale = 100.0 if spec.get("percent", spec["y"].endswith(("accuracy", "error"))) else 1.0
     by_method = list(spec.get("series") or ["method"])[0] == "method"
     styles = series_styles(pts["series"], by_method)
+    labels = spec.get("labels") or {}
     panel_legend = len(styles) <= _MAX_PANEL_LEGEND
     for i, f in enumerate(facets):
         ax = axes[i // ncol][i % ncol]
@@ -281,14 +282,21 @@ def make_figure(
                 ms=3,
                 capsize=2,
                 lw=1.2,
-                label=(spec.get("labels") or {}).get(s, s),
+                label=labels.get(s, s),
                 **styles[s],
             )
-        if not ref.empty:
+        if not ref.empty:  # the paper's numbers: an x in the colour of the method they belong to
             r = ref[ref["facet"].isin([f, ""])]
             for s, grp in r.groupby("series"):
                 ax.scatter(
-                    grp["x"], scale * grp["y"], marker="x", s=30, color="k", label=f"{s} (paper)"
+                    grp["x"],
+                    scale * grp["y"],
+                    marker="x",
+                    s=36,
+                    lw=1.6,
+                    color=method_color(s) if by_method else "k",
+                    label=f"{labels.get(s, s)} (paper)",
+                    zorder=3,
                 )
         ax.set_title(f or spec.get("title", ""), fontsize=9)
         ax.set_xlabel(spec.get("xlabel", spec["x"].split(".", 1)[-1]))
