@@ -388,3 +388,46 @@ def test_an_item_is_reproduced_when_every_number_of_it_passes_at_the_full_protoc
     )
     row, _ = paper_overview(SimpleNamespace(paper="toy", targets=[]), res, n_records=0)
     assert row["items reproduced"] == "2 / 7"  # A and B
+
+
+def test_cells_short_of_the_papers_runs_are_listed_once_with_their_cost_to_finish(tmp_path):
+    from treebench.report.checks import run_checks
+    from treebench.report.paper import short_of_runs
+    from treebench.report.targets import load_paper
+
+    recs = []
+    for seed in range(2):  # 2 of the paper's 5 runs, 0.5 core-hours each
+        for m in ("cart", "rf"):
+            r = make_record(m, "digits", seed=seed, acc=0.8 + 0.1 * (m == "rf"))
+            r.update(cpu_seconds=1800.0 if m == "rf" else 36.0)
+            recs.append(r)
+    recs.append(make_record("cart", "iris", seed=0, acc=0.9))  # no rf on iris: not compared
+    paper = tmp_path / "p.yaml"
+    paper.write_text(
+        "paper: toy\nunits: percent\ndefaults: {metric: test_accuracy, runs: 5}\ntargets:\n"
+        "  - {id: rf, experiment: exp, source: T, dataset: digits, method: rf, value: 90.0}\n"
+        "  - {id: rf_ge_cart, kind: relation, experiment: exp, source: T, lhs: rf, rhs: cart,"
+        ' op: ">=", require: all}\n'
+        "  - {id: full, experiment: exp, source: T, dataset: digits, method: cart, value: 80.0,"
+        " runs: 2}\n"
+    )
+    res = run_checks(load_paper(paper).targets, frame(recs))
+    short = short_of_runs(res.assign(paper="toy"))
+    # rf on digits is read by two targets but is one cell; the relation's cart side is one more;
+    # `full` has its 2 runs; iris is in no comparison
+    assert short[["cell", "targets", "runs", "a run", "to finish"]].to_dict("records") == [
+        {
+            "cell": "cart · digits",
+            "targets": "rf_ge_cart",
+            "runs": "2 of 5",
+            "a run": "1 core-minute",
+            "to finish": "2 core-minutes",
+        },
+        {
+            "cell": "rf · digits",
+            "targets": "rf (+1)",
+            "runs": "2 of 5",
+            "a run": "30 core-minutes",
+            "to finish": "1.5 core-hours",
+        },
+    ]

@@ -26,6 +26,7 @@ from treebench.report.select import (
     curve_points,
     exact_mean,
     norm,
+    per_block_cost,
     per_block_means,
     per_block_runs,
     prefer_full,
@@ -60,6 +61,7 @@ COLUMNS = [
     "tol",
     "status",
     "note",
+    "short_cells",  # the cells of runs behind ours with fewer runs than the paper's (cell_short)
 ]
 
 
@@ -126,6 +128,7 @@ def _row(t: Target, **kw) -> dict:
         "tol": float("nan"),
         "status": SKIP,
         "note": t.note,
+        "short_cells": [],
     }
     if t.kind == "relation":
         base.update(units="share", paper_value=t.require)
@@ -206,6 +209,32 @@ def _side_configs(df: pd.DataFrame, sel: Selector, t: Target) -> set | None:
     return set(ok[list(sel.best_over)].map(norm).itertuples(index=False, name=None))
 
 
+def cell_short(t: Target, cell: str, runs: int, cost: float | None, profile: str) -> list[dict]:
+    """``[{cell, runs, of, core_h}]`` when a cell of runs under the paper's profile has fewer runs
+    than the paper's (``core_h``: one run's core-hours, the mean of those so far), else ``[]``."""
+    if t.runs is None or runs >= t.runs or cost is None or profile != t.profile:
+        return []
+    return [{"cell": cell, "runs": int(runs), "of": int(t.runs), "core_h": float(cost)}]
+
+
+def block_cells_short(t: Target, df: pd.DataFrame, sides, blocks, profile: str) -> list[dict]:
+    """:func:`cell_short` of every side in every block of a comparison."""
+    if t.runs is None or not len(blocks):
+        return []
+    out = []
+    for s in sides:
+        runs = per_block_runs(df, s, t.metric, t.per, t.experiment).reindex(blocks)
+        cost = per_block_cost(df, s, t.metric, t.per, t.experiment).reindex(blocks)
+        for k in blocks[runs < t.runs]:
+            at = dict(zip(t.per, k if isinstance(k, tuple) else (k,), strict=True))
+            ds = norm(at.pop("dataset", s.dataset) or "")
+            more = {c.split(".", 1)[-1]: norm(v) for c, v in at.items()}
+            cell = f"{dataclasses.replace(s, where={**s.where, **more}).label()} · {ds}"
+            c = cost[k]
+            out += cell_short(t, cell, runs[k], None if pd.isna(c) else float(c), profile)
+    return out
+
+
 def block_shortfall(t: Target, df: pd.DataFrame, sides, blocks, profile: str) -> str:
     """:func:`shortfall` of a comparison over ``blocks``: its profile, and the fewest runs behind a
     mean of any side in any block, naming the blocks below the paper's runs."""
@@ -276,7 +305,8 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     ours = agg["mean"]
     chose = dataclasses.replace(t.select, best_over=tuple(t.best_over))
     grid_gap = missing_configs(chose, agg.get("configs"), avail)
-    reduced = shortfall(t, profile, agg["runs"], grid_gap, run_cost(prefer_full(rows)))
+    cost = run_cost(prefer_full(rows))
+    reduced = shortfall(t, profile, agg["runs"], grid_gap, cost)
     status, why = verdict(t, _within(t, ours, tol), reduced)
     note = _join(
         why,
@@ -294,6 +324,9 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         tol=tol,
         status=status,
         note=note,
+        short_cells=cell_short(
+            t, f"{t.select.label()} · {t.select.dataset}", agg["runs"], cost, profile
+        ),
     )
 
 
@@ -375,12 +408,18 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str 
     if short:
         reduced = f"{reduced}, {short}" if reduced else f"reduced: {short}"
     lhs = f"; lhs {both['lhs'].iloc[0]:.4g}" if not t.per else ""
-    return _share_row(t, label, holds, "/".join(t.per) or "block", reduced, profile, bad, lhs)
+    cells = block_cells_short(t, df, sides, both.index, profile)
+    return _share_row(
+        t, label, holds, "/".join(t.per) or "block", reduced, profile, bad, lhs, cells
+    )
 
 
-def _share_row(t: Target, label: str, holds, what: str, reduced: str, profile: str, bad, extra=""):
+def _share_row(
+    t: Target, label: str, holds, what: str, reduced: str, profile: str, bad, extra="", cells=()
+):
     """A relation's verdict row: the share of ``holds`` (one per compared ``what``) against the
-    share the claim requires, the failing ones named (``bad``), ``extra`` after the count."""
+    share the claim requires, the failing ones named (``bad``), ``extra`` after the count;
+    ``cells`` = :func:`block_cells_short`."""
     holds = np.asarray(holds, dtype=bool)
     share = float(holds.mean())
     status, why = verdict(t, share >= t.require - 1e-12, reduced)
@@ -396,6 +435,7 @@ def _share_row(t: Target, label: str, holds, what: str, reduced: str, profile: s
         delta=share - t.require,
         tol=0.0,
         status=status,
+        short_cells=list(cells),
         note=_join(
             f"{int(holds.sum())}/{len(holds)} {what} hold (need {need}){extra}",
             why,
@@ -648,6 +688,7 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         op=f"expect {t.expect} at α={t.alpha}",
         profile=profile,
         status=status,
+        short_cells=block_cells_short(t, df, sides, blocks, profile),
         note=_join(
             why,
             f"{paper}ours: {'mean rank' if t.test == 'nemenyi' else 'stat'} "

@@ -426,6 +426,39 @@ def paper_overview(
     return row, list(dict.fromkeys(devs))
 
 
+def short_of_runs(res: pd.DataFrame) -> pd.DataFrame:
+    """The cells of runs with fewer runs than the paper's, cheapest to finish first.
+
+    A cell is the runs behind one mean (a selection, in one dataset or block), read by one or more
+    targets; its cost to finish is the missing runs times the mean core time of its runs so far.
+    Only cells under the paper's profile are listed (:func:`~treebench.report.checks.cell_short`).
+    """
+    if res.empty or "short_cells" not in res.columns:
+        return pd.DataFrame()
+    cells: dict[str, dict] = {}
+    for _, r in res.iterrows():
+        for c in r["short_cells"]:
+            cell = cells.setdefault(c["cell"], {**c, "paper": r["paper"], "ids": []})
+            cell["ids"].append(r["id"])
+    if not cells:
+        return pd.DataFrame()
+    out = pd.DataFrame(cells.values())
+    out["finish"] = (out["of"] - out["runs"]) * out["core_h"]
+    out = out.sort_values(["finish", "paper", "cell"], kind="stable")
+    return pd.DataFrame(
+        {
+            "paper": out["paper"],
+            "cell": out["cell"],
+            "targets": [
+                ids[0] + (f" (+{len(ids) - 1})" if len(ids) > 1 else "") for ids in out["ids"]
+            ],
+            "runs": [f"{r} of {n}" for r, n in zip(out["runs"], out["of"], strict=True)],
+            "a run": out["core_h"].map(core_time),
+            "to finish": out["finish"].map(core_time),
+        }
+    ).reset_index(drop=True)
+
+
 def _measured_part(rows: pd.DataFrame, hours: float) -> str:
     """What part of ``hours`` the runs measured as CPU time, in words ("" when all of it)."""
     cpu = core_hours(rows, measured=True)
@@ -469,6 +502,7 @@ def reproduction_markdown(
     ]
     overview = []
     per_paper = []
+    all_res = []
     sections = []
     for p in papers:
         paper_res = []
@@ -569,6 +603,7 @@ def reproduction_markdown(
         allres = pd.concat(paper_res, ignore_index=True) if paper_res else pd.DataFrame()
         ran = pd.concat(paper_rows) if paper_rows else pd.DataFrame()
         n_runs = ran["key"].nunique() if len(ran) else 0
+        all_res.append(allres)
         row, devs = paper_overview(p, allres, n_runs, core_hours(ran))
         per_paper.append((row, devs))
     lines.append("## Overview\n")
@@ -585,5 +620,14 @@ def reproduction_markdown(
             lines.append(
                 f"Stated deviations, {row['paper']}:\n\n" + "\n".join(f"- {d}" for d in devs) + "\n"
             )
+    short = short_of_runs(pd.concat(all_res, ignore_index=True) if all_res else pd.DataFrame())
+    if len(short):
+        lines.append(
+            "Cells short of the paper's runs (their targets say *reduced: k of N runs*): the runs "
+            "behind one mean, the first target that reads it (+ how many more do), the core time "
+            "of one run so far and of the missing runs, cheapest first. A grid short of its "
+            "configurations or a reduced profile is stated in its targets' rows only.\n\n"
+            + to_markdown(short)
+        )
     lines.append("Per experiment:\n\n" + to_markdown(pd.DataFrame(overview)))
     return "\n".join(lines + sections)

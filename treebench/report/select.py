@@ -374,6 +374,18 @@ def per_block_runs(
     return ok.groupby(list(per)).apply(n_runs)
 
 
+def per_block_cost(
+    df: pd.DataFrame, sel: Selector, metric: str, per: tuple, experiment: str | None = None
+) -> pd.Series:
+    """Core-hours of one run (:func:`run_cost`) behind each :func:`per_block_means` mean."""
+    ok = _block_rows(df, sel, metric, per, experiment)
+    if ok.empty:
+        return pd.Series(dtype=float)
+    if not per:
+        return pd.Series({"all": run_cost(ok)})
+    return ok.groupby(list(per))[list(ok.columns)].apply(run_cost).astype(float)
+
+
 def curve_points(
     df: pd.DataFrame,
     sel: Selector,
