@@ -25,10 +25,10 @@ from treebench.report.select import (
     counted,
     curve_points,
     exact_mean,
+    n_runs,
     norm,
-    per_block_cost,
+    per_block,
     per_block_means,
-    per_block_runs,
     prefer_full,
     profile_of,
     run_cost,
@@ -223,8 +223,8 @@ def block_cells_short(t: Target, df: pd.DataFrame, sides, blocks, profile: str) 
         return []
     out = []
     for s in sides:
-        runs = per_block_runs(df, s, t.metric, t.per, t.experiment).reindex(blocks)
-        cost = per_block_cost(df, s, t.metric, t.per, t.experiment).reindex(blocks)
+        runs = per_block(df, s, t.metric, t.per, n_runs, t.experiment).reindex(blocks)
+        cost = per_block(df, s, t.metric, t.per, run_cost, t.experiment).reindex(blocks)
         for k in blocks[runs < t.runs]:
             at = dict(zip(t.per, k if isinstance(k, tuple) else (k,), strict=True))
             ds = norm(at.pop("dataset", s.dataset) or "")
@@ -241,7 +241,7 @@ def block_shortfall(t: Target, df: pd.DataFrame, sides, blocks, profile: str) ->
     if t.runs is None or not len(blocks):
         return shortfall(t, profile)
     runs = pd.concat(
-        [per_block_runs(df, s, t.metric, t.per, t.experiment).reindex(blocks) for s in sides],
+        [per_block(df, s, t.metric, t.per, n_runs, t.experiment).reindex(blocks) for s in sides],
         axis=1,
     ).min(axis=1)
     reduced = shortfall(t, profile, int(runs.min()))

@@ -7,6 +7,7 @@ appears in this code.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -362,28 +363,22 @@ def per_block_means(
     return ok.groupby(list(per))[metric].agg(exact_mean)
 
 
-def per_block_runs(
-    df: pd.DataFrame, sel: Selector, metric: str, per: tuple, experiment: str | None = None
+def per_block(
+    df: pd.DataFrame,
+    sel: Selector,
+    metric: str,
+    per: tuple,
+    agg: Callable[[pd.DataFrame], float | int | None],
+    experiment: str | None = None,
 ) -> pd.Series:
-    """How many runs each :func:`per_block_means` mean is over (the same blocks and rows)."""
-    ok = _block_rows(df, sel, metric, per, experiment)
-    if ok.empty:
-        return pd.Series(dtype=int)
-    if not per:
-        return pd.Series({"all": n_runs(ok)})
-    return ok.groupby(list(per)).apply(n_runs)
-
-
-def per_block_cost(
-    df: pd.DataFrame, sel: Selector, metric: str, per: tuple, experiment: str | None = None
-) -> pd.Series:
-    """Core-hours of one run (:func:`run_cost`) behind each :func:`per_block_means` mean."""
+    """``agg`` of the rows behind each :func:`per_block_means` mean (the same blocks and rows):
+    :func:`n_runs` for the runs a mean is over, :func:`run_cost` for the core-hours of one."""
     ok = _block_rows(df, sel, metric, per, experiment)
     if ok.empty:
         return pd.Series(dtype=float)
     if not per:
-        return pd.Series({"all": run_cost(ok)})
-    return ok.groupby(list(per))[list(ok.columns)].apply(run_cost).astype(float)
+        return pd.Series({"all": agg(ok)})
+    return ok.groupby(list(per))[list(ok.columns)].apply(agg)
 
 
 def curve_points(
