@@ -229,6 +229,10 @@ def test_spearman_trend_of_the_best_value_against_a_block_column(tmp_path):
     few = recs({"a": (4, 0.5), "b": (20, 0.3), "c": (60, 0.1)}, seeds=(0,))
     r = run_checks(p.targets, frame(few)).iloc[0]
     assert r["status"] == INFO and r["note"].startswith("reduced: 1 of 2 runs")
+    # ... and each (dataset, share) mean the picks read is a cell short of its runs
+    cells = sorted((c["cell"], c["runs"], c["of"]) for c in r["short_cells"])
+    assert len(cells) == 9 and cells[0] == ("onestage[validation_fraction=0.1] · a", 1, 2)
+    assert r["gaps"] == []  # nothing short but runs
     # the plan sweeps a fourth share: a best chosen among 3 of its 4 values is info, saying so
     plan = {
         "params": {"method": "onestage", "dataset": "a,b,c"},
@@ -240,6 +244,9 @@ def test_spearman_trend_of_the_best_value_against_a_block_column(tmp_path):
     assert r["note"].startswith(
         "reduced: 3 dataset chose among fewer validation_fraction values than planned (fewest 3 of 4)"
     )
+    assert r["gaps"] == [
+        "3 dataset chose among fewer validation_fraction values than planned (fewest 3 of 4)"
+    ]
     # with the whole grid measured the verdict stands
     plan["rows"] = ["method.params.validation_fraction=0.1,0.3,0.5"]
     r = run_checks(p.targets, full, Availability(plans={"exp": plan})).iloc[0]
@@ -309,9 +316,10 @@ def test_a_best_of_configs_over_part_of_the_plans_grid_is_reduced(paper):
     recs = _forests
     part = run_checks(t, frame(recs([(1, 0.80), (10, 0.96)])), avail).iloc[0]
     assert part["status"] == INFO and part["note"].startswith("reduced: 2 of 3 configs")
-    assert "best of 2 configs" in part["note"]
+    assert "best of 2 configs" in part["note"] and part["gaps"] == ["2 of 3 configs"]
     whole = run_checks(t, frame(recs([(1, 0.80), (10, 0.96), (50, 0.93)])), avail).iloc[0]
     assert whole["status"] == PASS and not whole["note"].startswith("reduced")
+    assert whole["gaps"] == []
     # without the plan nothing is known about the grid: the verdict stands as before
     assert run_checks(t, frame(recs([(1, 0.80), (10, 0.96)]))).iloc[0]["status"] == PASS
 
@@ -340,6 +348,7 @@ def test_a_relation_side_best_of_part_of_the_grid_is_reduced(tmp_path):
     ]
     r = run_checks(spec.targets, frame(recs), avail).iloc[0]
     assert r["status"] == INFO and "reduced: 1 of 2 configs" in r["note"]
+    assert r["gaps"] == ["1 of 2 configs"]
     recs += [
         make_record("m", "a", seed=s, acc=0.70, params={"n_estimators": 10}, experiment="exp")
         for s in range(2)
@@ -383,8 +392,9 @@ def test_a_relation_block_that_chose_among_part_of_the_grid_is_reduced(tmp_path)
     r = run_checks(spec.targets, frame(recs), avail).iloc[0]
     assert r["status"] == INFO
     assert "reduced: 1 dataset/param.max_depth chose among fewer epochs (a/4)" in r["note"]
+    assert r["gaps"] == ["1 dataset/param.max_depth chose among fewer epochs (a/4)"]
     r = run_checks(spec.targets, frame([*recs, m(4, 35)]), avail).iloc[0]
-    assert r["status"] == PASS and "reduced" not in r["note"]
+    assert r["status"] == PASS and "reduced" not in r["note"] and r["gaps"] == []
 
 
 def test_failed_runs_fail_and_skipped_runs_skip(paper):

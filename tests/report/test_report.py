@@ -431,3 +431,35 @@ def test_cells_short_of_the_papers_runs_are_listed_once_with_their_cost_to_finis
             "to finish": "1.5 core-hours",
         },
     ]
+
+
+def test_targets_short_of_the_protocol_other_than_runs_are_listed_with_what_they_lack(tmp_path):
+    from treebench.report.checks import Availability, run_checks
+    from treebench.report.paper import short_of_runs, short_otherwise
+    from treebench.report.targets import load_paper
+
+    recs = [
+        make_record("hinge_forest", "iris", seed=s, acc=0.9, params={"n_estimators": n})
+        for n in (1, 10)
+        for s in range(2)
+    ]
+    recs += [make_record("cart", "iris", seed=s, acc=0.8, profile="reduced") for s in range(2)]
+    paper = tmp_path / "p.yaml"
+    paper.write_text(
+        "paper: toy\nunits: percent\ndefaults: {metric: test_accuracy, runs: 2}\ntargets:\n"
+        "  - {id: best, experiment: exp, source: T, dataset: iris, method: hinge_forest,"
+        " best_over: [param.n_estimators], best: max, value: 90.0}\n"
+        "  - {id: cart, experiment: exp, source: T, dataset: iris, method: cart, value: 80.0}\n"
+    )
+    plan = {
+        "params": {},
+        "rows": ["dataset=iris method=hinge_forest method.params.n_estimators=1,10,50"],
+    }
+    res = run_checks(load_paper(paper).targets, frame(recs), Availability(plans={"exp": plan}))
+    res = res.assign(paper="toy")
+    # both have their runs: neither is a cell short of runs, both are short otherwise
+    assert short_of_runs(res).empty
+    assert short_otherwise(res).to_dict("records") == [
+        {"paper": "toy", "target": "best", "lacks": "2 of 3 configs"},
+        {"paper": "toy", "target": "cart", "lacks": "reduced profile"},
+    ]

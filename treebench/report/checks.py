@@ -62,6 +62,7 @@ COLUMNS = [
     "status",
     "note",
     "short_cells",  # the cells of runs behind ours with fewer runs than the paper's (cell_short)
+    "gaps",  # what else ours lacks of the paper's protocol: a profile, configs, blocks, a size
 ]
 
 
@@ -129,6 +130,7 @@ def _row(t: Target, **kw) -> dict:
         "status": SKIP,
         "note": t.note,
         "short_cells": [],
+        "gaps": [],
     }
     if t.kind == "relation":
         base.update(units="share", paper_value=t.require)
@@ -144,16 +146,19 @@ def shortfall(
     """What the numbers lack of the paper's protocol ("" when they have it all); ``configs`` is
     :func:`missing_configs`'s gap, ``cost`` the core-hours of one run (:func:`run_cost`), shown
     beside missing runs so that a reader sees what the rest would take."""
-    gaps = []
-    other = [p for p in profile.split("+") if p and p != t.profile]
-    if other:
-        gaps.append(f"{'+'.join(other)} profile")
+    gaps = profile_gap(t, profile)
     if t.runs is not None and n is not None and n < t.runs:
         each = f" ({core_time(cost)} a run)" if cost is not None and profile == t.profile else ""
         gaps.append(f"{n} of {t.runs} runs{each}")
     if configs:
         gaps.append(configs)
     return f"reduced: {', '.join(gaps)}" if gaps else ""
+
+
+def profile_gap(t: Target, profile: str) -> list[str]:
+    """``["reduced profile"]`` when ours ran (in part) under another profile than the paper's."""
+    other = [p for p in profile.split("+") if p and p != t.profile]
+    return [f"{'+'.join(other)} profile"] if other else []
 
 
 def missing_configs(sel: Selector, present, avail: Availability) -> str:
@@ -327,6 +332,7 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         short_cells=cell_short(
             t, f"{t.select.label()} · {t.select.dataset}", agg["runs"], cost, profile
         ),
+        gaps=profile_gap(t, profile) + ([grid_gap] if grid_gap else []),
     )
 
 
@@ -390,6 +396,7 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str 
     sides = [s for s in (t.lhs, t.rhs) if s is not None]
     profile = "+".join(sorted({p for s in sides for p in _profile_of(df, s, t).split("+") if p}))
     reduced = block_shortfall(t, df, sides, both.index, profile)
+    gaps = profile_gap(t, profile)
     for s in sides:  # a side that is a best-of-configs over part of the plan's grid
         gap = missing_configs(s, _side_configs(df, s, t), avail)
         short_blocks = _blocks_short_of_grid(df, s, t, both.index, avail)
@@ -402,24 +409,36 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str 
             gap = f"{gap}, {what}" if gap else what
         if gap:
             reduced = f"{reduced}, {gap}" if reduced else f"reduced: {gap}"
+            gaps.append(gap)
     if t.blocks is not None and len(both) < t.blocks:  # the paper's claim spans more blocks
         what = f"{len(both)} of {t.blocks} {'/'.join(t.per) or 'block'}"
         reduced = f"{reduced}, {what}" if reduced else f"reduced: {what}"
+        gaps.append(what)
     if short:
         reduced = f"{reduced}, {short}" if reduced else f"reduced: {short}"
+        gaps.append(short)
     lhs = f"; lhs {both['lhs'].iloc[0]:.4g}" if not t.per else ""
     cells = block_cells_short(t, df, sides, both.index, profile)
     return _share_row(
-        t, label, holds, "/".join(t.per) or "block", reduced, profile, bad, lhs, cells
+        t, label, holds, "/".join(t.per) or "block", reduced, profile, bad, lhs, cells, gaps
     )
 
 
 def _share_row(
-    t: Target, label: str, holds, what: str, reduced: str, profile: str, bad, extra="", cells=()
+    t: Target,
+    label: str,
+    holds,
+    what: str,
+    reduced: str,
+    profile: str,
+    bad,
+    extra="",
+    cells=(),
+    gaps=(),
 ):
     """A relation's verdict row: the share of ``holds`` (one per compared ``what``) against the
     share the claim requires, the failing ones named (``bad``), ``extra`` after the count;
-    ``cells`` = :func:`block_cells_short`."""
+    ``cells`` = :func:`block_cells_short`, ``gaps`` the rest of what ``reduced`` says."""
     holds = np.asarray(holds, dtype=bool)
     share = float(holds.mean())
     status, why = verdict(t, share >= t.require - 1e-12, reduced)
@@ -436,6 +455,7 @@ def _share_row(
         tol=0.0,
         status=status,
         short_cells=list(cells),
+        gaps=list(gaps),
         note=_join(
             f"{int(holds.sum())}/{len(holds)} {what} hold (need {need}){extra}",
             why,
@@ -504,13 +524,16 @@ def check_curves(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         gaps.append(f"{len(blocks)} of {t.blocks} {'/'.join(per) or 'block'}")
     if gaps:
         reduced = f"{reduced}, {', '.join(gaps)}" if reduced else f"reduced: {', '.join(gaps)}"
+    gaps = profile_gap(t, profile) + gaps
     bad = [
         f"{_block_name(b)} at {x:.4g}"
         for (b, x, _, _), h in zip(pairs, holds, strict=True)
         if not h
     ]
     extra = f"; {outside} outside {t.lhs.label()}'s {t.at} range, not compared" if outside else ""
-    return _share_row(t, label, holds, f"{t.rhs.label()} sizes", reduced, profile, bad, extra)
+    return _share_row(
+        t, label, holds, f"{t.rhs.label()} sizes", reduced, profile, bad, extra, gaps=gaps
+    )
 
 
 def _curve_config_gaps(t: Target, df: pd.DataFrame, sel: Selector, blocks, avail) -> list[str]:
@@ -579,6 +602,14 @@ def check_trend(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
     if gaps:
         reduced = ", ".join([reduced or "reduced:", *gaps]).replace("reduced:,", "reduced:")
     status, why = verdict(t, holds, reduced)
+    short_cells = []
+    for key, part in rows.groupby([*t.per, t.best_of]):  # each (block, value) mean the pick reads
+        *block, value = key
+        at = dict(zip(t.per, block, strict=True))
+        ds = norm(at.pop("dataset", t.lhs.dataset) or "")
+        where = {**t.lhs.where, **{c: norm(v) for c, v in at.items()}, t.best_of: norm(value)}
+        cell = f"{dataclasses.replace(t.lhs, where=where).label()} · {ds}"
+        short_cells += cell_short(t, cell, n_runs(part), run_cost(part), profile)
     wanted = f"ρ {'<' if t.sign == 'negative' else '>'} 0"
     return _row(
         t,
@@ -589,6 +620,8 @@ def check_trend(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         op=wanted + (f", p < {t.alpha:g}" if t.expect == "significant" else ""),
         profile=profile,
         status=status,
+        short_cells=short_cells,
+        gaps=profile_gap(t, profile) + gaps,
         note=_join(why, f"ours: ρ {rho:+.3f} (p={p:.3g}), N={len(y)}", t.claim),
     )
 
@@ -689,6 +722,7 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         profile=profile,
         status=status,
         short_cells=block_cells_short(t, df, sides, blocks, profile),
+        gaps=profile_gap(t, profile),
         note=_join(
             why,
             f"{paper}ours: {'mean rank' if t.test == 'nemenyi' else 'stat'} "

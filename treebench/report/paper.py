@@ -459,6 +459,18 @@ def short_of_runs(res: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def short_otherwise(res: pd.DataFrame) -> pd.DataFrame:
+    """The targets that lack part of the paper's protocol other than runs (a grid short of its
+    configurations, a reduced profile, fewer blocks, a smaller size than the paper's), one row
+    each: what they lack, as their notes say it."""
+    if res.empty or "gaps" not in res.columns:
+        return pd.DataFrame()
+    has = res[res["gaps"].map(lambda g: isinstance(g, list) and len(g) > 0)]
+    return pd.DataFrame(
+        {"paper": has["paper"], "target": has["id"], "lacks": has["gaps"].map("; ".join)}
+    ).reset_index(drop=True)
+
+
 def _measured_part(rows: pd.DataFrame, hours: float) -> str:
     """What part of ``hours`` the runs measured as CPU time, in words ("" when all of it)."""
     cpu = core_hours(rows, measured=True)
@@ -620,14 +632,20 @@ def reproduction_markdown(
             lines.append(
                 f"Stated deviations, {row['paper']}:\n\n" + "\n".join(f"- {d}" for d in devs) + "\n"
             )
-    short = short_of_runs(pd.concat(all_res, ignore_index=True) if all_res else pd.DataFrame())
+    every = pd.concat(all_res, ignore_index=True) if all_res else pd.DataFrame()
+    short = short_of_runs(every)
     if len(short):
         lines.append(
             "Cells short of the paper's runs (their targets say *reduced: k of N runs*): the runs "
             "behind one mean, the first target that reads it (+ how many more do), the core time "
-            "of one run so far and of the missing runs, cheapest first. A grid short of its "
-            "configurations or a reduced profile is stated in its targets' rows only.\n\n"
-            + to_markdown(short)
+            "of one run so far and of the missing runs, cheapest first.\n\n" + to_markdown(short)
+        )
+    other = short_otherwise(every)
+    if len(other):
+        lines.append(
+            "Targets short of the paper's protocol in other ways (info until they have it all): "
+            "a grid short of its configurations, a reduced profile, fewer blocks than the paper's "
+            "claim spans, or a smaller model than the paper's.\n\n" + to_markdown(other)
         )
     lines.append("Per experiment:\n\n" + to_markdown(pd.DataFrame(overview)))
     return "\n".join(lines + sections)
