@@ -924,6 +924,9 @@ def test_curves_are_compared_at_equal_size_read_off_the_lhs_curve(tmp_path):
     extra[0]["params"]["ccp_alpha"] = 9
     r = run_checks(spec.targets, frame(tnt + extra + cart)).iloc[0]
     assert r["status"] == INFO and "reduced: 1 of 2 runs (digits)" in r["note"]
+    assert [(c["cell"], c["runs"], c["of"]) for c in r["short_cells"]] == [
+        ("tnt at ccp_alpha=9 · digits", 1, 2)
+    ]
     # TnT ran 4 of the 5 C values the experiment's full plan sweeps: the curve is partial
     plan = {
         "params": {"dataset": "digits"},
@@ -931,6 +934,7 @@ def test_curves_are_compared_at_equal_size_read_off_the_lhs_curve(tmp_path):
     }
     r = run_checks(spec.targets, frame(tnt + cart), Availability(plans={"exp": plan})).iloc[0]
     assert r["status"] == INFO and "reduced: digits tnt 4 of 5 configs" in r["note"]
+    assert r["gaps"] == ["digits tnt 4 of 5 configs"] and r["short_cells"] == []
     # no CART size inside TnT's range: nothing compared, said
     r = run_checks(spec.targets, frame(curve("tnt", "ccp_alpha", [(40, 0.8), (50, 0.8)]) + cart))
     assert r.iloc[0]["status"] == SKIP

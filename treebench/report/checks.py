@@ -531,8 +531,16 @@ def check_curves(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         if not h
     ]
     extra = f"; {outside} outside {t.lhs.label()}'s {t.at} range, not compared" if outside else ""
+    cells = []
+    for sel, side in ((t.lhs, left), (t.rhs, right)):  # each point of a compared block
+        for _, pt in side[side["_b"].isin(blocks)].iterrows():
+            at = {c: norm(pt[c]) for c in per}
+            where = "/".join(v for v in [at.pop("dataset", sel.dataset), *at.values()] if v)
+            name = sel.label() + (f" at {pt['config']}" if pt["config"] else "")
+            cost = None if pd.isna(pt["core_h"]) else float(pt["core_h"])
+            cells += cell_short(t, f"{name} · {where}", pt["runs"], cost, profile)
     return _share_row(
-        t, label, holds, f"{t.rhs.label()} sizes", reduced, profile, bad, extra, gaps=gaps
+        t, label, holds, f"{t.rhs.label()} sizes", reduced, profile, bad, extra, cells, gaps
     )
 
 

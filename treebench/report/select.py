@@ -391,8 +391,9 @@ def curve_points(
 ) -> pd.DataFrame:
     """A side's curve per block: one point per config (its varying ``param.*`` values), at the
     config's mean ``size`` and mean ``metric``, sorted by size; columns ``per``, ``x``, ``y``,
-    ``runs`` (:func:`n_runs` behind the point), ``config`` (``"ccp_alpha=0.0001"``)."""
-    cols = [*per, "x", "y", "runs", "config"]
+    ``runs`` (:func:`n_runs` behind the point), ``core_h`` (:func:`run_cost`), ``config``
+    (``"ccp_alpha=0.0001"``)."""
+    cols = [*per, "x", "y", "runs", "core_h", "config"]
     ok = _block_rows(df, sel, metric, per, experiment)
     if ok.empty or size not in ok.columns:
         return pd.DataFrame(columns=cols)
@@ -405,7 +406,10 @@ def curve_points(
     by = [*per, *params] or ["_block"]
     g = ok.groupby([keys[c] for c in by])
     means = {"x": g[size].agg(exact_mean), "y": g[metric].agg(exact_mean)}
-    pts = pd.DataFrame({**means, "runs": g.apply(n_runs)}).reset_index()
+    rows = g[list(ok.columns)]
+    pts = pd.DataFrame(
+        {**means, "runs": rows.apply(n_runs), "core_h": rows.apply(run_cost).astype(float)}
+    ).reset_index()
     pts["config"] = (
         pts[params].apply(
             lambda r: ", ".join(f"{c.split('.', 1)[-1]}={r[c]}" for c in params), axis=1
