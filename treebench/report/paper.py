@@ -633,19 +633,21 @@ def reproduction_markdown(
                 f"Stated deviations, {row['paper']}:\n\n" + "\n".join(f"- {d}" for d in devs) + "\n"
             )
     every = pd.concat(all_res, ignore_index=True) if all_res else pd.DataFrame()
-    short = short_of_runs(every)
-    if len(short):
-        lines.append(
+    for intro, table in (
+        (
             "Cells short of the paper's runs (their targets say *reduced: k of N runs*): the runs "
             "behind one mean, the first target that reads it (+ how many more do), the core time "
-            "of one run so far and of the missing runs, cheapest first.\n\n" + to_markdown(short)
-        )
-    other = short_otherwise(every)
-    if len(other):
-        lines.append(
+            "of one run so far and of the missing runs, cheapest first.",
+            short_of_runs(every),
+        ),
+        (
             "Targets short of the paper's protocol in other ways (info until they have it all): "
             "a grid short of its configurations, a reduced profile, fewer blocks than the paper's "
-            "claim spans, or a smaller model than the paper's.\n\n" + to_markdown(other)
-        )
+            "claim spans, or a smaller model than the paper's.",
+            short_otherwise(every),
+        ),
+    ):
+        if len(table):
+            lines.append(f"{intro}\n\n{to_markdown(table)}")
     lines.append("Per experiment:\n\n" + to_markdown(pd.DataFrame(overview)))
     return "\n".join(lines + sections)
