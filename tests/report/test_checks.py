@@ -15,7 +15,7 @@ from treebench.report.checks import (
     n_failed,
     run_checks,
 )
-from treebench.report.targets import load_paper
+from treebench.report.targets import TargetError, load_paper
 
 
 @pytest.fixture
@@ -524,6 +524,39 @@ def test_relation_on_one_block_and_against_a_constant(tmp_path):
     from dataclasses import replace
 
     assert run_checks([replace(tight, margin=0.0)], frame(recs)).iloc[0]["status"] == FAIL
+
+
+def test_relation_against_a_published_number_of_another_target(tmp_path):
+    """``rhs: {value_of: id}`` compares with the number a value target of the same file prints
+    (in record units), labelled with where it comes from; the metrics must agree."""
+    head = """\
+  - {id: ref/sndf, experiment: exp, dataset: digits, method: sndf, metric: test_error,
+     value: 2.92, check: false}
+"""
+    spec = _toy_paper(
+        tmp_path,
+        head
+        + """\
+  - {id: worse, kind: relation, experiment: exp, dataset: digits, lhs: m, metric: test_error,
+     op: ">", rhs: {value_of: ref/sndf}}
+""",
+    )
+    t = next(t for t in spec.targets if t.id == "worse")
+    assert t.rhs is None and t.rhs_value == pytest.approx(0.0292) and t.rhs_of == "ref/sndf"
+    recs = [
+        make_record("m", "digits", seed=s, acc=0.95 + 0.01 * s, experiment="exp") for s in range(2)
+    ]
+    r = _by_id(run_checks(spec.targets, frame(recs)))["worse"]
+    # error 0.045 > 0.0292: holds, and the row names the published number it compared with
+    assert r["status"] == PASS and r["method"] == "m > sndf 2.92 % (ref/sndf)"
+    assert "lhs 0.045, rhs 0.0292" in r["note"]
+    recs = [make_record("m", "digits", seed=s, acc=0.98, experiment="exp") for s in range(2)]
+    assert _by_id(run_checks(spec.targets, frame(recs)))["worse"]["status"] == FAIL
+    bad = head + "  - {id: r, kind: relation, experiment: exp, lhs: m, rhs: {value_of: %s}}\n"
+    with pytest.raises(TargetError, match="is a test_error: give the relation metric: test_error"):
+        _toy_paper(tmp_path, bad % "ref/sndf")
+    with pytest.raises(TargetError, match="value_of 'nope' is not a value target here"):
+        _toy_paper(tmp_path, bad % "nope")
 
 
 def test_largest_compares_the_largest_runs_of_each_block(tmp_path):

@@ -374,7 +374,7 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str 
             return check_relation(low, df, avail, short=f"{what} (the largest run)")
     if t.rhs is None:  # a constant
         right = pd.Series(t.rhs_value, index=left.index, dtype=float)
-        rlabel = f"{t.rhs_value:g}"
+        rlabel = t.rhs_label or f"{t.rhs_value:g}"
     else:
         right = per_block_means(df, t.rhs, t.metric, t.per, t.experiment)
         rlabel = t.rhs.label()
@@ -417,7 +417,11 @@ def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str 
     if short:
         reduced = f"{reduced}, {short}" if reduced else f"reduced: {short}"
         gaps.append(short)
-    lhs = f"; lhs {both['lhs'].iloc[0]:.4g}" if not t.per else ""
+    lhs = ""  # one block: the compared numbers themselves
+    if len(both) == 1 and (not t.per or t.rhs is None):
+        lhs = f"; lhs {both['lhs'].iloc[0]:.4g}" + (
+            f", rhs {t.rhs_value:.4g}" if t.rhs is None else ""
+        )
     cells = block_cells_short(t, df, sides, both.index, profile)
     return _share_row(
         t, label, holds, "/".join(t.per) or "block", reduced, profile, bad, lhs, cells, gaps

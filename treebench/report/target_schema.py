@@ -161,13 +161,24 @@ class SelectorIn(_Model):
         return self
 
 
+class ValueOf(_Model):
+    """``{value_of: <target id>}``: the number another value target of the same file prints (e.g. a
+    published baseline's), so a claim against it does not copy the number."""
+
+    value_of: Name
+
+
 def _kind_of_rhs(v: Any) -> str:
-    return "number" if isinstance(v, int | float) and not isinstance(v, bool) else "selector"
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return "number"
+    return "value_of" if isinstance(v, dict) and "value_of" in v else "selector"
 
 
-#: a relation's right-hand side: a selector, or a constant in record units
+#: a relation's right-hand side: a selector, a constant in record units, or another target's number
 Rhs = Annotated[
-    Annotated[Number, Tag("number")] | Annotated[SelectorIn, Tag("selector")],
+    Annotated[Number, Tag("number")]
+    | Annotated[ValueOf, Tag("value_of")]
+    | Annotated[SelectorIn, Tag("selector")],
     Discriminator(_kind_of_rhs),
 ]
 

@@ -15,7 +15,8 @@ A paper file holds
 * ``targets``: a list of numbers (``kind: value``, the default), claims comparing two selections
   (``kind: relation``) and significance claims (``kind: stat``). A relation compares per block
   (``per``, default per dataset; ``per: []`` = one block, the mean over all selected rows); its
-  ``rhs`` may be a number (a constant in record units, e.g. 0.4 for 40 % of nodes pruned);
+  ``rhs`` may be a number (a constant in record units, e.g. 0.4 for 40 % of nodes pruned) or
+  ``{value_of: <id>}``: the number a value target of the same file prints (a published baseline's);
   ``blocks`` says how many blocks the paper's claim spans (fewer measured: info, "reduced: 1 of 3").
   ``at: n_splits`` compares two curves at equal size, as a figure of accuracy vs size is read: per
   block, each rhs config's mean against the lhs curve read at that config's mean size.
@@ -62,6 +63,7 @@ from treebench.report.target_schema import (  # noqa: F401 - KINDS ... SIZE_FIEL
     SelectorIn,
     StatEntry,
     ValueEntry,
+    ValueOf,
     describe,
 )
 
@@ -136,6 +138,8 @@ class Target:
     lhs: Selector | None = None
     rhs: Selector | None = None
     rhs_value: float | None = None  # relation against a constant (record units) instead of ``rhs``
+    rhs_of: str | None = None  # the value target whose number ``rhs_value`` is (``value_of``)
+    rhs_label: str = ""  # how that number reads in a verdict, e.g. "sndf 2.92 % (f6/sndf/letter)"
     per: tuple = ("dataset",)  # () = one block: the mean over all selected rows
     require: float = 1.0  # share of pairs that must hold (1.0 = every one)
     margin: float = 0.0
@@ -307,18 +311,20 @@ def _value_targets(e: ValueEntry, d: Defaults, common: dict, file_units: str) ->
 def _relation_target(e: RelationEntry, d: Defaults, common: dict) -> Target:
     at = {"dataset": e.dataset}  # a dataset at the relation level applies to both sides
     const = isinstance(e.rhs, float)
+    ref = isinstance(e.rhs, ValueOf)  # resolved by _resolve_value_of once the file is loaded
     if e.short_of and not isinstance(e.lhs.where.get(e.short_of), (int, float)):
         raise ValueError(
             f"short_of: {e.short_of!r} needs a number in lhs 'where' (the paper's size)"
         )
-    if e.at and (const or e.short_of):
+    if e.at and (const or ref or e.short_of):
         raise ValueError("'at' compares two curves: it needs an rhs selector and no 'short_of'")
     return Target(
         **common,
         kind="relation",
         lhs=_selector(e.lhs, e.experiment, common["metric"], **at),
-        rhs=None if const else _selector(e.rhs, e.experiment, common["metric"], **at),
+        rhs=None if const or ref else _selector(e.rhs, e.experiment, common["metric"], **at),
         rhs_value=e.rhs if const else None,
+        rhs_of=e.rhs.value_of if ref else None,
         op=e.op,
         per=e.per,
         require=e.given("require", d.require) or 1.0,
@@ -388,6 +394,26 @@ def _targets(path, i: int, e, f: PaperFile, paper: str) -> list[Target]:
         raise _err(path, where, str(exc)) from None
 
 
+def _resolve_value_of(t: Target, targets: list[Target], path) -> Target:
+    """``t`` with ``rhs: {value_of: id}`` turned into that value target's number (record units);
+    the two must speak of the same metric, so that the number means what the claim compares."""
+    if t.rhs_of is None:
+        return t
+    ref = next((r for r in targets if r.id == t.rhs_of and r.kind == "value"), None)
+    if ref is None or ref.value is None:
+        raise _err(path, f"target {t.id}", f"rhs value_of {t.rhs_of!r} is not a value target here")
+    if ref.metric != t.metric:
+        raise _err(
+            path,
+            f"target {t.id}",
+            f"compares {t.metric} but value_of {t.rhs_of!r} is a {ref.metric}: give the relation "
+            f"metric: {ref.metric}",
+        )
+    unit = " %" if ref.units == "percent" else ""
+    label = f"{ref.select.method} {ref.paper_value:g}{unit} ({ref.id})"
+    return replace(t, rhs_value=ref.value, rhs_label=label)
+
+
 def load_paper(path: str | Path, text: str | None = None) -> PaperSpec:
     """Load and validate one paper file; raise :class:`TargetError` naming the bad entry.
 
@@ -416,6 +442,7 @@ def load_paper(path: str | Path, text: str | None = None) -> PaperSpec:
         if t.id in seen:
             raise _err(path, f"target {t.id}", "duplicate id")
         seen.add(t.id)
+    targets = [_resolve_value_of(t, targets, path) for t in targets]
     return PaperSpec(
         paper=paper,
         title=str(f.title or paper),
