@@ -379,6 +379,46 @@ def test_mlp_teacher_temperature_soft_labels():
     assert m.fit_info_["teacher_oof_accuracy"] > 0.8
 
 
+@pytest.mark.slow
+def test_vgg11_teacher_pads_to_32_and_draws_dropout_from_its_own_generator():
+    """VGG-11 (configuration A) on 28 x 28 images: padded with a raw 0 pixel's value to 32 x 32, so
+    its five pools end at 1 x 1 x 512; dropout masks come from the teacher's seed (same seed, same
+    net; the global torch generator is neither read nor moved); the fitted teacher pickles."""
+    torch = pytest.importorskip("torch")
+    import pickle
+
+    from treebench.methods.redt.estimator import TorchTeacher
+
+    rng = np.random.default_rng(0)
+    X = rng.random((48, 784), dtype=np.float32)
+    X[:, :28] = 0.0  # the first image row: background
+    y = np.arange(48) % 3
+    before = torch.get_rng_state()
+    a = TorchTeacher(arch="vgg11", epochs=1, batch_size=16, random_state=3).fit(X, y)
+    b = TorchTeacher(arch="vgg11", epochs=1, batch_size=16, random_state=3).fit(X, y)
+    assert torch.equal(torch.get_rng_state(), before)
+    convs = [m for m in a.net_ if isinstance(m, torch.nn.Conv2d)]
+    linears = [m for m in a.net_ if isinstance(m, torch.nn.Linear)]
+    assert [c.out_channels for c in convs] == [64, 128, 256, 256, 512, 512, 512, 512]
+    assert [(m.in_features, m.out_features) for m in linears] == [
+        (512, 4096),
+        (4096, 4096),
+        (4096, 3),
+    ]
+    padded = a.net_[:2](torch.from_numpy((X[:1] - a.mean_) / a.std_))
+    assert padded.shape == (1, 1, 32, 32)
+    np.testing.assert_allclose(padded[0, 0, 0].numpy(), -a.mean_ / a.std_, rtol=1e-6)  # pad = raw 0
+    P = a.predict_proba(X)
+    np.testing.assert_array_equal(P, b.predict_proba(X))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(a)).predict_proba(X), P)
+    c = TorchTeacher(arch="vgg11", epochs=1, batch_size=16, random_state=4).fit(X, y)
+    assert not np.array_equal(c.predict_proba(X), P)
+    with pytest.raises(ValueError, match="vgg11 needs images of at most 32 x 32"):
+        TorchTeacher(arch="vgg11", image_shape=(40, 40), epochs=1).fit(
+            X[:, :1600].repeat(3, 1)[:, :1600], y
+        )
+
+
 def test_compiled_apply_equals_numpy_levels():
     X, y = _data(3, n=400, d=4)
     S = np.random.default_rng(1).dirichlet(np.ones(3), size=len(y))

@@ -6,7 +6,7 @@ The soft labels come from a teacher:
 
 * forest teachers (``rf``, ``gbdt`` or any scikit-learn classifier): the paper's M-fold jackknife
   repeated R times (Alg. 1), so a sample's soft label comes only from teachers that never saw it;
-* DNN teachers (``mlp``, ``lenet``): trained on all training data, soft label ``softmax(logits / T)``
+* DNN teachers (``mlp``, ``lenet``, ``vgg11``): trained on all training data, soft label ``softmax(logits / T)``
   (``dnn_soft_labels="jackknife"`` applies Alg. 1 to them too).
 
 A node is split only if it holds more than ``k`` samples and is not pure (Alg. 2). ``pseudo_labels``
@@ -70,7 +70,9 @@ from treebench.methods.progress import report
 from treebench.methods.redt.softcart import CRITERIA, build_tree
 
 FOREST_TEACHERS = ("rf", "gbdt")
-DNN_TEACHERS = ("mlp", "lenet")
+DNN_TEACHERS = ("mlp", "lenet", "vgg11")
+#: VGG configuration A (Simonyan & Zisserman 2015): 3x3 convolutions (channels), "M" = 2x2 max pool
+VGG11 = (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M")
 PSEUDO_LABELS = ("soft", "mixed", "soft_or_hard")
 ALPHA_SELECTION = ("cv", "holdout")
 CV_SOFT_LABELS = ("heldout", "shared")
@@ -94,8 +96,43 @@ def forest_teacher(name: str, params: dict | None, random_state):
     return GradientBoostingClassifier(random_state=random_state, **kw)
 
 
+def _dropout_class():
+    """``Dropout``: inverted dropout (``torch.nn.Dropout``'s arithmetic) whose masks come from the
+    generator it holds, not from torch's global one. Made on first use (torch is imported lazily);
+    the module's ``__getattr__`` makes it for unpickling too."""
+    cls = globals().get("_Dropout")
+    if cls is None:
+        import torch
+
+        class _Dropout(torch.nn.Module):
+            def __init__(self, p, gen):
+                super().__init__()
+                self.p, self.gen = float(p), gen
+
+            def forward(self, x):
+                if not self.training or self.p == 0:
+                    return x
+                keep = torch.rand(x.shape, generator=self.gen) >= self.p
+                return x * keep / (1.0 - self.p)
+
+        _Dropout.__module__, _Dropout.__qualname__ = __name__, "_Dropout"
+        cls = globals()["_Dropout"] = _Dropout
+    return cls
+
+
+def __getattr__(name):
+    if name == "_Dropout":
+        return _dropout_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class TorchTeacher(ClassifierMixin, BaseEstimator):
-    """DNN teacher (torch, imported lazily): ``mlp`` (two hidden layers, 784 and 256 units) or LeNet-5.
+    """DNN teacher (torch, imported lazily): ``mlp`` (two hidden layers, 784 and 256 units), LeNet-5
+    or VGG-11.
+
+    VGG-11 is configuration A (8 convolutions, 3 fully connected layers of 4096, 4096 and K units with
+    dropout 0.5); its five pools need 32 x 32 inputs, so smaller images are padded with the value of a
+    raw 0 pixel (MNIST's background) to 32 x 32, as LeNet-5's original input was.
 
     ``predict_proba`` returns ``softmax(logits / temperature)``. Trained with Adam (the paper: 50 epochs,
     lr divided by 10 at epochs 20 and 40; its initial lr 0.1 diverges with Adam, so lr = 1e-3 here).
@@ -128,22 +165,24 @@ class TorchTeacher(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _net(self, torch, d, K):
+    def _net(self, torch, d, K, gen):
         nn = torch.nn
         if self.arch == "mlp":
             return nn.Sequential(
                 nn.Linear(d, 784), nn.ReLU(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, K)
             )
-        if self.arch != "lenet":
-            raise ValueError(f"arch must be 'mlp' or 'lenet', got {self.arch!r}")
+        if self.arch not in ("lenet", "vgg11"):
+            raise ValueError(f"arch must be one of {DNN_TEACHERS}, got {self.arch!r}")
         shape = tuple(self.image_shape) if self.image_shape is not None else None
         if shape is None:
             side = int(round(np.sqrt(d)))
             if side * side != d:
-                raise ValueError("lenet needs image_shape (features are not a square image)")
+                raise ValueError(f"{self.arch} needs image_shape (features are not a square image)")
             shape = (side, side)
         c, h, w = (1, *shape) if len(shape) == 2 else shape
         self._shape = (c, h, w)
+        if self.arch == "vgg11":
+            return self._vgg11(torch, c, h, w, K, gen)
         h1, w1 = h // 2, w // 2  # conv 5x5 pad 2 keeps size, pool halves it
         h2, w2 = (h1 - 4) // 2, (w1 - 4) // 2
         return nn.Sequential(
@@ -162,14 +201,46 @@ class TorchTeacher(ClassifierMixin, BaseEstimator):
             nn.Linear(84, K),
         )
 
+    def _vgg11(self, torch, c, h, w, K, gen):
+        nn = torch.nn
+        H, W = max(32, h), max(32, w)
+        if H % 32 or W % 32:
+            raise ValueError(
+                f"vgg11 needs images of at most 32 x 32 or multiples of 32, got {h} x {w}"
+            )
+        top, left = (H - h) // 2, (W - w) // 2
+        layers = [
+            nn.Unflatten(1, (c, h, w)),
+            nn.ConstantPad2d((left, W - w - left, top, H - h - top), -self.mean_ / self.std_),
+        ]
+        for v in VGG11:
+            if v == "M":
+                layers.append(nn.MaxPool2d(2))
+            else:
+                layers += [nn.Conv2d(c, v, 3, padding=1), nn.ReLU()]
+                c = v
+        d = c * (H // 32) * (W // 32)
+        Dropout = _dropout_class()
+        return nn.Sequential(
+            *layers,
+            nn.Flatten(),
+            nn.Linear(d, 4096), nn.ReLU(), Dropout(0.5, gen),
+            nn.Linear(4096, 4096), nn.ReLU(), Dropout(0.5, gen),
+            nn.Linear(4096, K),
+        )  # fmt: skip
+
     def fit(self, X, y, sample_weight=None):
         torch = import_torch(self.n_jobs)
         X = np.asarray(X, dtype=np.float32)
         self.classes_, yi = np.unique(y, return_inverse=True)
         self.mean_, self.std_ = float(X.mean()), float(X.std()) or 1.0
         gen = torch_generator(self.random_state)
-        net = self._net(torch, X.shape[1], len(self.classes_))
-        with torch.no_grad():  # PyTorch's default init bounds, drawn from our own generator
+        with torch.device("meta"):  # built without drawing torch's global generator ...
+            net = self._net(torch, X.shape[1], len(self.classes_), gen)
+        net = net.to_empty(device="cpu")
+        with (
+            torch.no_grad()
+        ):  # ... then PyTorch's default init bounds, drawn from our own generator
             for m in net.modules():
                 if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)):
                     bound = 1.0 / np.sqrt(m.weight[0].numel())
@@ -195,6 +266,9 @@ class TorchTeacher(ClassifierMixin, BaseEstimator):
             if self.verbose:
                 print(f"[{self.arch}] epoch {ep + 1}/{self.epochs} loss {tot / n:.4f}")
         net.eval()
+        for m in net.modules():  # the fitted net keeps no generator (it pickles)
+            if hasattr(m, "gen"):
+                m.gen = None
         self.net_ = net
         return self
 
@@ -414,7 +488,7 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
 
     Parameters
     ----------
-    teacher : {"rf", "gbdt", "mlp", "lenet"} or estimator
+    teacher : {"rf", "gbdt", "mlp", "lenet", "vgg11"} or estimator
         Soft-label teacher; an unfitted scikit-learn classifier with ``predict_proba`` is cloned.
     teacher_params : dict or None
         Overrides of the teacher's parameters (e.g. ``{"n_estimators": 100}`` or ``{"epochs": 50}``).
@@ -451,7 +525,7 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
     backend : {"auto", "numba", "numpy"}
         Split-search implementation (same tree; numba is much faster).
     image_shape : tuple or None
-        Filled by the runner for image data (LeNet teacher).
+        Filled by the runner for image data (the LeNet-5 and VGG-11 teachers).
     n_jobs : int or None
         Parallel jackknife fits (joblib) and torch threads.
     random_state : int, RandomState or None
