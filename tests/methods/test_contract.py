@@ -119,6 +119,24 @@ def test_same_seed_same_model(name, task, data):
     np.testing.assert_array_equal(p1, p2)
 
 
+@pytest.mark.parametrize(("name", "task"), CASES)
+def test_global_generators_are_neither_read_nor_moved(name, task, data):
+    """A method draws only from its ``random_state``: fit and predict leave numpy's and (when loaded)
+    torch's global generators where they were, so a seed alone fixes the model."""
+    try:
+        import torch
+    except ImportError:  # the [torch] extra is not installed: numpy's generator only
+        torch = None
+    X, y = data[task]
+    est = smoke_estimator(name, task)
+    np_before = np.random.get_state()[1].copy()  # noqa: NPY002 - the legacy global generator is the point
+    t_before = torch.get_rng_state() if torch is not None else None
+    est.fit(X, y).predict(X)
+    np.testing.assert_array_equal(np.random.get_state()[1], np_before)  # noqa: NPY002
+    if torch is not None:
+        assert torch.equal(torch.get_rng_state(), t_before), "torch's global generator moved"
+
+
 @pytest.mark.parametrize("name", sorted(n for n, t in CASES if t == "classification"))
 def test_string_labels(name, data):
     X, y = data["classification"]
