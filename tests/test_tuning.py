@@ -202,6 +202,24 @@ def test_regression_tuning_scores_the_first_metric_in_its_own_units(outputs):
     assert tun["best_score"] == min(tun["candidates"]["mean"]) and 40 < tun["best_score"] < 90
 
 
+def test_grid_scores_every_combination_of_the_lists(outputs):
+    """tune=grid: GridSearchCV over the search: block's lists, the grid's size as the budget."""
+    over = ["method=mlp", "dataset=iris", "tune=grid", "threads=1", "method.params.max_iter=30"]
+    over += ["method.search.hidden_layer_sizes=[5,10]", "method.search.alpha=[1e-4,1e-2]"]
+    rec, _ = _run(outputs, [*over, "~method.search.learning_rate_init"])
+    tun = rec["tuning"]
+    assert tun["search_cv"] == "GridSearchCV" and tun["n_candidates"] == 4 and tun["factor"] is None
+    assert sorted(map(tuple, (sorted(p.items()) for p in tun["candidates"]["params"]))) == [
+        (("alpha", a), ("hidden_layer_sizes", h)) for a in (1e-4, 1e-2) for h in (5, 10)
+    ]
+    assert tun["best_score"] == max(tun["candidates"]["mean"])
+    assert rec["resolved_params"]["hidden_layer_sizes"] == repr(
+        tun["best_params"]["hidden_layer_sizes"]
+    )
+    grid = {"strategy": "grid", "cv": 3, "search": {"C": [0.1, 1.0, 10.0]}}
+    assert fit_equivalents(grid) == pytest.approx(3 * 3 * 2 / 3 + 1)
+
+
 def test_cli_tune_small_on_wine_records_choice_and_time(tmp_path):
     out = tmp_path / "out"
     env = {"TREEBENCH_OUTPUTS": str(out), "TREEBENCH_LEDGER": "off"}
@@ -261,6 +279,11 @@ def test_plan_time_errors_name_the_fix():
         _check("method=tnt", "tune=small", "method.search.ccp_alpha={low:0,high:1,log:true}")
     with pytest.raises(ParamError, match=r"search\.max_depth: The 'max_depth' parameter"):
         _check("method=cart", "tune=small", "method.search.max_depth=[-1,3]")
+    with pytest.raises(
+        ParamError, match=r"search\.min_samples_leaf: tune\.strategy=grid needs a list"
+    ):
+        _check("method=cart", "tune=grid")  # cart's block has ranges
+    _check("method=linear_svm", "tune=grid")
     with pytest.raises(ParamError, match="tuning never sees it"):
         _check("method=hinge_forest", "tune=small", "method.params.selection=test")
 

@@ -109,7 +109,7 @@ def check_tune(cfg: DictConfig, cls, params: dict) -> None:
         Naming the method, the dimension and the fix.
     """
     from treebench.runner import tune_settings
-    from treebench.tuning import SearchSpaceError, dimension_values, search_space
+    from treebench.tuning import SearchSpaceError, dimension_values, grid_size, search_space
 
     tune = tune_settings(cfg)
     if tune is None:
@@ -117,6 +117,8 @@ def check_tune(cfg: DictConfig, cls, params: dict) -> None:
     method = cfg.method.name
     try:
         space = search_space(tune["search"])
+        if tune["strategy"] == "grid":
+            grid_size(space)
     except SearchSpaceError as exc:
         raise ParamError(f"method {method!r}: {exc} (docs/tuning.md)") from None
     if not space:

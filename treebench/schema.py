@@ -38,10 +38,12 @@ class DataConf:
 
 
 class Strategy(Enum):
-    """How ``tune`` searches: scikit-learn's ``HalvingRandomSearchCV`` or ``RandomizedSearchCV``."""
+    """How ``tune`` searches: scikit-learn's ``HalvingRandomSearchCV``, ``RandomizedSearchCV`` or
+    ``GridSearchCV`` (every combination of a search: block of lists)."""
 
     halving_random = "halving_random"
     random = "random"
+    grid = "grid"
 
 
 @dataclass

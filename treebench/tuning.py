@@ -7,7 +7,8 @@ grammar, the budgets and the record: ``docs/tuning.md``); the ``tune`` config gr
 :mod:`scipy.stats` distributions drawing plain Python numbers.
 
 :func:`tune_fit` runs ``HalvingRandomSearchCV`` (``strategy: halving_random``) or
-``RandomizedSearchCV`` (``strategy: random``) with ``n_candidates`` sampled configurations, an inner
+``RandomizedSearchCV`` (``strategy: random``) with ``n_candidates`` sampled configurations, or
+``GridSearchCV`` (``strategy: grid``) over every combination of a block of lists, an inner
 stratified (classification) or plain (regression) shuffled K-fold over the training part only,
 scoring by the task's first metric and ``refit=True``; the test part is never passed.
 """
@@ -89,6 +90,25 @@ def search_space(search: dict | None) -> dict[str, list | _Dimension]:
     return {k: dimension(k, v) for k, v in (search or {}).items() if v is not None}
 
 
+def grid_size(space: dict) -> int:
+    """Configurations in the grid of ``space``; a range is not a grid, so it raises.
+
+    Raises
+    ------
+    SearchSpaceError
+        Naming the first range dimension.
+    """
+    n = 1
+    for name, dim in space.items():
+        if not isinstance(dim, list):
+            raise SearchSpaceError(
+                f"search.{name}: tune.strategy=grid needs a list of choices, got the range "
+                f"{dim.spec}; list the values to try, or use tune=small"
+            )
+        n *= len(dim)
+    return n
+
+
 def dimension_values(dim) -> list:
     """Values a dimension can take at its edges: its choices, or low and high (for checks)."""
     if isinstance(dim, list):
@@ -122,7 +142,7 @@ def make_search(
     """The search CV of ``tune`` (a ``tune`` config: ``strategy``, ``n_candidates``, ``cv``,
     ``factor``) over ``space`` for the unfitted estimator ``est``; ``refit=True``."""
     from sklearn.experimental import enable_halving_search_cv  # noqa: F401 - enables the import
-    from sklearn.model_selection import HalvingRandomSearchCV, RandomizedSearchCV
+    from sklearn.model_selection import GridSearchCV, HalvingRandomSearchCV, RandomizedSearchCV
 
     common = dict(
         scoring=scorer(metric),
@@ -143,6 +163,10 @@ def make_search(
         )
     if strategy == "random":
         return RandomizedSearchCV(est, space, n_iter=int(tune["n_candidates"]), **common)
+    if strategy == "grid":
+        grid_size(space)
+        common.pop("random_state")  # a grid draws nothing
+        return GridSearchCV(est, space, **common)
     from treebench.schema import Strategy
 
     raise ValueError(f"tune.strategy {strategy!r}; choices: {', '.join(s.value for s in Strategy)}")
@@ -155,7 +179,11 @@ def fit_equivalents(tune: dict) -> float:
     Successive halving keeps ``ceil(n / factor)`` candidates a round, on ``factor`` times the rows,
     the last round on the whole training part (``min_resources="exhaust"``).
     """
-    c, k = int(tune["n_candidates"]), int(tune["cv"])
+    if tune["strategy"] == "grid":
+        c = grid_size(search_space(tune["search"]))
+    else:
+        c = int(tune["n_candidates"])
+    k = int(tune["cv"])
     per_fold = (k - 1) / k  # an inner fit sees this share of the rows it is given
     if tune["strategy"] != "halving_random":
         return c * k * per_fold + 1
@@ -252,10 +280,11 @@ def tune_fit(
         cand["iter"] = [int(v) for v in res["iter"]]
         cand["n_resources"] = [int(v) for v in res["n_resources"]]
     folds = sc.cv
+    grid = tune["strategy"] == "grid"
     record = {
         "strategy": tune["strategy"],
         "search_cv": type(sc).__name__,
-        "n_candidates": int(tune["n_candidates"]),
+        "n_candidates": grid_size(space) if grid else int(tune["n_candidates"]),
         "factor": tune["factor"] if tune["strategy"] == "halving_random" else None,
         "cv": {
             "splitter": type(folds).__name__,

@@ -152,7 +152,7 @@ _INVALID = {
     "n_estimators": 0,
     "learning_rate": -1.0,
     "ccp_alpha": -0.1,
-    "alpha": 1.5,
+    "alpha": -0.5,  # ReDT's label weight in [0, 1], an MLP's L2 penalty >= 0
 }
 
 

@@ -43,10 +43,12 @@ class SizeMixin:
     """Mixin for treebench estimators: a model-size report.
 
     Subclasses implement :meth:`size_report`; ``requires_torch = True`` marks estimators whose ``fit``
-    imports PyTorch (the bench imports it once in the parent before forking its workers).
+    imports PyTorch (the bench imports it once in the parent before forking its workers). A tree
+    method also implements ``to_graph()``; a model that is not a tree says why in ``no_graph``.
     """
 
     requires_torch = False
+    no_graph = ""
 
     def size_report(self, X) -> dict[str, float]:
         """Size of the fitted model, measured with the samples ``X``.
