@@ -47,7 +47,9 @@ def _run_job(fn, args, kw) -> dict:
         out = fn(*args, **kw)
         hwm = _status_kb().get("VmHWM")
         if base is not None and hwm is not None:
-            out.setdefault("peak_rss_mb", (hwm - base) / 1024.0)
+            # the kernel batches RSS counts per thread, so a job that grows nothing can read a few
+            # pages below its start (CI once saw -0.08 MB): growth is never negative
+            out.setdefault("peak_rss_mb", max(0.0, (hwm - base) / 1024.0))
         out.setdefault("status", "ok")
     except Exception as exc:  # reported to the parent, which goes on with the next job
         out = {
