@@ -58,7 +58,7 @@ class MLP(_ScaledPredict, _Standardized, MLPClassifier):
 
     @available_if(lambda self: False)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        raise NotImplementedError
+        raise AttributeError("partial_fit is not offered: the scaler is fitted once, in fit")
 
     def predict_proba(self, X):
         return super().predict_proba(self._scaled(X))
@@ -70,7 +70,7 @@ class MLPReg(_ScaledPredict, _Standardized, MLPRegressor):
 
     @available_if(lambda self: False)
     def partial_fit(self, X, y, sample_weight=None):
-        raise NotImplementedError
+        raise AttributeError("partial_fit is not offered: the scaler is fitted once, in fit")
 
 
 _SVM = "Linear SVM (scikit-learn liblinear: hinge loss / epsilon-insensitive), standardised inputs"
