@@ -559,6 +559,28 @@ def test_relation_against_a_published_number_of_another_target(tmp_path):
         _toy_paper(tmp_path, bad % "nope")
 
 
+def test_a_diagnostic_relation_reads_another_experiments_runs_and_says_why_it_is_not_counted(
+    tmp_path,
+):
+    """A relation's lhs may come from another experiment (a diagnostic re-run of the baselines
+    only); ``check: false`` makes it info with its deviation as the reason, and its note is shown."""
+    spec = _toy_paper(
+        tmp_path,
+        """\
+  - {id: raw, kind: relation, experiment: diag, lhs: {method: m, experiment: exp}, rhs: b,
+     check: false, deviation: "a diagnostic: b on raw inputs", note: "same splits as exp"}
+""",
+    )
+    recs = [make_record("m", "digits", seed=s, acc=0.9, experiment="exp") for s in range(2)]
+    recs += [make_record("b", "digits", seed=s, acc=0.8, experiment="diag") for s in range(2)]
+    recs += [make_record("b", "digits", seed=s, acc=0.95, experiment="exp") for s in range(2)]
+    r = _by_id(run_checks(spec.targets, frame(recs)))["raw"]
+    # m (exp) 0.90 >= b (diag) 0.80 holds; exp's own b (0.95) is not read
+    assert r["status"] == INFO and r["ours"] == 1.0
+    assert r["note"].startswith("1/1 dataset hold")
+    assert "a diagnostic: b on raw inputs" in r["note"] and "same splits as exp" in r["note"]
+
+
 def test_largest_compares_the_largest_runs_of_each_block(tmp_path):
     """``largest: n_estimators`` keeps, per dataset, only the runs with the most trees (forests
     of different sizes are not averaged together); a failed larger run does not count."""

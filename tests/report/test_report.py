@@ -363,7 +363,7 @@ def test_check_cli_reports_failed_runs(store_with):
 def test_an_item_is_reproduced_when_every_number_of_it_passes_at_the_full_protocol():
     from types import SimpleNamespace
 
-    from treebench.report.paper import paper_overview
+    from treebench.report.paper import paper_items, paper_overview
 
     rows = [  # (item, status, note)
         ("Table A", "pass", ""),
@@ -388,6 +388,24 @@ def test_an_item_is_reproduced_when_every_number_of_it_passes_at_the_full_protoc
     )
     row, _ = paper_overview(SimpleNamespace(paper="toy", targets=[]), res, n_records=0)
     assert row["items reproduced"] == "2 / 7"  # A and B
+    items = paper_items(res).set_index("item")
+    assert items["verdict"].to_dict() == {
+        "Table A": "reproduced",
+        "Table B": "reproduced",
+        "Table C": "missing data",
+        "Table D": "short",
+        "Table E": "FAIL",
+        "Table F": "not checked",
+        "Table G": "short",
+    }
+    why = items["what keeps it from reproduced"]
+    assert why["Table A"] == why["Table B"] == ""
+    assert why["Table C"] == "missing data: t5 (not in mirror)"
+    assert why["Table D"] == "short: t7 (3 of 10 runs (20 core-minutes a run))"
+    assert why["Table E"] == "FAIL: t9"
+    assert why["Table F"] == "info only: no number of it is checked"
+    assert why["Table G"] == "short: t12 (1 of 5 runs (mnist/20))"
+    assert items.loc["Table D", ["pass", "info"]].tolist() == [1, 1]
 
 
 def test_cells_short_of_the_papers_runs_are_listed_once_with_their_cost_to_finish(tmp_path):

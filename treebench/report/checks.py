@@ -464,6 +464,7 @@ def _share_row(
             f"{int(holds.sum())}/{len(holds)} {what} hold (need {need}){extra}",
             why,
             t.claim,
+            t.note,
             f"fails on: {', '.join(bad)}" if bad else "",
         ),
     )
@@ -634,7 +635,7 @@ def check_trend(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         status=status,
         short_cells=short_cells,
         gaps=profile_gap(t, profile) + gaps,
-        note=_join(why, f"ours: ρ {rho:+.3f} (p={p:.3g}), N={len(y)}", t.claim),
+        note=_join(why, f"ours: ρ {rho:+.3f} (p={p:.3g}), N={len(y)}", t.claim, t.note),
     )
 
 
@@ -740,6 +741,7 @@ def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
             f"{paper}ours: {'mean rank' if t.test == 'nemenyi' else 'stat'} "
             f"{res['statistic']:.4g}, N={res['n']}",
             t.claim,
+            t.note,
         ),
     )
 

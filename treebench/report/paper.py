@@ -392,27 +392,74 @@ def _item(r: pd.Series) -> str:
     return re.sub(r"\s*\(.*\)$", "", str(label)) or str(r["experiment"])
 
 
+def _ids(ids: pd.Series, at_most: int = 3) -> str:
+    """Up to ``at_most`` target ids, then how many more ("a, b, c (+4)")."""
+    ids = list(dict.fromkeys(ids))
+    more = f" (+{len(ids) - at_most})" if len(ids) > at_most else ""
+    return ", ".join(ids[:at_most]) + more
+
+
+def paper_items(res: pd.DataFrame) -> pd.DataFrame:
+    """A paper's items (tables, figures, in-text claims), each with its verdict and what it lacks.
+
+    An item is *reproduced* when it has a pass and no FAIL, skipped or reduced-protocol row; a
+    competitor's number the paper only quotes (a skipped "reference only" row) is not the item's
+    to reproduce. Otherwise its verdict is the first of: *FAIL* (a number misses), *short* (a
+    number lacks part of the paper's protocol: runs, configs, blocks, a profile), *missing data*
+    (a number cannot run here), *not checked* (no number of it is checked: info only).
+    """
+    cols = ["item", "verdict", PASS, FAIL, INFO, SKIP, "what keeps it from reproduced"]
+    if res.empty:
+        return pd.DataFrame(columns=cols)
+    items = res.assign(item=res.apply(_item, axis=1), note=res["note"].fillna("").astype(str))
+    # a relation says its reduced protocol after its count
+    reduced = items["note"].str.contains(r"(?:^|;\s*)reduced:")
+    quoted = items["note"].str.startswith("reference only:")
+    missing = (items["status"] == SKIP) & ~quoted
+    rows = []
+    for name, it in items.groupby("item", sort=False):
+        fails = it[it["status"] == FAIL]
+        short = it[reduced.loc[it.index]]
+        absent = it[missing.loc[it.index]]
+        why = []
+        if len(fails):
+            why.append(f"FAIL: {_ids(fails['id'])}")
+        if len(short):
+            what = short["note"].str.extract(r"reduced: ([^;]*)", expand=False).fillna("")
+            why.append(f"short: {_ids(short['id'] + ' (' + what.str.strip() + ')', 2)}")
+        if len(absent):
+            reasons = absent["note"].str.split(";").str[0].str.split(":").str[0]
+            why.append(
+                f"missing data: {_ids(absent['id'], 2)} ({'; '.join(dict.fromkeys(reasons))})"
+            )
+        n = it["status"].value_counts()
+        passed = n.get(PASS, 0)
+        if len(fails) or len(short) or len(absent):
+            verdict = "FAIL" if len(fails) else "short" if len(short) else "missing data"
+        else:
+            verdict = "reproduced" if passed else "not checked"
+        if not why and not passed:
+            why.append("info only: no number of it is checked")
+        rows.append(
+            [name, verdict, passed, n.get(FAIL, 0), n.get(INFO, 0), n.get(SKIP, 0), "; ".join(why)]
+        )
+    return pd.DataFrame(rows, columns=cols)
+
+
 def paper_overview(
     p: PaperSpec, res: pd.DataFrame, n_records: int, hours: float = 0.0
 ) -> tuple[dict, list[str]]:
     """One overview row of a paper (items reproduced / total, verdict counts) and its deviations.
 
-    An item is reproduced when it has a pass and no FAIL, skipped or reduced-protocol row; a
-    competitor's number the paper only quotes (a skipped "reference only" row) is not the item's
-    to reproduce. The deviations listed are those of the paper's FAIL and info rows.
+    Items and their verdicts are :func:`paper_items`'. The deviations listed are those of the
+    paper's FAIL and info rows.
     """
     counts = res["status"].value_counts().to_dict() if len(res) else {}
-    items = res.assign(item=res.apply(_item, axis=1)) if len(res) else res.assign(item=[])
-    note = items["note"].fillna("").astype(str)
-    reduced = note.str.contains(r"(?:^|;\s*)reduced:")  # a relation's note says it after its count
-    skipped = (items["status"] == SKIP) & ~note.str.startswith("reference only:")
-    bad = items[(items["status"] == FAIL) | skipped | reduced]["item"]
-    good = items[items["status"] == PASS]["item"]
-    names = list(dict.fromkeys(items["item"]))
-    done = [i for i in names if i in set(good) and i not in set(bad)]
+    items = paper_items(res)
+    done = int((items["verdict"] == "reproduced").sum())
     row = {
         "paper": p.paper,
-        "items reproduced": f"{len(done)} / {len(names)}",
+        "items reproduced": f"{done} / {len(items)}",
         "targets": len(res),
         PASS: counts.get(PASS, 0),
         FAIL: counts.get(FAIL, 0),
@@ -514,6 +561,7 @@ def reproduction_markdown(
     ]
     overview = []
     per_paper = []
+    items = []
     all_res = []
     sections = []
     for p in papers:
@@ -618,6 +666,7 @@ def reproduction_markdown(
         all_res.append(allres)
         row, devs = paper_overview(p, allres, n_runs, core_hours(ran))
         per_paper.append((row, devs))
+        items.append(paper_items(allres).assign(paper=p.paper))
     lines.append("## Overview\n")
     lines.append(
         "Per paper: items (tables, figures, in-text claims) reproduced = every number of the item "
@@ -627,6 +676,15 @@ def reproduction_markdown(
         "which includes any time it waited for a core.\n"
     )
     lines.append(to_markdown(pd.DataFrame([r for r, _ in per_paper])))
+    every_item = pd.concat(items, ignore_index=True) if items else pd.DataFrame()
+    if len(every_item):
+        lines.append(
+            "Items: each table, figure or in-text claim of a paper (its targets' `table`, else "
+            "`source`), its verdict and the targets that keep it from reproduced: *FAIL* = a number "
+            "misses, *short* = a number lacks part of the paper's protocol, *missing data* = a "
+            "number cannot run here, *not checked* = info only.\n\n"
+            + to_markdown(every_item[["paper", *every_item.columns.drop("paper")]])
+        )
     for row, devs in per_paper:
         if devs:
             lines.append(

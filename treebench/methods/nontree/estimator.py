@@ -1,4 +1,4 @@
-"""scikit-learn's MLP and linear SVM on standardised inputs, with an (empty) tree-size report."""
+"""scikit-learn's MLP and linear SVM on (by default) standardised inputs, with an empty size report."""
 
 from __future__ import annotations
 
@@ -14,13 +14,16 @@ from treebench.methods.base import CLASSIFICATION, REGRESSION, SIZE_KEYS, SizeMi
 
 class _Standardized(SizeMixin):
     """Inputs standardised with the training part's (weighted) mean and SD before the model sees
-    them: both models are scale-sensitive, and the paper's datasets mix units (as SDT and One-Stage,
-    which standardise too). Not a tree: no splits and no decision graph."""
+    them (``standardize=True``, the default): both models are scale-sensitive, and the paper's
+    datasets mix units (as SDT and One-Stage, which standardise too). ``standardize=False`` feeds
+    the raw inputs. Not a tree: no splits and no decision graph."""
 
     no_graph = "not a tree: an MLP or a linear SVM has no decision graph"
 
     def fit(self, X, y, sample_weight=None):
-        self.scaler_ = StandardScaler().fit(X, sample_weight=sample_weight)
+        self._validate_params()  # before the scaler reads ``standardize``
+        on = self.standardize
+        self.scaler_ = StandardScaler(with_mean=on, with_std=on).fit(X, sample_weight=sample_weight)
         super().fit(self.scaler_.transform(X), y, sample_weight=sample_weight)
         if hasattr(self.scaler_, "feature_names_in_"):
             self.feature_names_in_ = self.scaler_.feature_names_in_
@@ -48,13 +51,70 @@ class _ScaledPredict:
         return super().predict(self._scaled(X))
 
 
-_MLP = "MLP (scikit-learn, Adam, early stopping on 10 % of the training part), standardised inputs"
+_MLP = "MLP (scikit-learn, Adam, stops when the training loss stalls), standardised inputs"
 
 
 @register("mlp", CLASSIFICATION, _MLP)
 class MLP(_ScaledPredict, _Standardized, MLPClassifier):
     """Multi-layer perceptron classifier on standardised inputs (no ``partial_fit``: the scaler is
     fitted once, in ``fit``)."""
+
+    _parameter_constraints = {**MLPClassifier._parameter_constraints, "standardize": ["boolean"]}
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(100,),
+        activation="relu",
+        *,
+        standardize=True,
+        solver="adam",
+        alpha=0.0001,
+        batch_size="auto",
+        learning_rate="constant",
+        learning_rate_init=0.001,
+        power_t=0.5,
+        max_iter=200,
+        shuffle=True,
+        random_state=None,
+        tol=1e-4,
+        verbose=False,
+        warm_start=False,
+        momentum=0.9,
+        nesterovs_momentum=True,
+        early_stopping=False,
+        validation_fraction=0.1,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-8,
+        n_iter_no_change=10,
+        max_fun=15000,
+    ):
+        super().__init__(
+            hidden_layer_sizes=hidden_layer_sizes,
+            activation=activation,
+            solver=solver,
+            alpha=alpha,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            learning_rate_init=learning_rate_init,
+            power_t=power_t,
+            max_iter=max_iter,
+            shuffle=shuffle,
+            random_state=random_state,
+            tol=tol,
+            verbose=verbose,
+            warm_start=warm_start,
+            momentum=momentum,
+            nesterovs_momentum=nesterovs_momentum,
+            early_stopping=early_stopping,
+            validation_fraction=validation_fraction,
+            beta_1=beta_1,
+            beta_2=beta_2,
+            epsilon=epsilon,
+            n_iter_no_change=n_iter_no_change,
+            max_fun=max_fun,
+        )
+        self.standardize = standardize
 
     @available_if(lambda self: False)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -68,6 +128,65 @@ class MLP(_ScaledPredict, _Standardized, MLPClassifier):
 class MLPReg(_ScaledPredict, _Standardized, MLPRegressor):
     """Multi-layer perceptron regressor on standardised inputs (no ``partial_fit``)."""
 
+    _parameter_constraints = {**MLPRegressor._parameter_constraints, "standardize": ["boolean"]}
+
+    def __init__(
+        self,
+        loss="squared_error",
+        hidden_layer_sizes=(100,),
+        activation="relu",
+        *,
+        standardize=True,
+        solver="adam",
+        alpha=0.0001,
+        batch_size="auto",
+        learning_rate="constant",
+        learning_rate_init=0.001,
+        power_t=0.5,
+        max_iter=200,
+        shuffle=True,
+        random_state=None,
+        tol=1e-4,
+        verbose=False,
+        warm_start=False,
+        momentum=0.9,
+        nesterovs_momentum=True,
+        early_stopping=False,
+        validation_fraction=0.1,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-8,
+        n_iter_no_change=10,
+        max_fun=15000,
+    ):
+        super().__init__(
+            loss=loss,
+            hidden_layer_sizes=hidden_layer_sizes,
+            activation=activation,
+            solver=solver,
+            alpha=alpha,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            learning_rate_init=learning_rate_init,
+            power_t=power_t,
+            max_iter=max_iter,
+            shuffle=shuffle,
+            random_state=random_state,
+            tol=tol,
+            verbose=verbose,
+            warm_start=warm_start,
+            momentum=momentum,
+            nesterovs_momentum=nesterovs_momentum,
+            early_stopping=early_stopping,
+            validation_fraction=validation_fraction,
+            beta_1=beta_1,
+            beta_2=beta_2,
+            epsilon=epsilon,
+            n_iter_no_change=n_iter_no_change,
+            max_fun=max_fun,
+        )
+        self.standardize = standardize
+
     @available_if(lambda self: False)
     def partial_fit(self, X, y, sample_weight=None):
         raise AttributeError("partial_fit is not offered: the scaler is fitted once, in fit")
@@ -79,6 +198,41 @@ _SVM = "Linear SVM (scikit-learn liblinear: hinge loss / epsilon-insensitive), s
 @register("linear_svm", CLASSIFICATION, _SVM)
 class LinearSVM(_Standardized, LinearSVC):
     """Linear support vector classifier (one-vs-rest) on standardised inputs."""
+
+    _parameter_constraints = {**LinearSVC._parameter_constraints, "standardize": ["boolean"]}
+
+    def __init__(
+        self,
+        penalty="l2",
+        loss="squared_hinge",
+        *,
+        standardize=True,
+        dual="auto",
+        tol=1e-4,
+        C=1.0,
+        multi_class="ovr",
+        fit_intercept=True,
+        intercept_scaling=1,
+        class_weight=None,
+        verbose=0,
+        random_state=None,
+        max_iter=1000,
+    ):
+        super().__init__(
+            penalty=penalty,
+            loss=loss,
+            dual=dual,
+            tol=tol,
+            C=C,
+            multi_class=multi_class,
+            fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling,
+            class_weight=class_weight,
+            verbose=verbose,
+            random_state=random_state,
+            max_iter=max_iter,
+        )
+        self.standardize = standardize
 
     def decision_function(self, X):
         return super().decision_function(self._scaled(X))
@@ -99,3 +253,34 @@ class LinearSVM(_Standardized, LinearSVC):
 @register("linear_svm", REGRESSION)
 class LinearSVMReg(_ScaledPredict, _Standardized, LinearSVR):
     """Linear support vector regressor on standardised inputs."""
+
+    _parameter_constraints = {**LinearSVR._parameter_constraints, "standardize": ["boolean"]}
+
+    def __init__(
+        self,
+        *,
+        standardize=True,
+        epsilon=0.0,
+        tol=1e-4,
+        C=1.0,
+        loss="epsilon_insensitive",
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        dual="auto",
+        verbose=0,
+        random_state=None,
+        max_iter=1000,
+    ):
+        super().__init__(
+            epsilon=epsilon,
+            tol=tol,
+            C=C,
+            loss=loss,
+            fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling,
+            dual=dual,
+            verbose=verbose,
+            random_state=random_state,
+            max_iter=max_iter,
+        )
+        self.standardize = standardize
