@@ -406,6 +406,7 @@ def test_an_item_is_reproduced_when_every_number_of_it_passes_at_the_full_protoc
     assert why["Table F"] == "info only: no number of it is checked"
     assert why["Table G"] == "short: t12 (1 of 5 runs (mnist/20))"
     assert items.loc["Table D", ["pass", "info"]].tolist() == [1, 1]
+    assert set(items["experiments"]) == {"x"}
 
 
 def test_cells_short_of_the_papers_runs_are_listed_once_with_their_cost_to_finish(tmp_path):

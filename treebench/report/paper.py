@@ -400,7 +400,8 @@ def _ids(ids: pd.Series, at_most: int = 3) -> str:
 
 
 def paper_items(res: pd.DataFrame) -> pd.DataFrame:
-    """A paper's items (tables, figures, in-text claims), each with its verdict and what it lacks.
+    """A paper's items (tables, figures, in-text claims), each with the experiments that check it,
+    its verdict and what it lacks.
 
     An item is *reproduced* when it has a pass and no FAIL, skipped or reduced-protocol row; a
     competitor's number the paper only quotes (a skipped "reference only" row) is not the item's
@@ -408,7 +409,16 @@ def paper_items(res: pd.DataFrame) -> pd.DataFrame:
     number lacks part of the paper's protocol: runs, configs, blocks, a profile), *missing data*
     (a number cannot run here), *not checked* (no number of it is checked: info only).
     """
-    cols = ["item", "verdict", PASS, FAIL, INFO, SKIP, "what keeps it from reproduced"]
+    cols = [
+        "item",
+        "experiments",
+        "verdict",
+        PASS,
+        FAIL,
+        INFO,
+        SKIP,
+        "what keeps it from reproduced",
+    ]
     if res.empty:
         return pd.DataFrame(columns=cols)
     items = res.assign(item=res.apply(_item, axis=1), note=res["note"].fillna("").astype(str))
@@ -440,8 +450,10 @@ def paper_items(res: pd.DataFrame) -> pd.DataFrame:
             verdict = "reproduced" if passed else "not checked"
         if not why and not passed:
             why.append("info only: no number of it is checked")
+        exps = ", ".join(dict.fromkeys(it["experiment"]))
         rows.append(
-            [name, verdict, passed, n.get(FAIL, 0), n.get(INFO, 0), n.get(SKIP, 0), "; ".join(why)]
+            [name, exps, verdict, passed, n.get(FAIL, 0), n.get(INFO, 0), n.get(SKIP, 0)]
+            + ["; ".join(why)]
         )
     return pd.DataFrame(rows, columns=cols)
 
@@ -680,10 +692,10 @@ def reproduction_markdown(
     if len(every_item):
         lines.append(
             "Items: each table, figure or in-text claim of a paper (its targets' `table`, else "
-            "`source`), its verdict and the targets that keep it from reproduced: *FAIL* = a number "
-            "misses, *short* = a number lacks part of the paper's protocol, *missing data* = a "
-            "number cannot run here, *not checked* = info only.\n\n"
-            + to_markdown(every_item[["paper", *every_item.columns.drop("paper")]])
+            "`source`), the experiments that check it, its verdict and the targets that keep it "
+            "from reproduced: *FAIL* = a number misses, *short* = a number lacks part of the "
+            "paper's protocol, *missing data* = a number cannot run here, *not checked* = info "
+            "only.\n\n" + to_markdown(every_item[["paper", *every_item.columns.drop("paper")]])
         )
     for row, devs in per_paper:
         if devs:
