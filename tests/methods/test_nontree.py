@@ -35,6 +35,13 @@ def test_predictions_equal_the_plain_model_on_the_same_inputs(ours, plain, load,
         np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(Z))
 
 
+@pytest.mark.parametrize(("ours", "plain"), [c[:2] for c in CASES], ids=lambda c: c.__name__)
+def test_parameters_are_the_scikit_learn_parents_plus_standardize(ours, plain):
+    mine = ours().get_params()
+    assert mine.pop("standardize") is True
+    assert mine == plain().get_params()
+
+
 def test_the_raw_and_the_standardised_model_differ_where_the_units_do():
     X, y = load_wine(return_X_y=True)  # proline is in the hundreds, hue below 2
     on = LinearSVM(C=0.1, max_iter=5000, random_state=0).fit(X, y)

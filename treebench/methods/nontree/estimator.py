@@ -42,6 +42,8 @@ class _Standardized(SizeMixin):
         return dict.fromkeys(SIZE_KEYS, 0)
 
 
+# Each class repeats its scikit-learn parent's parameters and defaults in ``__init__`` (an estimator's
+# parameters are its signature) and adds ``standardize``; a test keeps the defaults equal to the parent's.
 # Each class scales in the public methods that reach the model without going through another
 # scaled one (LinearSVC.predict calls decision_function; MLP's predict_log_proba, predict_proba).
 
