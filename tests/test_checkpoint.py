@@ -51,6 +51,24 @@ def test_outside_a_context_there_is_no_checkpoint():
         assert current() is None
 
 
+def test_the_seconds_of_every_attempt_add_up_across_resumes(tmp_path):
+    """Each save stores the attempt's seconds plus those of the attempts before it, so after two
+    interruptions the third attempt knows what both spent up to their last saves."""
+    ident = {"est": "x"}
+    path = tmp_path / "k.pt"
+    first = Checkpoint(path, every=0, spent=lambda: {"cpu_seconds": 3.0, "wall_seconds": 4.0})
+    assert first.load(ident) is None and first.earlier == {}
+    first.save({"it": 1}, ident)
+    second = Checkpoint(path, every=0, spent=lambda: {"cpu_seconds": 1.5, "wall_seconds": 2.0})
+    assert second.load(ident) == {"it": 1}
+    assert second.earlier == {"cpu_seconds": 3.0, "wall_seconds": 4.0}
+    second.save({"it": 2}, ident)
+    third = Checkpoint(path, every=0)
+    assert third.load(ident) == {"it": 2}
+    assert third.earlier == {"cpu_seconds": 4.5, "wall_seconds": 6.0}
+    assert Checkpoint(path).load({"est": "other"}) is None  # another fit's seconds are not read
+
+
 @pytest.mark.parametrize(
     "params",
     [
@@ -203,7 +221,12 @@ def test_runner_resumes_a_killed_run_and_records_it(tmp_path, monkeypatch):
     (ck_file,) = (store.root / "_checkpoints").glob("*.pt")
     assert ck_file.stem == ref["key"]
     (rec,) = run(store, ["checkpoint_every=0"])
-    assert rec["resumed"] == {"from": {"iterations": 100}}
+    assert rec["resumed"]["from"] == {"iterations": 100}
+    # the killed attempt's seconds up to its save at 100 count in the record's times
+    earlier = rec["resumed"]["earlier"]
+    assert set(earlier) == {"cpu_seconds", "wall_seconds"} and earlier["wall_seconds"] > 0
+    assert rec["wall_seconds"] > earlier["wall_seconds"]
+    assert rec["cpu_seconds"] >= earlier["cpu_seconds"]
     assert rec["checkpoints"]["saves"] == 1  # at 150 (none at the end)
     assert not ck_file.exists()
     assert rec["metrics"] == ref["metrics"]

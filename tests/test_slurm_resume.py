@@ -70,6 +70,8 @@ def test_preempted_job_is_requeued_and_resumes_its_fit(tmp_path):
     (rec,) = _records(tmp_path)
     assert rec["status"] == "ok", rec.get("error")
     assert rec["resumed"]["from"]["iterations"] > 0, rec.get("resumed")
+    # the preempted attempt's seconds up to its checkpoint count in the record's
+    assert rec["wall_seconds"] > rec["resumed"]["earlier"]["wall_seconds"] > 0
     assert not list(ck_dir.glob("*.pt"))  # removed with the record written
     assert not _markers(tmp_path)
     logs = "".join(p.read_text() for p in (tmp_path / "out").rglob(f"{job}_*_log.*"))

@@ -584,8 +584,16 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                     log(f"{tag} skipped, done ({k})")
                     continue
                 rec = base_record(job, f, k)
-                ck = run_checkpoint(cfg, store, k)
                 t0, clock = time.perf_counter(), CpuClock()
+                ck = run_checkpoint(
+                    cfg,
+                    store,
+                    k,
+                    spent=lambda t0=t0, clock=clock: {
+                        "cpu_seconds": clock.seconds(),
+                        "wall_seconds": time.perf_counter() - t0,
+                    },
+                )
                 try:
                     if ds is None:
                         ds = load_dataset(cfg.dataset, data_ctx)
@@ -607,7 +615,14 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                     timespec="seconds"
                 )
                 if ck is not None and ck.resumed_from:
-                    rec["resumed"] = {"from": ck.resumed_from}  # where the fit went on from
+                    # where the fit went on from; the times count the earlier attempts up to that
+                    # save too (what the result took; work an attempt did after its last save is
+                    # redone and counted once, in the attempt that kept it)
+                    rec["resumed"] = {"from": ck.resumed_from}
+                    if ck.earlier:
+                        rec["resumed"]["earlier"] = ck.earlier
+                        for t in ("cpu_seconds", "wall_seconds"):
+                            rec[t] += ck.earlier.get(t, 0.0)
                 if ck is not None and ck.n_saves:
                     rec["checkpoints"] = {"saves": ck.n_saves, "seconds": ck.save_seconds}
                 store.write(rec)
@@ -620,13 +635,14 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
     return written
 
 
-def run_checkpoint(cfg: DictConfig, store: Store, key: str) -> Checkpoint | None:
+def run_checkpoint(cfg: DictConfig, store: Store, key: str, spent=None) -> Checkpoint | None:
     """The checkpoint of run ``key`` (``<store>/_checkpoints/<key>.pt``) that resumable methods
-    save to every ``checkpoint_every`` seconds; None when ``checkpoint_every`` is null."""
+    save to every ``checkpoint_every`` seconds, with the seconds ``spent()`` says the run has used
+    (:class:`~treebench.methods.checkpoint.Checkpoint`); None when ``checkpoint_every`` is null."""
     every = cfg.get("checkpoint_every", DEFAULT_EVERY)
     if every is None:
         return None
-    return Checkpoint(store.root / "_checkpoints" / f"{key}.pt", every=float(every))
+    return Checkpoint(store.root / "_checkpoints" / f"{key}.pt", every=float(every), spent=spent)
 
 
 def _model_saver(cfg: DictConfig, store: Store, key: str):

@@ -49,14 +49,21 @@ class Checkpoint:
     every : float
         Seconds between two saves: :meth:`due` is true once that long has passed since the last
         save (or since the checkpoint was made). 0 = at every call.
+    spent : callable, optional
+        Returns the seconds this attempt has spent so far (``{"cpu_seconds": ..., "wall_seconds":
+        ...}``); each save stores them added to :attr:`earlier`, so a run resumed any number of
+        times can count what every attempt spent up to its last save.
     """
 
-    def __init__(self, path, every: float = DEFAULT_EVERY):
+    def __init__(self, path, every: float = DEFAULT_EVERY, spent=None):
         self.path = Path(path)
         self.every = float(every)
+        self._spent = spent
         self._last = time.monotonic()
         #: ``at`` of the state :meth:`load` returned (e.g. ``{"iterations": 400}``), else None
         self.resumed_from: dict | None = None
+        #: seconds the earlier attempts spent up to the save :meth:`load` resumed ({} if none)
+        self.earlier: dict[str, float] = {}
         #: number of saves made through this object; seconds spent writing them
         self.n_saves, self.save_seconds = 0, 0.0
 
@@ -69,6 +76,9 @@ class Checkpoint:
         t0 = time.perf_counter()
         buf = io.BytesIO()
         payload = {"format": _FORMAT, "identity": identity, "at": at or {}, "state": state}
+        if self._spent is not None:
+            now = self._spent()
+            payload["spent"] = {k: self.earlier.get(k, 0.0) + v for k, v in now.items()}
         _dump(payload, buf)
         atomic_write_bytes(self.path, buf.getvalue())
         self._last = time.monotonic()
@@ -89,6 +99,7 @@ class Checkpoint:
         if payload.get("format") != _FORMAT or payload.get("identity") != identity:
             return None
         self.resumed_from = dict(payload.get("at") or {})
+        self.earlier = dict(payload.get("spent") or {})
         return payload["state"]
 
     def clear(self) -> None:
