@@ -189,6 +189,26 @@ def test_figure_points_pick_the_validated_config_and_never_pool_distinct_configs
     assert set(split["n"]) == {2} and len(split) == 10
 
 
+def test_a_figure_draws_an_info_value_labelled_without_its_prefix(monkeypatch, tmp_path):
+    from matplotlib.figure import Figure
+
+    from treebench.report.figures import make_figure
+
+    drawn = {}
+
+    def savefig(fig, *args, **kwargs):
+        ax = fig.axes[0]
+        drawn["labels"] = (ax.get_xlabel(), ax.get_ylabel())
+        drawn["y"] = sorted(y for c in ax.containers for y in c.lines[0].get_ydata())
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    spec = {"name": "v", "x": "param.max_depth", "y": "info.val_accuracy", "facet": None}
+    spec["where"] = {"method": ["e2edt"], "param.epochs": [20], "param.finetune_epochs": [0]}
+    make_figure(frame(_fig2_records()), spec, tmp_path, formats=("png",), points_csv=False)
+    # the claim's own metric, in percent like any accuracy: 0.80 at both depths, both seeds
+    assert drawn == {"labels": ("max_depth", "val_accuracy (%)"), "y": [80.0, 80.0]}
+
+
 def test_figure_points_pool_a_setting_that_differs_only_between_seeds():
     recs = [
         make_record("tnt", "d1", seed=s, acc=0.8 + 0.02 * s, params={"max_depth": 3, **extra})

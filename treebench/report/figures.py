@@ -4,7 +4,7 @@ A figure spec (``experiments.<name>.figures[]`` in a paper file)::
 
     name: acc_vs_depth          # file stem
     x: param.max_depth          # a param or a size/metric column (n_splits, split_evals, ...)
-    y: test_accuracy            # a metric column (derived ones too: test_error, n_nodes)
+    y: test_accuracy            # a metric column (derived ones too: test_error, n_nodes) or info.<key>
     series: [method, param.teacher]   # one line per distinct value (default [method])
     facet: dataset              # one panel per value (default dataset; null = one panel)
     xscale: log                 # optional: linear/log/symlog
@@ -300,7 +300,9 @@ def make_figure(
                 )
         ax.set_title(f or spec.get("title", ""), fontsize=9)
         ax.set_xlabel(spec.get("xlabel", spec["x"].split(".", 1)[-1]))
-        ax.set_ylabel(spec.get("ylabel", spec["y"] + (" (%)" if scale == 100 else "")))
+        ax.set_ylabel(
+            spec.get("ylabel", spec["y"].split(".", 1)[-1] + (" (%)" if scale == 100 else ""))
+        )
         if spec.get("xscale"):
             ax.set_xscale(spec["xscale"])
             if spec["xscale"] == "log":  # a narrow range would label its minor ticks 1.005×10³
