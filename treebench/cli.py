@@ -490,7 +490,7 @@ def report(
 ) -> None:
     """Markdown/LaTeX tables (ours next to the paper), figures and statistical tests under outputs/reports/."""
     from treebench.report.console import print_summary
-    from treebench.report.paper import report_experiment, reproduction_markdown
+    from treebench.report.paper import report_experiment
     from treebench.report.tables import summary_table
     from treebench.report.targets import experiment_names
     from treebench.results import collect as do_collect
@@ -511,21 +511,15 @@ def report(
         _report_headtohead(led, outp / "store" if with_store else None, out)
         return
     if reproduction:
-        df = do_collect(outp / "store" if with_store else None, ledger=led)
-        stamp = f"ledger `results/` {led.content_hash()} ({len(led)} records)"
-        if with_store:
-            stamp += " + the local store (not committed)"
+        from treebench.report.documents.markdown import write_reproduction
+
+        ev = _evaluation(led, outp / "store" if with_store else None)
         dest = Path(out) if out else PROJECT_DIR / "REPRODUCTION.md"
-        text = reproduction_markdown(
-            df,
-            papers,
-            _availability(),
-            CONF_DIR,
-            stamp=stamp,
-            figures_dir=dest.parent / "docs" / "reproduction",
+        files = write_reproduction(ev, dest)
+        console.print(
+            f"written: {dest} and {len(files) - 1} files under {dest.parent / 'docs' / 'reproduction'} "
+            f"({len(ev.records)} records, {len(ev.papers)} paper files; {ev.stamp})"
         )
-        dest.write_text(text)
-        console.print(f"written: {dest} ({len(df)} records, {len(papers)} paper files; {stamp})")
         return
     df = do_collect(outp / "store", experiment=experiment, ledger=led)
     rep = outp / "reports"
@@ -548,6 +542,19 @@ def report(
     (rep / f"{stem}.tex").write_text(table.to_latex(index=False, float_format="%.4f"))
     print_summary(table, stem)
     console.print(f"written: {rep / (stem + '.md')}, {rep / (stem + '.tex')}")
+
+
+def _evaluation(led, store_dir: Path | None):
+    """Every paper's targets checked once against the ledger (and with ``store_dir``, the local
+    store), stamped with the records' content hash."""
+    from treebench.report.documents.evaluation import evaluate
+    from treebench.results import collect as do_collect
+
+    df = do_collect(store_dir, ledger=led)
+    stamp = f"ledger `results/` {led.content_hash()} ({len(led)} records)"
+    if store_dir is not None:
+        stamp += " + the local store (not committed)"
+    return evaluate(df, _load_papers(), _availability(), CONF_DIR, stamp=stamp)
 
 
 def _report_headtohead(led, store_dir: Path | None, out: str | None) -> None:

@@ -1,4 +1,4 @@
-"""Reports (tables, layouts, figures, stats), REPRODUCTION.md, and the `check`/`report` CLI."""
+"""Reports (tables, layouts, figures, stats) and the `check`/`report` CLI."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from tests.report.records import frame, make_record
 from treebench.cli import app
 from treebench.report.checks import Availability
 from treebench.report.figures import figure_points
-from treebench.report.paper import report_experiment, reproduction_markdown, to_latex
+from treebench.report.paper import report_experiment, to_latex
 from treebench.report.targets import load_paper
-from treebench.results.table import core_hours
 
 PAPER = """
 paper: toy
@@ -221,47 +220,6 @@ def test_figure_points_pool_a_setting_that_differs_only_between_seeds():
     assert pts["y"].tolist() == pytest.approx([0.82])
 
 
-def test_reproduction_markdown(toy):
-    text = reproduction_markdown(
-        frame(_records()), [toy], Availability(datasets={"d1"}, methods={"cart", "rf"})
-    )
-    assert "# Reproduction status" in text and "Toy paper" in text and "| toy" in text
-    assert "**Missing and why:**" in text and "not in mirror: not in the mirror" in text
-    assert "**How close:**" in text and "profiles" in text
-
-
-def test_reproduction_states_core_hours_per_experiment_and_paper(toy):
-    recs = _records()  # 50 runs of 0.1 s on one thread ...
-    for r in recs[:10]:
-        r["wall_seconds"], r["threads"] = 360.0, 2  # ... of which 10 took 0.2 core-hours each
-    df = frame(recs)
-    hours = core_hours(df)
-    assert hours == pytest.approx((10 * 720 + 40 * 0.1) / 3600)
-    assert core_hours(pd.concat([df, df])) == pytest.approx(hours)  # a run counts once
-    text = reproduction_markdown(df, [toy], Availability(datasets={"d1"}, methods={"cart", "rf"}))
-    assert (
-        "seeds 0, 1; 2.0 core-hours (wall-clock × threads: no run measured its CPU time)." in text
-    )
-    assert "core-h = the CPU hours they measured" in text
-    assert "wall-clock hours times the threads it held" in text
-    for r in recs[:10]:
-        r["cpu_seconds"] = 540.0  # measured: the runs waited a quarter of the time for a core
-    assert core_hours(frame(recs)) == pytest.approx((10 * 540 + 40 * 0.1) / 3600)
-    assert core_hours(frame(recs), measured=True) == pytest.approx(10 * 540 / 3600)
-    text = reproduction_markdown(
-        frame(recs), [toy], Availability(datasets={"d1"}, methods={"cart", "rf"})
-    )
-    assert "1.5 core-hours (1.5 core-hours of it measured CPU time, the rest wall-clock" in text
-    for r in recs:
-        r["cpu_seconds"] = r.get("cpu_seconds", 0.1)
-    text = reproduction_markdown(
-        frame(recs), [toy], Availability(datasets={"d1"}, methods={"cart", "rf"})
-    )
-    assert "seeds 0, 1; 1.5 core-hours." in text
-    overview = text.split("## Overview")[1].split("Per experiment:")[0]
-    assert "|   records |   core-h |" in overview and "|        50 |      1.5 |" in overview
-
-
 def test_latex_escapes():
     tex = to_latex(pd.DataFrame({"a_b": ["90 ± 1 %"], "n": [3]}), caption="x & y")
     assert r"a\_b" in tex and r"$\pm$" in tex and r"\%" in tex and r"x \& y" in tex
@@ -346,15 +304,18 @@ def test_report_cli_writes_experiment_dir_and_reproduction(store_with, tmp_path,
     r = CliRunner().invoke(app, args)  # the committed file reads the ledger only: empty here
     assert r.exit_code == 0, r.output
     text = dest.read_text()
-    assert "## Overview" in text and "tnt_table1" in text and "not in mirror" in text
+    pages = dest.parent / "docs" / "reproduction"
+    tnt = (pages / "tnt.md").read_text()
+    assert "## Overview" in text and "](docs/reproduction/tnt.md#table-1)" in text
+    assert "tnt_table1" in tnt and "not in mirror" in tnt
     assert "(0 records)" in text and "on 20" not in text  # stamped by content, no clock
     Ledger(tmp_path / "ledger").add(recs)
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     again = dest.read_text()
     assert f"{Ledger(tmp_path / 'ledger').content_hash()} (3 records)" in again
-    assert "](docs/reproduction/ci/" in again  # the ci accuracy-vs-size figure, linked
-    assert list((dest.parent / "docs" / "reproduction" / "ci").glob("*.png"))
+    assert "](ci/" in (pages / "ci.md").read_text()  # the ci accuracy-vs-size figure, linked
+    assert list((pages / "ci").glob("*.png"))
     assert CliRunner().invoke(app, args).exit_code == 0 and dest.read_text() == again
     r = CliRunner().invoke(app, [*args, "--with-store"])
     assert "+ the local store (not committed)" in dest.read_text()
