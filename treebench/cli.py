@@ -1,4 +1,4 @@
-"""The ``treebench`` command line (Typer): run, list, collect, report, check, fetch, show, export."""
+"""The ``treebench`` command line (Typer): run, list, collect, report, site, check, fetch, show, export."""
 
 from __future__ import annotations
 
@@ -580,6 +580,34 @@ def _report_headtohead(led, store_dir: Path | None, out: str | None) -> None:
     )
     dest.write_text(text)
     console.print(f"written: {dest} ({len(df)} records; {stamp})")
+
+
+@app.command()
+def site(
+    out: str = typer.Option(None, help="site folder (default: <outputs>/site)"),
+    outputs: str = typer.Option(
+        None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
+    ),
+    open_: bool = typer.Option(False, "--open", help="open the index in a web browser"),
+) -> None:
+    """The offline results site from the committed ledger: papers, methods, datasets, the
+    head-to-head and a ledger explorer (works from file://, no network)."""
+    try:
+        from treebench.report.documents.site import build_site
+    except ImportError as exc:  # pragma: no cover - the site extra is missing
+        err.print(f"[red]{exc}: install the site extra (pip install 'treebench[site]')[/]")
+        raise typer.Exit(2) from exc
+    led = _ledger(True)
+    dest = Path(out) if out else _outputs(outputs) / "site"
+    info = build_site(_evaluation(led, None), led, dest, PROJECT_DIR, CONF_DIR)
+    console.print(
+        f"written: {dest / 'index.html'} ({len(info['pages'])} pages, {info['files']} files, "
+        f"{info['bytes'] / 1e6:.1f} MB)"
+    )
+    if open_:
+        import webbrowser
+
+        webbrowser.open((dest / "index.html").resolve().as_uri())
 
 
 @app.command()

@@ -75,9 +75,9 @@ def test_pages_state_core_hours_per_experiment(toy, tmp_path):  # noqa: F811
 
 def test_item_cells_within_tolerance_count_short_numbers(tmp_path):
     (tmp_path / "toy.yaml").write_text(PAPER.replace("size_rtol: 0.5}", "size_rtol: 0.5, runs: 5}"))
-    toy = load_paper(tmp_path / "toy.yaml")
+    paper = load_paper(tmp_path / "toy.yaml")
     recs = [r for r in _missing_cart_d1(_records()) if r["seed"] == 0]  # 1 of the paper's 5 runs
-    (t1,) = item_tables(evaluate(frame(recs), [toy], AVAIL).papers[0])
+    (t1,) = item_tables(evaluate(frame(recs), [paper], AVAIL).papers[0])
     # every number is short of the runs (info); the one that misses is not counted as within
     assert t1.verdict == "short" and (t1.within, t1.cells_n) == (3, 4)
     rf = dict(t1.rows)["rf"][0]

@@ -148,14 +148,15 @@ def _short(v) -> str:
     return norm(v)
 
 
-def figure_points(df: pd.DataFrame, spec: dict) -> pd.DataFrame:
-    """The aggregated points of a figure: facet, series, x, y mean, y sd, n."""
+def figure_rows(df: pd.DataFrame, spec: dict) -> pd.DataFrame:
+    """The records a figure draws, one row per run: ok, with its y, x numeric (``_x``), its panel
+    (``_facet``) and series label (``_series``); full-profile rows where both exist."""
     df = add_derived(df)
     x, y = spec["x"], spec["y"]
     series = list(spec.get("series") or ["method"])
     facet = spec.get("facet", "dataset")
     if df.empty or x not in df.columns or y not in df.columns:
-        return pd.DataFrame(columns=["facet", "series", "x", "y", "sd", "n"])
+        return pd.DataFrame(columns=[*df.columns, "_facet", "_x", "_series"])
     ok = df[(df["status"] == "ok") & df[y].notna()].copy()
     for col, want in (spec.get("where") or {}).items():
         col = col if "." in col or col in ("method", "dataset", "profile") else f"param.{col}"
@@ -168,9 +169,17 @@ def figure_points(df: pd.DataFrame, spec: dict) -> pd.DataFrame:
     ok["_facet"] = ok[facet].astype(str) if facet and facet in ok.columns else ""
     ok["_x"] = _numeric(ok[x])
     ok = ok[ok["_x"].notna()]
+    ok["_series"] = ok.apply(lambda r: series_label(r, series), axis=1) if len(ok) else ""
+    return ok
+
+
+def figure_points(df: pd.DataFrame, spec: dict) -> pd.DataFrame:
+    """The aggregated points of a figure: facet, series, x, y mean, y sd, n."""
+    x, y = spec["x"], spec["y"]
+    series = list(spec.get("series") or ["method"])
+    ok = figure_rows(df, spec)
     if ok.empty:
         return pd.DataFrame(columns=["facet", "series", "x", "y", "sd", "n"])
-    ok["_series"] = ok.apply(lambda r: series_label(r, series), axis=1)
     best_over = tuple(c if "." in c else f"param.{c}" for c in spec.get("best_over") or ())
     if best_over:  # per point, the config the paper would pick (e.g. epochs on validation)
         by = spec.get("best_by", y)
