@@ -1,6 +1,6 @@
 """The generated reports are pure functions of the committed ledger and treebench/conf/: regenerating
-REPRODUCTION.md (``report --reproduction``) or docs/headtohead.md (``report --headtohead``) changes
-nothing, figures included."""
+REPRODUCTION.md with its per-paper pages (``report --reproduction``) or docs/headtohead.md
+(``report --headtohead``) changes nothing, figures included."""
 
 from __future__ import annotations
 
@@ -10,48 +10,62 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 
-#: (report flag, the committed file, its figures relative to the file's folder)
+#: (report flag, the committed files, their figures; paths relative to the repository)
 REPORTS = {
-    "reproduction": ("--reproduction", "REPRODUCTION.md", "docs/reproduction/*/*.png"),
-    "headtohead": ("--headtohead", "docs/headtohead.md", "headtohead/*.png"),
+    "reproduction": (
+        "--reproduction",
+        "REPRODUCTION.md",
+        ("docs/reproduction/*.md", "docs/reproduction/verdicts.json"),
+        "docs/reproduction/*/*.png",
+    ),
+    "headtohead": ("--headtohead", "docs/headtohead.md", (), "docs/headtohead/*.png"),
 }
 
 
-def _regenerate(tmp_path, name: str, hash_seed: str, flag: str, rel: str):
-    out = tmp_path / name / rel
-    out.parent.mkdir(parents=True)
+def _regenerate(tmp_path, flag: str, rel: str):
+    """One run of the report into a copy of the repository's layout; the committed files were
+    made under another hash seed, so equal bytes also say no set order reaches them."""
+    out = tmp_path / rel
+    out.parent.mkdir(parents=True, exist_ok=True)
     env = {
         "TREEBENCH_LEDGER": str(REPO / "results"),
         "TREEBENCH_OUTPUTS": str(tmp_path / "o"),
-        "PYTHONHASHSEED": hash_seed,  # set iteration order must not reach the files
+        "PYTHONHASHSEED": "1",
     }
-    r = run_cli(["report", flag, "--out", str(out)], cwd=tmp_path, env=env)
+    r = run_cli(["report", flag, "--out", str(out)], cwd=tmp_path, env=env, timeout=600)
     assert r.returncode == 0, r.stderr + r.stdout
     return out
 
 
+def _diff(committed: str, now: str) -> str:
+    return "".join(
+        list(
+            difflib.unified_diff(
+                committed.splitlines(True), now.splitlines(True), "committed", "now"
+            )
+        )[:60]
+    )
+
+
 @pytest.mark.parametrize("report", list(REPORTS))
 def test_committed_report_regenerates_byte_identical(tmp_path, report):
-    flag, rel, figures = REPORTS[report]
-    a = _regenerate(tmp_path, "a", "1", flag, rel)
-    committed = (REPO / rel).read_text()
-    if a.read_text() != committed:
-        diff = "".join(
-            list(
-                difflib.unified_diff(
-                    committed.splitlines(True), a.read_text().splitlines(True), "committed", "now"
-                )
-            )[:60]
-        )
-        raise AssertionError(
-            f"{rel} differs from what the ledger and treebench/conf/ give; run "
-            f"`treebench report {flag}` and commit it:\n" + diff
-        )
-    b = _regenerate(tmp_path, "b", "2", flag, rel)
-    figs = sorted(p.relative_to(a.parent) for p in a.parent.glob(figures))
-    assert figs == sorted(p.relative_to(b.parent) for p in b.parent.glob(figures))
-    assert figs == sorted(
-        p.relative_to((REPO / rel).parent) for p in (REPO / rel).parent.glob(figures)
-    ), f"the committed figures of {rel} are not the ones it draws"
+    flag, rel, pages, figures = REPORTS[report]
+    _regenerate(tmp_path, flag, rel)
+    files = [rel] + sorted(
+        str(p.relative_to(REPO)) for pattern in pages for p in REPO.glob(pattern)
+    )
+    made = sorted(str(p.relative_to(tmp_path)) for pattern in pages for p in tmp_path.glob(pattern))
+    assert sorted(files[1:]) == made, "the committed pages are not the ones the report writes"
+    for f in files:
+        committed, now = (REPO / f).read_text(), (tmp_path / f).read_text()
+        if now != committed:
+            raise AssertionError(
+                f"{f} differs from what the ledger and treebench/conf/ give; run "
+                f"`treebench report {flag}` and commit it:\n" + _diff(committed, now)
+            )
+    figs = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.glob(figures))
+    assert figs == sorted(str(p.relative_to(REPO)) for p in REPO.glob(figures)), (
+        f"the committed figures of {rel} are not the ones it draws"
+    )
     for f in figs:  # the figures are deterministic too
-        assert (a.parent / f).read_bytes() == (b.parent / f).read_bytes(), f
+        assert (tmp_path / f).read_bytes() == (REPO / f).read_bytes(), f

@@ -8,7 +8,13 @@ from pathlib import Path
 from treebench.report.checks import FAIL, INFO, PASS, SKIP
 from treebench.report.documents.evaluation import GUARD, Evaluation, ExperimentResult, PaperResult
 from treebench.report.documents.render import render
-from treebench.report.documents.tables import Figure, ItemTable, figure_list, item_tables
+from treebench.report.documents.tables import (
+    Figure,
+    ItemTable,
+    figure_list,
+    item_tables,
+    short_label,
+)
 from treebench.report.paper import short_of_runs, short_otherwise
 from treebench.results.table import core_hours
 
@@ -78,7 +84,7 @@ def _cell(c, numbers: bool = True) -> str:
 def _shape(t: ItemTable) -> tuple[ItemTable, list, list]:
     """An item with the Markdown rows of its grid and of its claims."""
     grid = [[label, *map(_cell, cells)] for label, cells in t.rows]
-    claims = [[c.what, c.target, c.paper, c.ours, _cell(c.cell, False)] for c in t.claims]
+    claims = [[c.what, c.on, c.target, c.paper, c.ours, _cell(c.cell, False)] for c in t.claims]
     return t, grid, claims
 
 
@@ -89,6 +95,8 @@ def _link(p: PaperResult, t: ItemTable) -> str:
 def paper_page(p: PaperResult, tables: list[ItemTable], stamp: str) -> str:
     """docs/reproduction/<paper>.md: every item in the paper's layout, its notes, what ran."""
     runs = short_of_runs(p.res)
+    if len(runs):
+        runs["cell"] = runs["cell"].map(short_label)
     other = short_otherwise(p.res)
     return render(
         "paper.md.j2",

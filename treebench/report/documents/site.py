@@ -238,6 +238,7 @@ def _table_dict(t: ItemTable, figs: dict[str, list[dict]]) -> dict:
         "claims": [
             {
                 "what": c.what,
+                "on": c.on,
                 "target": c.target,
                 "paper": c.paper,
                 "ours": c.ours,

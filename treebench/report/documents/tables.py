@@ -19,7 +19,7 @@ from treebench.report.documents.evaluation import ExperimentResult, PaperResult
 from treebench.report.paper import _item
 
 #: the mark after a cell's numbers, by verdict
-MARKS = {PASS: "✓", FAIL: "✗", INFO: "ⓘ", SKIP: "∅"}
+MARKS = {PASS: "✓", FAIL: "✗", INFO: "ℹ", SKIP: "∅"}
 #: an item verdict's colour class (site) and word (pages)
 ITEM_CLASS = {
     "reproduced": "pass",
@@ -55,6 +55,7 @@ class Claim:
 
     target: str
     what: str
+    on: str  # the blocks and metric: "letter · test_accuracy"
     paper: str
     ours: str
     cell: Cell
@@ -153,8 +154,15 @@ def _value_text(r: pd.Series) -> str:
     return f"{ours} ({fmt_num(r['paper_value'], u)})"
 
 
+def short_label(label: str, at_most: int = 80) -> str:
+    """A selection's label without its best-of clause (the note and the paper file state it);
+    past ``at_most`` characters its settings read "[…]" (the target id names them)."""
+    label = re.sub(r",? ?best [\w/]+ by \w+ [\w.]+", "", label).replace("[]", "")
+    return re.sub(r"\[[^\]]*\]", "[…]", label) if len(label) > at_most else label
+
+
 def _row_label(r: pd.Series, first_exp: str) -> str:
-    label = re.sub(r",? ?best [\w/]+ by \w+ [\w.]+", "", str(r["method"])).replace("[]", "")
+    label = short_label(str(r["method"]))
     if r["experiment"] != first_exp:
         label += f" ({r['experiment']})"
     return label
@@ -275,9 +283,9 @@ def item_tables(p: PaperResult, figures: dict[str, list[Figure]] | None = None) 
             else:
                 s = shown.loc[idx]
                 cell.text = s["ours"]
-                what = f"{s['method']} · {s['dataset']}" if s["dataset"] else s["method"]
+                on = f"{s['dataset']} · {s['metric']}" if s["dataset"] else s["metric"]
                 tab.claims.append(
-                    Claim(r["id"], f"{what} · {s['metric']}", s["paper"], s["ours"], cell)
+                    Claim(r["id"], short_label(s["method"]), on, s["paper"], s["ours"], cell)
                 )
         used = [c for c in columns if any(c in row for row in cells.values())]
         tab.columns = used
