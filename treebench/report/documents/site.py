@@ -20,7 +20,13 @@ from treebench.report.documents.evaluation import GUARD, Evaluation
 from treebench.report.documents.markdown import experiment_facts, paper_figures
 from treebench.report.documents.render import render
 from treebench.report.documents.tables import Figure, ItemTable, item_tables
-from treebench.report.figures import figure_points, figure_rows, method_color, paper_points
+from treebench.report.figures import (
+    figure_points,
+    figure_rows,
+    method_color,
+    paper_points,
+    series_styles,
+)
 
 #: ledger explorer columns: (record field or frame column, heading)
 LEDGER_COLUMNS = (
@@ -36,6 +42,18 @@ LEDGER_COLUMNS = (
     ("key", "run key"),
 )
 _MAX_HOVER_PARAMS = 6
+#: matplotlib line styles and markers (:func:`~treebench.report.figures.series_styles`) in Plotly's words
+_DASH = {"-": "solid", "--": "dash", ":": "dot", "-.": "dashdot"}
+_SYMBOL = {
+    "o": "circle",
+    "s": "square",
+    "^": "triangle-up",
+    "D": "diamond",
+    "v": "triangle-down",
+    "P": "cross",
+    "X": "x",
+    "*": "star",
+}
 
 
 def _assets(out: Path) -> dict[str, int]:
@@ -103,11 +121,13 @@ def figure_data(rows: pd.DataFrame, f: Figure, targets) -> list[dict]:
     scale = _scale(spec)
     labels = spec.get("labels") or {}
     by_method = list(spec.get("series") or ["method"])[0] == "method"
+    styles = series_styles(pts["series"], by_method) if len(pts) else {}
     panels = []
     for facet in sorted(pts["facet"].unique()) if len(pts) else []:
         traces = []
         for s, g in pts[pts["facet"] == facet].groupby("series", sort=True):
-            color = method_color(s.split("[", 1)[0]) if by_method else None
+            style = styles[s]
+            color = style["color"] if by_method else None
             traces.append(
                 {
                     "type": "scatter",
@@ -117,7 +137,8 @@ def figure_data(rows: pd.DataFrame, f: Figure, targets) -> list[dict]:
                     "y": [_num(scale * v) for v in g["y"]],
                     "error_y": {"type": "data", "array": [_num(scale * v) or 0 for v in g["sd"]]},
                     "text": [f"mean of {int(n)} runs" for n in g["n"]],
-                    "line": {"color": color} if color else {},
+                    "line": {"dash": _DASH[style["ls"]], **({"color": color} if color else {})},
+                    "marker": {"symbol": _SYMBOL[style["marker"]]},
                     "legendgroup": s,
                 }
             )
