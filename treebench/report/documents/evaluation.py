@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from treebench.report.checks import FAIL, INFO, PASS, SKIP, Availability, run_checks
+from treebench.report.checks import Availability, run_checks
 from treebench.report.paper import paper_items, paper_overview
 from treebench.report.targets import PaperSpec, Target
 from treebench.results.table import core_hours
@@ -158,6 +158,3 @@ def evaluate(
         row, devs = paper_overview(p, res, n_runs, core_hours(ran))
         out.append(PaperResult(p, exps, res, paper_items(res), row, devs))
     return Evaluation(out, df, stamp)
-
-
-__all__ = ["FAIL", "INFO", "PASS", "SKIP", "Evaluation", "PaperResult", "evaluate"]
