@@ -150,6 +150,11 @@ def test_cli_ledger_add_moves_paper_records_and_refuses_conflicts(tmp_path, monk
     assert "added 2 records" in said and "(tnt_table1 2)" in said
     assert {x["key"] for x in Ledger(tmp_path / "ledger").records()} == {p["key"] for p in paper}
     r = CliRunner().invoke(app, ["status", "--outputs", str(tmp_path / "out")])
+    said = " ".join(r.output.split())  # the local store first, the ledger in a line
+    assert r.exit_code == 0 and "store: 3 records" in said and "ledger +" not in said
+    assert "committed ledger: 2 records of 1 experiments, not shown" in said
+    assert "`treebench status --ledger` adds them" in said
+    r = CliRunner().invoke(app, ["status", "--outputs", str(tmp_path / "out"), "--ledger"])
     assert r.exit_code == 0 and "ledger + store: 3 records" in " ".join(r.output.split())
     store.write({**paper[0], "metrics": {"test_accuracy": 0.01}})
     r = CliRunner().invoke(app, ["ledger", "add", "--outputs", str(tmp_path / "out")])
