@@ -992,7 +992,12 @@ def show(
         None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
     ),
     max_graphs: int = typer.Option(3, help="draw and list at most this many graphs of an ensemble"),
-    max_depth: int = typer.Option(None, help="draw at most this many levels"),
+    max_depth: int = typer.Option(
+        None,
+        help="draw at most this many levels (default: the levels that keep the picture readable, "
+        "about 60 nodes; the picture says where it is cut)",
+    ),
+    full: bool = typer.Option(False, "--full", help="draw every node of a large model"),
     engine: str = typer.Option(
         "auto", help="auto (Graphviz dot if installed, else matplotlib), dot, matplotlib"
     ),
@@ -1007,13 +1012,22 @@ def show(
     model, rec, how = _inspect_model(target, outputs, refit)
     key = rec["key"] if rec else Path(target).name.split(".")[0]
     dest = Path(out) if out else _outputs(outputs) / "inspect" / key
-    files = write_report(model, dest, max_graphs=max_graphs, max_depth=max_depth, engine=engine)
+    from treebench.inspect.render import DrawingTooLarge
+
+    depth = None if full else (max_depth if max_depth is not None else "auto")
+    try:
+        files = write_report(model, dest, max_graphs=max_graphs, max_depth=depth, engine=engine)
+    except DrawingTooLarge as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
     console.print(how, soft_wrap=True)  # one line, for scripts
     console.print(
         f"wrote {dest}: model.json, rules.txt, "
         + ", ".join(p.name for p in files["render"]["dot"] + files["render"]["images"])
         + (", importances.csv/.png" if "importances" in files else "")
     )
+    for line in files["render"]["cut"]:
+        console.print(escape(line), highlight=False)
     if files["render"]["hint"]:
         console.print(files["render"]["hint"])
     if "top" in files:
