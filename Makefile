@@ -20,7 +20,10 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# the demo's numba kernels are compiled into the on-disk cache first (once; a minute or two), so the
+# sweep's fits are timed without compilation
 demo: install
+	$(PY) -m treebench.warmup
 	$(VENV)/bin/treebench run experiment=demo
 
 # a developer's suite: everything but the tests marked slow or slurm (pyproject.toml's markers);

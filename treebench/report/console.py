@@ -84,7 +84,7 @@ def print_summary(df, title: str) -> None:
             no_wrap=c == "n",
             overflow="fold",
         )
-    extra = [c for c in ("n_splits", "split_evals", "fit_s") if c in df.columns]
+    extra = [c for c in ("n_splits", "split_evals", "fit_s", "compile_s") if c in df.columns]
     extra += [c for c in ("failed", "skipped") if c in df.columns and df[c].sum() > 0]
     if "mean" in df.columns:
         t.add_column(metric, justify="right", no_wrap=True)
