@@ -148,8 +148,15 @@ def run(
         None, help="Hydra overrides", autocompletion=lambda incomplete: complete(incomplete)
     ),
 ) -> None:
-    args = [*(overrides or []), *ctx.args]
+    from treebench.overrides import OverrideError, check_new_keys, expand_home
+
+    args = expand_home([*(overrides or []), *ctx.args])
     check_choices(args)
+    try:
+        check_new_keys(args)
+    except OverrideError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
     args = [f"++{a}" if _PARAM_RE.match(a) else a for a in args]
     if not any(a in _NO_WRITE_FLAGS for a in args):
         check_writable(args)
@@ -841,9 +848,15 @@ def fetch(
     """
     from treebench.config import compose
     from treebench.data.fetch import fetch_datasets, sweep_datasets
+    from treebench.overrides import OverrideError, check_new_keys, expand_home
 
-    args = [*(overrides or []), *ctx.args]
+    args = expand_home([*(overrides or []), *ctx.args])
     check_choices(args)
+    try:
+        check_new_keys(args)
+    except OverrideError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
     datasets = [a for a in args if a.startswith("dataset=")]
     settings = [a for a in args if a.startswith("dataset.")]  # e.g. dataset.data_id=61
     others = [a for a in args if not a.startswith(("dataset=", "dataset."))]
