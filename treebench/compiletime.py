@@ -1,10 +1,11 @@
-"""Seconds a block spends in numba's compiler: compiling kernels or loading them from the cache.
+"""Seconds a block spends starting numba: importing it, compiling kernels or loading them from
+the on-disk cache.
 
-A method's first fit in a process compiles (or loads from the on-disk cache) its numba kernels;
-the runner records those seconds as ``compile_seconds`` beside ``fit_seconds`` so a table can
-show the fit without them. numba is imported by the methods that need it, not here: the clock
-starts listening when numba is first imported (an import hook), so a job without numba never
-imports it.
+A method's first fit in a process imports numba and compiles (or loads from the cache) its
+kernels, seconds that later fits do not pay; the runner records them as ``compile_seconds``
+beside ``fit_seconds`` so a table can show the fit without them. numba is imported by the
+methods that need it, not here: an import hook times numba's import and then listens to its
+compiler-lock events, so a job without numba never imports it.
 """
 
 from __future__ import annotations
@@ -64,7 +65,13 @@ class _Loader(importlib.abc.Loader):
         return self.loader.create_module(spec)
 
     def exec_module(self, module):
-        self.loader.exec_module(module)
+        global _total
+        t0 = time.perf_counter()
+        try:
+            self.loader.exec_module(module)
+        finally:
+            with _lock:
+                _total += time.perf_counter() - t0
         _listen()
 
 
@@ -100,7 +107,8 @@ class CompileClock:
 
 @contextmanager
 def compile_clock():
-    """Measure the compile seconds of the block (0.0 when it compiles or loads nothing)."""
+    """Measure the block's seconds importing numba and compiling or loading kernels (0.0 when it
+    does neither)."""
     install()
     clock = CompileClock()
     t0 = seconds()
