@@ -8,7 +8,14 @@ import threading
 from pathlib import Path
 
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from treebench.results.store import Store
 from treebench.term import make_console
@@ -65,6 +72,8 @@ class SweepProgress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[detail]}"),
             TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
             console=console,
             transient=False,
         ) as bar:
@@ -112,6 +121,8 @@ class FitProgress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
                 console=self.console,
                 transient=True,
             )
@@ -136,8 +147,12 @@ class FitProgress:
                 return
             self._last = now
             of = f"/{total}" if total is not None else ""
+            spent = now - self._start
+            eta = ""
+            if total and 0 < done < total:  # the rate so far, over the whole fit
+                eta = f", about {spent * (total - done) / done:.0f} s left"
             self.console.print(
-                f"{self.label} {phase} {done}{of} ({now - self._start:.0f} s)",
+                f"{self.label} {phase} {done}{of} ({spent:.0f} s{eta})",
                 highlight=False,
                 markup=False,
             )

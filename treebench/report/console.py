@@ -45,8 +45,12 @@ def print_records(records: list[dict]) -> None:
         for k in ("fit_seconds", "predict_seconds", "n_train", "n_test", "n_features", "split_id"):
             if k in rec:
                 t.add_row(k, _fmt(rec[k]))
-        t.add_row("params", json.dumps(rec.get("params"), default=str))
         tuning = rec.get("tuning")
+        if tuning:  # the configuration that was fitted: the search's choice over the config's
+            fitted = {**(rec.get("params") or {}), **tuning["best_params"]}
+            t.add_row("params (tuned)", json.dumps(fitted, default=str))
+        else:
+            t.add_row("params", json.dumps(rec.get("params"), default=str))
         if tuning:  # what the search chose, on what budget, and what it cost
             cv = tuning["cv"]
             t.add_row(
