@@ -400,6 +400,7 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
         random_state=method_seed,
         image_shape=ds.image_shape,
     )
+    parts = (pf.preprocessor, X_tr, y_tr, X_te, y_te, method_seed)  # of every FittedFold below
     if job.tune:
         from treebench.tuning import tune_fit
 
@@ -416,12 +417,7 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
             )
         return FittedFold(
             tuned.est,
-            pf.preprocessor,
-            X_tr,
-            y_tr,
-            X_te,
-            y_te,
-            method_seed,
+            *parts,
             eval_set_in_fit=False,
             fit_seconds=tuned.refit_seconds,
             tuning=tuned.record,
@@ -435,16 +431,7 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
         est.fit(X_tr, y_tr, **fit_kw)
         fit_s = time.perf_counter() - t0
     return FittedFold(
-        est,
-        pf.preprocessor,
-        X_tr,
-        y_tr,
-        X_te,
-        y_te,
-        method_seed,
-        bool(fit_kw),
-        fit_s,
-        compile_seconds=min(compiled.seconds, fit_s),
+        est, *parts, bool(fit_kw), fit_s, compile_seconds=min(compiled.seconds, fit_s)
     )
 
 
