@@ -339,7 +339,9 @@ def collect(
     )
     stem = f"results-{experiment}" if experiment else "results"
     files = ", ".join(f"{stem}.{x}" for x in ("parquet", *(["csv"] if csv else [])))
-    console.print(f"{len(df)} rows ({scope.label}) collected into {out / 'results'}: {files}")
+    console.print(
+        f"{len(df)} rows collected from the {scope.label} into {out / 'results'}: {files}"
+    )
     _print_problems(problems)
     if not df.empty:
         print_summary(summary_table(df), f"{scope.label}: {experiment or 'all experiments'}")
