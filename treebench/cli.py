@@ -290,19 +290,6 @@ def _print_note(line: str | None) -> None:
         console.print(f"[dim]{escape(line)}[/]", highlight=False)
 
 
-def _local_keys(store_dir: Path, experiment: str, compared) -> set[str]:
-    """Run keys of the local store's done records that would join (or replace a record of) the
-    ``compared`` frame of ``experiment``."""
-    from treebench.results.table import DONE_STATUSES, records_frame
-
-    df = records_frame(store_dir, None) if store_dir.is_dir() else None
-    if df is None or df.empty:
-        return set()
-    theirs = set(compared["key"]) if len(compared) else set()
-    mine = (df["experiment"] == experiment) | df["key"].isin(theirs)
-    return set(df.loc[mine & df["status"].isin(DONE_STATUSES), "key"])
-
-
 @app.command()
 def collect(
     outputs: str = typer.Option(
@@ -597,8 +584,7 @@ def report(
         console.print(
             f"written: {len(res['files'])} files under {res['dir']} (see README.md there)"
         )
-        local = _local_keys(outp / "store", experiment, df) if scope.store_dir is None else set()
-        _print_note(unread_local_note(scope, local, "report"))
+        _print_note(unread_local_note(scope, outp / "store", experiment, df, "report"))
         return
     scope = listing_scope(outp / "store", led, ledger, experiment)
     df = do_collect(scope.store_dir, experiment=experiment, ledger=scope.ledger)
@@ -693,8 +679,7 @@ def check(
     print_checks(
         shown, f"check {experiment}: {len(df)} records ({scope.label}), {len(targets)} targets"
     )
-    local = _local_keys(store_dir, experiment, df) if scope.store_dir is None else set()
-    _print_note(unread_local_note(scope, local, "check"))
+    _print_note(unread_local_note(scope, store_dir, experiment, df, "check"))
     counts = res["status"].value_counts().to_dict()
     summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("pass", FAIL, SKIP, "info"))
     bad = counts.get(FAIL, 0) + (counts.get(SKIP, 0) if strict else 0)

@@ -75,11 +75,29 @@ def ledger_note(ledger: Ledger | None, command: str, experiment: str | None = No
     )
 
 
-def unread_local_note(scope: Scope, local_keys: set[str], command: str) -> str | None:
-    """One line on the local records a verdict left out (``scope`` without the store)."""
-    if scope.store_dir is not None or scope.ledger is None or not local_keys:
+def local_keys(store_dir: str | os.PathLike, experiment: str, compared) -> set[str]:
+    """Run keys of the store's done records that would join (or replace a record of) the
+    ``compared`` frame of ``experiment``."""
+    from treebench.results.table import DONE_STATUSES, records_frame
+
+    df = records_frame(store_dir, None) if Path(store_dir).is_dir() else None
+    if df is None or df.empty:
+        return set()
+    theirs = set(compared["key"]) if len(compared) else set()
+    mine = (df["experiment"] == experiment) | df["key"].isin(theirs)
+    return set(df.loc[mine & df["status"].isin(DONE_STATUSES), "key"])
+
+
+def unread_local_note(
+    scope: Scope, store_dir: str | os.PathLike, experiment: str, compared, command: str
+) -> str | None:
+    """One line on the store's records a verdict left out (``scope`` without the store)."""
+    if scope.store_dir is not None or scope.ledger is None:
+        return None
+    n = len(local_keys(store_dir, experiment, compared))
+    if not n:
         return None
     return (
-        f"{len(local_keys)} local record(s) of the store not compared (verdicts read the "
-        f"committed ledger): `treebench {command} --with-store` adds them"
+        f"{n} local record(s) of the store not compared (verdicts read the committed ledger): "
+        f"`treebench {command} --with-store` adds them"
     )
