@@ -52,3 +52,20 @@ def test_api_users_get_the_progress_of_a_fit_through_a_callback_or_a_logger(capl
     assert [r.getMessage() for r in caplog.records] == ["epochs 1/3", "epochs 3/3"]
     with api.progress(verbose=0):
         report("epochs", 1, 2)  # nothing shown, no error
+
+
+def test_warnings_during_a_bar_are_printed_once_after_it():
+    import warnings
+
+    out = io.StringIO()
+    with FitProgress(
+        "[tnt | mnist]", console=Console(file=out, width=120, force_terminal=True)
+    ) as bar:
+        with reporting(bar):
+            report("epochs", 1, 2)
+            for _ in range(3):
+                warnings.warn("batch_size >= rows", UserWarning, stacklevel=1)
+            report("epochs", 2, 2)
+    text = out.getvalue()
+    assert text.count("batch_size >= rows") == 1
+    assert text.rindex("UserWarning: batch_size >= rows") > text.rindex("epochs")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import warnings
 from pathlib import Path
 
 from rich.markup import escape
@@ -98,7 +99,7 @@ class FitProgress:
     """Renders the progress a method reports (:mod:`treebench.methods.progress`) for one job.
 
     On a terminal: a rich bar per phase (epochs, iterations, grow rounds, teacher fits), removed
-    when the job ends. Off a terminal (nohup, SLURM, ``tee``): a plain line at most every
+    when the job ends, and the warnings of the fit printed once each after it. Off a terminal (nohup, SLURM, ``tee``): a plain line at most every
     ``every`` seconds, so a log shows a long fit moving without filling up.
     """
 
@@ -127,11 +128,18 @@ class FitProgress:
                 transient=True,
             )
             self._bar.start()
+            # warnings would break the live bar: held, then printed once each below it
+            self._warnings = warnings.catch_warnings(record=True)
+            self._caught = self._warnings.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             self._bar.stop()
+            self._warnings.__exit__(*exc)
+            seen = dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in self._caught)
+            for text in seen:
+                self.console.print(f"[yellow]warning[/] {escape(text)}", highlight=False)
 
     def __call__(self, phase: str, done: int, total: int | None) -> None:
         if self._bar is not None:
