@@ -25,4 +25,47 @@ def test_plain_lines_off_a_terminal_are_rate_limited():
             report("epochs", i, 4)
     lines = out.getvalue().splitlines()
     # nothing before 30 s, then at most one line per 30 s, and the phase's end
-    assert lines == ["[tnt | mnist] epochs 3/4 (31 s)", "[tnt | mnist] epochs 4/4 (40 s)"]
+    # with the time left at the rate so far
+    assert lines == [
+        "[tnt | mnist] epochs 3/4 (31 s, about 10 s left)",
+        "[tnt | mnist] epochs 4/4 (40 s)",
+    ]
+
+
+def test_api_users_get_the_progress_of_a_fit_through_a_callback_or_a_logger(caplog):
+    import logging
+
+    from treebench import api
+
+    seen = []
+    with api.progress(callback=lambda *a: seen.append(a)):
+        report("epochs", 1, 2)
+        report("epochs", 2, 2)
+    assert seen == [("epochs", 1, 2), ("epochs", 2, 2)]
+    with (
+        caplog.at_level(logging.INFO, logger="fits"),
+        api.progress(logger=logging.getLogger("fits")),
+    ):
+        report("epochs", 1, 3)
+        report("epochs", 2, 3)  # within the interval: left out
+        report("epochs", 3, 3)  # the phase's end
+    assert [r.getMessage() for r in caplog.records] == ["epochs 1/3", "epochs 3/3"]
+    with api.progress(verbose=0):
+        report("epochs", 1, 2)  # nothing shown, no error
+
+
+def test_warnings_during_a_bar_are_printed_once_after_it():
+    import warnings
+
+    out = io.StringIO()
+    with FitProgress(
+        "[tnt | mnist]", console=Console(file=out, width=120, force_terminal=True)
+    ) as bar:
+        with reporting(bar):
+            report("epochs", 1, 2)
+            for _ in range(3):
+                warnings.warn("batch_size >= rows", UserWarning, stacklevel=1)
+            report("epochs", 2, 2)
+    text = out.getvalue()
+    assert text.count("batch_size >= rows") == 1
+    assert text.rindex("UserWarning: batch_size >= rows") > text.rindex("epochs")

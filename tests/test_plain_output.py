@@ -71,7 +71,11 @@ def test_ctrl_c_prints_one_line(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "treebench.cli", *args],
         cwd=tmp_path,
-        env=_env(tmp_path, TREEBENCH_TEST_SLEEP_S="60"),
+        env=_env(
+            tmp_path,
+            TREEBENCH_TEST_SLEEP_S="600",
+            TREEBENCH_TEST_SLEEP_MARK=str(tmp_path / "sleeping"),
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -80,12 +84,11 @@ def test_ctrl_c_prints_one_line(tmp_path):
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline and not list((tmp_path / "out").rglob(".hydra")):
-            time.sleep(0.2)
-        time.sleep(1)  # inside the sleeping loader
+        deadline = time.time() + 600  # bounds a hang; the loop ends once the loader sleeps
+        while time.time() < deadline and not list((tmp_path / "sleeping").glob("*")):
+            time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -51,9 +51,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path):
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.time() + 240
-    while time.time() < deadline and len(_records(out)) < 2:
-        time.sleep(0.2)
+    _wait(lambda: len(_records(out)) >= 2, 600)  # a condition; the deadline bounds a hang
     os.killpg(proc.pid, signal.SIGKILL)  # the launcher and its workers, mid-sweep
     proc.wait()
     n_before = len(_records(out))
@@ -122,6 +120,16 @@ def test_invalid_hyperparameter_names_the_parameter(tmp_path):
     assert "n_estimators" in rec["error"]
 
 
+def _wait(condition, timeout_s: float) -> bool:
+    """Poll ``condition`` until it holds (True) or ``timeout_s`` passes (False)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def _marked(marker: str) -> list[int]:
     """Live processes whose environment holds ``marker`` (this test's own processes only)."""
     pids = []
@@ -152,24 +160,23 @@ def test_sigkill_driver_leaves_no_worker(tmp_path):
         "hydra.launcher.n_jobs=2",
     ]
     cmd, env = _cli(args, tmp_path, out)
-    env.update(TREEBENCH_TEST_SLEEP_S="30", TREEBENCH_LEDGER="off")
+    sleeping = tmp_path / "sleeping"  # a file per job inside its sleep, past the lifeline's start
+    env.update(
+        TREEBENCH_TEST_SLEEP_S="600",
+        TREEBENCH_LEDGER="off",
+        TREEBENCH_TEST_SLEEP_MARK=str(sleeping),
+    )
     env[marker.split("=")[0]] = marker.split("=")[1]
     proc = subprocess.Popen(
         cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        deadline = time.time() + 120
-        # both workers are sleeping inside a job once two job dirs exist
-        while time.time() < deadline and len(list(out.rglob(".hydra"))) < 2:
-            time.sleep(0.2)
-        assert len(list(out.rglob(".hydra"))) >= 2, "the jobs did not start"
-        time.sleep(1)
-        assert len(_marked(marker)) >= 3, "driver and two workers"
+        # conditions, not sleeps: the deadlines only bound a hang on a loaded machine
+        assert _wait(lambda: len(list(sleeping.glob("*"))) >= 2, 300), "the jobs did not start"
+        assert _wait(lambda: len(_marked(marker)) >= 3, 60), "driver and two workers"
         proc.kill()  # the driver alone: its workers must follow
         proc.wait()
-        deadline = time.time() + 5
-        while time.time() < deadline and _marked(marker):
-            time.sleep(0.2)
+        _wait(lambda: not _marked(marker), 120)
         left = _marked(marker)
     finally:
         for pid in _marked(marker):  # only this test's processes
@@ -177,7 +184,7 @@ def test_sigkill_driver_leaves_no_worker(tmp_path):
     assert not left, f"processes of the killed sweep survived: {left}"
     assert _records(out) == []
     env["TREEBENCH_TEST_SLEEP_S"] = "0"
-    res = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-2000:]
     recs = _records(out)
     assert len(recs) == 4 and len({r["key"] for r in recs}) == 4

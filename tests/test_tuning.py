@@ -298,3 +298,19 @@ def test_cli_fails_before_work_and_suggests_a_budget(tmp_path):
     )
     assert res.returncode == 2 and "has no search: block" in res.stderr
     assert not list((tmp_path / "out").glob("store/*/*.json"))
+
+
+def test_a_tuned_records_panel_shows_the_fitted_params(capsys):
+    from treebench.report.console import print_records
+
+    rec = {
+        "method": "cart", "dataset": "iris", "seed": 0, "fold": 0, "status": "ok", "key": "k",
+        "params": {"max_depth": None, "ccp_alpha": 0.0},
+        "tuning": {"best_params": {"max_depth": 3}, "scoring": "accuracy", "best_score": 0.9,
+                   "search_cv": "GridSearchCV", "n_candidates": 4, "seconds": 1.0,
+                   "cv": {"n_splits": 3, "splitter": "StratifiedKFold"}},
+    }  # fmt: skip
+    print_records([rec])
+    out = " ".join(capsys.readouterr().out.split())
+    assert 'params (tuned) │ {"max_depth": 3, "ccp_alpha": 0.0}' in out
+    assert '"max_depth": null' not in out

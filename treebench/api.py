@@ -120,3 +120,34 @@ def make_estimator(
         random_state=random_state,
         image_shape=image_shape,
     )
+
+
+def progress(verbose: int = 1, callback=None, logger=None, every: float = 30.0):
+    """Show the progress of the fits made inside a ``with`` block, as ``treebench run`` does.
+
+    ``with treebench.api.progress(): est.fit(X, y)``: on a terminal a bar per phase (epochs,
+    iterations, grow rounds) with the time left, off a terminal a line at most every ``every``
+    seconds. ``callback(phase, done, total)`` receives the steps instead; ``logger`` (a
+    :class:`logging.Logger`) gets them as INFO records, at most every ``every`` seconds per phase
+    and at its end. ``verbose=0`` shows nothing.
+    """
+    import time
+    from contextlib import ExitStack
+
+    from treebench.methods.progress import reporting
+    from treebench.progress import FitProgress
+
+    stack = ExitStack()
+    if callback is None and logger is not None:
+        last: dict[str, float] = {}
+
+        def callback(phase, done, total):
+            now = time.monotonic()
+            if now - last.get(phase, -every) >= every or (total is not None and done >= total):
+                last[phase] = now
+                logger.info("%s %d/%s", phase, done, "?" if total is None else total)
+
+    if callback is None and verbose:
+        callback = stack.enter_context(FitProgress("fit", every=every))
+    stack.enter_context(reporting(callback if verbose or logger is not None else None))
+    return stack

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 import yaml
+from rich.markup import escape
 from rich.table import Table
 
 from treebench.config import CONF_DIR, PROJECT_DIR, load_yaml
@@ -147,8 +148,15 @@ def run(
         None, help="Hydra overrides", autocompletion=lambda incomplete: complete(incomplete)
     ),
 ) -> None:
-    args = [*(overrides or []), *ctx.args]
+    from treebench.overrides import OverrideError, check_new_keys, expand_home
+
+    args = expand_home([*(overrides or []), *ctx.args])
     check_choices(args)
+    try:
+        check_new_keys(args)
+    except OverrideError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
     args = [f"++{a}" if _PARAM_RE.match(a) else a for a in args]
     if not any(a in _NO_WRITE_FLAGS for a in args):
         check_writable(args)
@@ -258,14 +266,28 @@ def _outputs(path: str | None) -> Path:
 
 
 _LEDGER_OPT = typer.Option(
-    True, "--ledger/--no-ledger", help="read the committed ledger (results/) with the local store"
+    None,
+    "--ledger/--no-ledger",
+    help="read the committed ledger (results/) with the local store (default: only with "
+    "--experiment)",
+)
+_WITH_STORE_OPT = typer.Option(
+    False,
+    "--with-store",
+    help="compare the local store's records too (by default paper targets read the committed "
+    "ledger, so local runs never move its verdicts)",
 )
 
 
-def _ledger(use: bool = True):
+def _ledger(use: bool | None = True):
     from treebench.results.ledger import open_ledger
 
-    return open_ledger() if use else None
+    return open_ledger() if use is not False else None
+
+
+def _print_note(line: str | None) -> None:
+    if line:
+        console.print(f"[dim]{escape(line)}[/]", highlight=False)
 
 
 @app.command()
@@ -275,34 +297,43 @@ def collect(
     ),
     experiment: str = typer.Option(None, help="only rows of this experiment"),
     status: str = typer.Option(None, help="only rows with this status (ok, failed, skipped)"),
-    ledger: bool = _LEDGER_OPT,
+    ledger: bool | None = _LEDGER_OPT,
     csv: bool = typer.Option(
-        False,
-        "--csv",
-        help="also write the table as CSV (slow for large stores; Parquet has it all)",
+        True,
+        "--csv/--no-csv",
+        help="write the table as CSV beside the Parquet file (slow for the whole ledger)",
     ),
 ) -> None:
-    """Merge the ledger's and the local store's records into one table
-    (outputs/results/results*.parquet)."""
+    """Merge the local store's records (with --ledger or --experiment, the committed ledger's
+    too) into one table (outputs/results/results*.{parquet,csv})."""
     from treebench.report.console import print_summary
     from treebench.report.tables import summary_table
     from treebench.results import collect as do_collect
+    from treebench.results.scope import ledger_note, listing_scope
 
     out = _outputs(outputs)
+    led = _ledger(ledger)
+    scope = listing_scope(out / "store", led, ledger, experiment)
     problems: list = []
     df = do_collect(
-        out / "store",
+        scope.store_dir,
         out / "results",
         experiment=experiment,
         status=status,
-        ledger=_ledger(ledger),
+        ledger=scope.ledger,
         problems=problems,
         csv=csv,
     )
-    console.print(f"{len(df)} rows collected into {out / 'results'}")
+    stem = f"results-{experiment}" if experiment else "results"
+    files = ", ".join(f"{stem}.{x}" for x in ("parquet", *(["csv"] if csv else [])))
+    console.print(
+        f"{len(df)} rows collected from the {scope.label} into {out / 'results'}: {files}"
+    )
     _print_problems(problems)
     if not df.empty:
-        print_summary(summary_table(df), experiment or "all experiments")
+        print_summary(summary_table(df), f"{scope.label}: {experiment or 'all experiments'}")
+    if scope.ledger is None:
+        _print_note(ledger_note(led, "collect", experiment))
 
 
 def _availability():
@@ -352,28 +383,32 @@ def status(
         None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
     ),
     experiment: str = typer.Option(None, help="only records of this experiment"),
-    ledger: bool = _LEDGER_OPT,
+    ledger: bool | None = _LEDGER_OPT,
 ) -> None:
-    """Summarise ledger + store: records per experiment, method and status, each failure's reason,
-    the local records not yet in the ledger (``treebench ledger add`` moves them), and the SLURM
-    jobs of sweeps still queued or running."""
+    """Summarise the local store (with --ledger or --experiment, the committed ledger too):
+    records per experiment, method and status, each failure's reason, the local records not yet
+    in the ledger (``treebench ledger add`` moves them), and the SLURM jobs of sweeps still
+    queued or running."""
     import pandas as pd
 
     from treebench.results import Store
+    from treebench.results.scope import ledger_note, listing_scope
     from treebench.results.table import records_frame
     from treebench.slurm import fix_hint
 
-    led = _ledger(ledger)
+    all_led = _ledger(ledger)
     store_dir = _outputs(outputs) / "store"
+    led = listing_scope(store_dir, all_led, ledger, experiment).ledger
     problems: list = []
     df = records_frame(store_dir, led, problems)  # a fit shared by experiments counts in each
     if experiment is not None and not df.empty:
         df = df[df["experiment"] == experiment]
     if df.empty:
-        console.print("no records")
+        console.print("no records" if led is not None else "no local records (outputs/store/)")
     else:
         v = df[["experiment", "method", "dataset", "status", "key"]]  # what the counts need
-        v = v.assign(local=(v["status"] != "failed") & ~v["key"].isin(led.keys()) if led else False)
+        in_led = all_led.keys() if all_led is not None else set()
+        v = v.assign(local=(v["status"] != "failed") & ~v["key"].isin(in_led))
         counts = pd.crosstab([v["experiment"].astype(str), v["method"], v["dataset"]], v["status"])
         counts["local"] = v.groupby([v["experiment"].astype(str), "method", "dataset"])[
             "local"
@@ -426,6 +461,8 @@ def status(
             console.print(f"  fix: {hint}", highlight=False)
     _print_problems(problems)
     _print_pending_slurm(store_dir)
+    if led is None:
+        _print_note(ledger_note(all_led, "status", experiment))
 
 
 _LISTED_RUNS = 50  # failed/skipped runs `status` lists one per line; the rest are counted by reason
@@ -480,12 +517,13 @@ def report(
         help="REPRODUCTION.md path (default: the repository root); with --headtohead, "
         "headtohead.md's (default: docs/)",
     ),
-    ledger: bool = _LEDGER_OPT,
+    ledger: bool | None = _LEDGER_OPT,
     with_store: bool = typer.Option(
         False,
         "--with-store",
-        help="--reproduction, --headtohead: add the local store's records (the committed files "
-        "use the ledger only)",
+        help="--reproduction, --headtohead, --experiment of a paper experiment: add the local "
+        "store's records (by default these read the committed ledger only, so local runs never "
+        "move its verdicts)",
     ),
 ) -> None:
     """Markdown/LaTeX tables (ours next to the paper), figures and statistical tests under outputs/reports/."""
@@ -521,27 +559,43 @@ def report(
             f"({len(ev.records)} records, {len(ev.papers)} paper files; {ev.stamp})"
         )
         return
-    df = do_collect(outp / "store", experiment=experiment, ledger=led)
+    from treebench.results.scope import (
+        ledger_note,
+        listing_scope,
+        unread_local_note,
+        verdict_scope,
+    )
+
     rep = outp / "reports"
-    rep.mkdir(parents=True, exist_ok=True)
     if experiment and experiment in experiment_names(papers):
+        scope = verdict_scope(outp / "store", led, with_store)
+        df = do_collect(scope.store_dir, experiment=experiment, ledger=scope.ledger)
+        rep.mkdir(parents=True, exist_ok=True)
         res = report_experiment(df, papers, experiment, rep, _availability())
         from treebench.report.console import print_checks
 
-        print_checks(res["verdicts"], f"{experiment}: ours vs the paper")
+        print_checks(res["verdicts"], f"{experiment}: ours ({scope.label}) vs the paper")
         console.print(
             f"written: {len(res['files'])} files under {res['dir']} (see README.md there)"
         )
+        _print_note(unread_local_note(scope, outp / "store", experiment, df, "report"))
         return
+    scope = listing_scope(outp / "store", led, ledger, experiment)
+    df = do_collect(scope.store_dir, experiment=experiment, ledger=scope.ledger)
     if df.empty:
-        err.print("[yellow]no results; run jobs first (treebench run ...)[/]")
+        err.print(f"[yellow]no results ({scope.label}); run jobs first (treebench run ...)[/]")
+        if scope.ledger is None:
+            _print_note(ledger_note(led, "report", experiment))
         raise typer.Exit(1)
+    rep.mkdir(parents=True, exist_ok=True)
     table = summary_table(df)
     stem = experiment or "all"
     (rep / f"{stem}.md").write_text(table.to_markdown(index=False) + "\n")
     (rep / f"{stem}.tex").write_text(table.to_latex(index=False, float_format="%.4f"))
-    print_summary(table, stem)
+    print_summary(table, f"{scope.label}: {stem}")
     console.print(f"written: {rep / (stem + '.md')}, {rep / (stem + '.tex')}")
+    if scope.ledger is None:
+        _print_note(ledger_note(led, "report", experiment))
 
 
 def _evaluation(led, store_dir: Path | None):
@@ -627,9 +681,11 @@ def check(
     fail_on_errors: bool = typer.Option(
         False, "--fail-on-errors", help="also fail when any run of the experiment failed"
     ),
-    ledger: bool = _LEDGER_OPT,
+    ledger: bool | None = _LEDGER_OPT,
+    with_store: bool = _WITH_STORE_OPT,
 ) -> None:
-    """Compare collected results with the paper/CI targets; exit 1 on any regression (FAIL)."""
+    """Compare the committed ledger's results (with --with-store, the local store's too; without
+    a ledger, the store's) with the paper/CI targets; exit 1 on any regression (FAIL)."""
     from treebench.report.checks import FAIL, SKIP, run_checks
     from treebench.report.console import print_checks
     from treebench.report.targets import experiment_names, for_experiment
@@ -648,10 +704,17 @@ def check(
     targets, _, unavailable = for_experiment(papers, experiment)
     avail = _availability()
     avail.unavailable.update(unavailable)
-    df = do_collect(_outputs(outputs) / "store", experiment=experiment, ledger=_ledger(ledger))
+    from treebench.results.scope import unread_local_note, verdict_scope
+
+    store_dir = _outputs(outputs) / "store"
+    scope = verdict_scope(store_dir, _ledger(ledger), with_store)
+    df = do_collect(scope.store_dir, experiment=experiment, ledger=scope.ledger)
     res = run_checks(targets, df, avail)
     shown = res[~res["status"].isin(["pass", "info"])] if problems_only else res
-    print_checks(shown, f"check {experiment}: {len(df)} records, {len(targets)} targets")
+    print_checks(
+        shown, f"check {experiment}: {len(df)} records ({scope.label}), {len(targets)} targets"
+    )
+    _print_note(unread_local_note(scope, store_dir, experiment, df, "check"))
     counts = res["status"].value_counts().to_dict()
     summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("pass", FAIL, SKIP, "info"))
     bad = counts.get(FAIL, 0) + (counts.get(SKIP, 0) if strict else 0)
@@ -807,9 +870,15 @@ def fetch(
     """
     from treebench.config import compose
     from treebench.data.fetch import fetch_datasets, sweep_datasets
+    from treebench.overrides import OverrideError, check_new_keys, expand_home
 
-    args = [*(overrides or []), *ctx.args]
+    args = expand_home([*(overrides or []), *ctx.args])
     check_choices(args)
+    try:
+        check_new_keys(args)
+    except OverrideError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
     datasets = [a for a in args if a.startswith("dataset=")]
     settings = [a for a in args if a.startswith("dataset.")]  # e.g. dataset.data_id=61
     others = [a for a in args if not a.startswith(("dataset=", "dataset."))]
@@ -958,7 +1027,12 @@ def show(
         None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
     ),
     max_graphs: int = typer.Option(3, help="draw and list at most this many graphs of an ensemble"),
-    max_depth: int = typer.Option(None, help="draw at most this many levels"),
+    max_depth: int = typer.Option(
+        None,
+        help="draw at most this many levels (default: the levels that keep the picture readable, "
+        "about 60 nodes; the picture says where it is cut)",
+    ),
+    full: bool = typer.Option(False, "--full", help="draw every node of a large model"),
     engine: str = typer.Option(
         "auto", help="auto (Graphviz dot if installed, else matplotlib), dot, matplotlib"
     ),
@@ -973,13 +1047,22 @@ def show(
     model, rec, how = _inspect_model(target, outputs, refit)
     key = rec["key"] if rec else Path(target).name.split(".")[0]
     dest = Path(out) if out else _outputs(outputs) / "inspect" / key
-    files = write_report(model, dest, max_graphs=max_graphs, max_depth=max_depth, engine=engine)
+    from treebench.inspect.render import DrawingTooLarge
+
+    depth = None if full else (max_depth if max_depth is not None else "auto")
+    try:
+        files = write_report(model, dest, max_graphs=max_graphs, max_depth=depth, engine=engine)
+    except DrawingTooLarge as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
     console.print(how, soft_wrap=True)  # one line, for scripts
     console.print(
         f"wrote {dest}: model.json, rules.txt, "
         + ", ".join(p.name for p in files["render"]["dot"] + files["render"]["images"])
         + (", importances.csv/.png" if "importances" in files else "")
     )
+    for line in files["render"]["cut"]:
+        console.print(escape(line), highlight=False)
     if files["render"]["hint"]:
         console.print(files["render"]["hint"])
     if "top" in files:

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import json
 import threading
+import warnings
 from pathlib import Path
 
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from treebench.results.store import Store
 from treebench.term import make_console
@@ -65,6 +73,8 @@ class SweepProgress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[detail]}"),
             TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
             console=console,
             transient=False,
         ) as bar:
@@ -89,7 +99,7 @@ class FitProgress:
     """Renders the progress a method reports (:mod:`treebench.methods.progress`) for one job.
 
     On a terminal: a rich bar per phase (epochs, iterations, grow rounds, teacher fits), removed
-    when the job ends. Off a terminal (nohup, SLURM, ``tee``): a plain line at most every
+    when the job ends, and the warnings of the fit printed once each after it. Off a terminal (nohup, SLURM, ``tee``): a plain line at most every
     ``every`` seconds, so a log shows a long fit moving without filling up.
     """
 
@@ -112,15 +122,24 @@ class FitProgress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
                 console=self.console,
                 transient=True,
             )
             self._bar.start()
+            # warnings would break the live bar: held, then printed once each below it
+            self._warnings = warnings.catch_warnings(record=True)
+            self._caught = self._warnings.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             self._bar.stop()
+            self._warnings.__exit__(*exc)
+            seen = dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in self._caught)
+            for text in seen:
+                self.console.print(f"[yellow]warning[/] {escape(text)}", highlight=False)
 
     def __call__(self, phase: str, done: int, total: int | None) -> None:
         if self._bar is not None:
@@ -136,8 +155,12 @@ class FitProgress:
                 return
             self._last = now
             of = f"/{total}" if total is not None else ""
+            spent = now - self._start
+            eta = ""
+            if total and 0 < done < total:  # the rate so far, over the whole fit
+                eta = f", about {spent * (total - done) / done:.0f} s left"
             self.console.print(
-                f"{self.label} {phase} {done}{of} ({now - self._start:.0f} s)",
+                f"{self.label} {phase} {done}{of} ({spent:.0f} s{eta})",
                 highlight=False,
                 markup=False,
             )

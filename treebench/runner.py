@@ -350,6 +350,9 @@ class FittedFold:
         training part (the search's time is ``tuning["seconds"]``).
     tuning : dict or None
         The record's ``tuning`` field (:func:`treebench.tuning.tune_fit`); None without tuning.
+    compile_seconds : float
+        The part of ``fit_seconds`` spent compiling numba kernels or loading them from the
+        on-disk cache (a process's first fit of a method; :mod:`treebench.compiletime`).
     """
 
     est: Any
@@ -362,6 +365,7 @@ class FittedFold:
     eval_set_in_fit: bool
     fit_seconds: float
     tuning: dict | None = None
+    compile_seconds: float = 0.0
 
 
 def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
@@ -396,6 +400,7 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
         random_state=method_seed,
         image_shape=ds.image_shape,
     )
+    parts = (pf.preprocessor, X_tr, y_tr, X_te, y_te, method_seed)  # of every FittedFold below
     if job.tune:
         from treebench.tuning import tune_fit
 
@@ -412,24 +417,21 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
             )
         return FittedFold(
             tuned.est,
-            pf.preprocessor,
-            X_tr,
-            y_tr,
-            X_te,
-            y_te,
-            method_seed,
+            *parts,
             eval_set_in_fit=False,
             fit_seconds=tuned.refit_seconds,
             tuning=tuned.record,
         )
     fit_kw = eval_set_kwargs(est, X_te, y_te)
 
-    with threadpool_limits(limits=threads):
+    from treebench.compiletime import compile_clock
+
+    with threadpool_limits(limits=threads), compile_clock() as compiled:
         t0 = time.perf_counter()
         est.fit(X_tr, y_tr, **fit_kw)
         fit_s = time.perf_counter() - t0
     return FittedFold(
-        est, pf.preprocessor, X_tr, y_tr, X_te, y_te, method_seed, bool(fit_kw), fit_s
+        est, *parts, bool(fit_kw), fit_s, compile_seconds=min(compiled.seconds, fit_s)
     )
 
 
@@ -462,6 +464,7 @@ def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
         "n_features": int(X_tr.shape[1]),
         "n_classes": int(np.unique(y_tr).size) if task == "classification" else None,
         "fit_seconds": ff.fit_seconds,
+        "compile_seconds": round(ff.compile_seconds, 4),
         "predict_seconds": predict_s,
         "threads": threads,
         "method_seed": ff.method_seed,

@@ -325,3 +325,72 @@ def test_refit_passes_the_test_part_to_a_method_that_asks_for_it(tmp_path):
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "record test_accuracy" in r.stdout
+
+
+def _dag_with_a_contradiction() -> GraphEnsemble:
+    """x0 <= 3.5 at the root, both branches into one node x0 <= 2.5: the root's right branch
+    (x0 > 3.5) then that node's left (x0 <= 2.5) is a path no input follows."""
+    from treebench.inspect.graph import DecisionGraph
+
+    g = DecisionGraph(
+        left=np.array([1, 2, -1, -1]),
+        right=np.array([1, 3, -1, -1]),
+        value=np.array([[0.5, 0.5], [0.5, 0.5], [1.0, 0.0], [0.0, 1.0]]),
+        feature=np.array([0, 0, -1, -1]),
+        threshold=np.array([3.5, 2.5, 0.0, 0.0]),
+    )
+    return GraphEnsemble(graphs=[g], task="classification", n_features=1, classes=[0, 1])
+
+
+def _bounds_ok(rule: str) -> bool:
+    """Whether a rule's merged bounds on each feature leave a value (lo < hi)."""
+    import re
+
+    lo, hi = {}, {}
+    for name, op, v in re.findall(r"(\w+) (>|<=) (-?[\d.e+-]+)", rule.split(" then ")[0]):
+        (lo if op == ">" else hi)[name] = float(v)
+    return all(lo[n] < hi[n] for n in lo.keys() & hi.keys())
+
+
+def test_rules_list_satisfiable_paths_only_and_count_the_rest(data):
+    text = rules_text(_dag_with_a_contradiction())
+    rules = [ln for ln in text.splitlines() if ln.startswith("if ")]
+    assert rules == [
+        "if x0 <= 2.5 then class 0",
+        "if x0 > 2.5 and x0 <= 3.5 then class 1",
+        "if x0 > 3.5 then class 1",
+    ]
+    assert "# 1 of 4 root-to-leaf paths left out" in text
+    # a real decision graph (TnT shares nodes between branches): no listed rule contradicts itself
+    X, y = load_digits(return_X_y=True)
+    est = fast_estimator("tnt", "classification", N1=2, N2=5, ccp_alpha=0.0).fit(X, y)
+    model = export_graph(est, X, y)
+    lines = [ln for ln in rules_text(model).splitlines() if ln.startswith("if ")]
+    assert lines and all(_bounds_ok(r) for r in lines)
+
+
+def test_drawings_of_large_models_are_cut_readably_and_refused_past_the_memory_limit(tmp_path):
+    from treebench.inspect.render import READABLE_NODES, DrawingTooLarge, figure_dpi, visible_nodes
+
+    X, y = load_digits(return_X_y=True)
+    est = fast_estimator("cart", "classification").fit(X, y)  # ~300 nodes, depth ~15
+    model = export_graph(est, X, y)
+    g = model.graphs[0]
+    dot = to_dot(model, max_depth="auto")
+    import re
+
+    def nodes(text):
+        return len(re.findall(r"^  n\d+ \[label=", text, flags=re.M))
+
+    shown = nodes(dot)
+    assert shown <= READABLE_NODES < int(g.reachable().sum())
+    assert f"of {g.depth()}: {shown:,} of {int(g.reachable().sum()):,} nodes" in dot
+    assert "--full" in dot
+    assert nodes(to_dot(model)) == int(g.reachable().sum())  # None: every node
+    res = render(model, tmp_path, max_depth="auto", engine="matplotlib")
+    assert res["cut"] and res["images"][0].exists()
+    assert len(visible_nodes(g, 2)[0]) <= 7
+    assert figure_dpi(10, 10, 5) == 110  # small: full resolution
+    assert 24 <= figure_dpi(400, 100, 500) < 110  # large: downsized before drawing
+    with pytest.raises(DrawingTooLarge, match="--max-depth"):
+        figure_dpi(2000, 100, 3000)

@@ -234,6 +234,7 @@ def _sklearn_check_cases():
             yield pytest.param(e, check, marks=marks, id=f"{name}-{task}-{_check_id(check)}")
 
 
+@pytest.mark.slow  # ~2,000 cases; the contract tests above cover each method in `make test`
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
 @pytest.mark.parametrize(("estimator", "check"), list(_sklearn_check_cases()))
 def test_sklearn_estimator_checks(estimator, check):

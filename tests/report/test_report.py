@@ -463,3 +463,44 @@ def test_targets_short_of_the_protocol_other_than_runs_are_listed_with_what_they
         {"paper": "toy", "target": "best", "lacks": "2 of 3 configs"},
         {"paper": "toy", "target": "cart", "lacks": "reduced profile"},
     ]
+
+
+def test_local_runs_never_move_a_committed_verdict(store_with, tmp_path, monkeypatch):
+    """`check` and `report --experiment` compare the ledger's records unless --with-store: a
+    worse local run of the same experiment is named, not silently pooled into the verdict."""
+    from treebench.results import Ledger
+
+    monkeypatch.setenv("TREEBENCH_LEDGER", str(tmp_path / "ledger"))
+    good = [
+        make_record(
+            "cart", "digits", seed=s, acc=0.83, n_splits=122, experiment="ci", profile="reduced"
+        )
+        for s in range(3)
+    ]
+    Ledger(tmp_path / "ledger").add(good)
+    bad = [
+        make_record(
+            "cart", "digits", seed=s, acc=0.20, n_splits=122, experiment="ci", profile="reduced"
+        )
+        for s in range(3, 6)
+    ]
+    out = store_with(bad)
+    args = ["check", "--experiment", "ci", "--outputs", str(out)]
+    r = CliRunner().invoke(app, args)
+    said = " ".join(r.output.split())
+    assert r.exit_code == 0, r.output
+    assert "3 records (ledger)" in said and "OK: 2 pass, 0 FAIL" in said
+    assert "3 local record(s) of the store not compared" in said and "--with-store" in said
+    r = CliRunner().invoke(app, [*args, "--with-store"])
+    said = " ".join(r.output.split())
+    assert (
+        r.exit_code == 1
+        and "6 records (ledger + store)" in said
+        and "REGRESSION: 1 pass, 1 FAIL" in said
+    )
+    r = CliRunner().invoke(app, [*args, "--no-ledger"])  # the store alone, as CI's guard
+    assert r.exit_code == 1 and "3 records (store)" in " ".join(r.output.split())
+    r = CliRunner().invoke(app, ["report", "--experiment", "ci", "--outputs", str(out)])
+    said = " ".join(r.output.split())
+    assert r.exit_code == 0 and "ours (ledger) vs the paper" in said
+    assert "3 local record(s) of the store not compared" in said

@@ -17,6 +17,8 @@ from tests.conftest import REPO, run_cli
 LEDGER = ("tnt_table1", "tnt_fig4", "ci")
 SHOTS = REPO / "outputs" / "site-screenshots"  # a CI artifact
 
+pytestmark = pytest.mark.slow  # two site builds and a browser: make test-all (CI) runs them
+
 
 def _build(tmp: Path, name: str, hash_seed: str) -> Path:
     ledger = tmp / "ledger"

@@ -150,6 +150,11 @@ def test_cli_ledger_add_moves_paper_records_and_refuses_conflicts(tmp_path, monk
     assert "added 2 records" in said and "(tnt_table1 2)" in said
     assert {x["key"] for x in Ledger(tmp_path / "ledger").records()} == {p["key"] for p in paper}
     r = CliRunner().invoke(app, ["status", "--outputs", str(tmp_path / "out")])
+    said = " ".join(r.output.split())  # the local store first, the ledger in a line
+    assert r.exit_code == 0 and "store: 3 records" in said and "ledger +" not in said
+    assert "committed ledger: 2 records of 1 experiments, not shown" in said
+    assert "`treebench status --ledger` adds them" in said
+    r = CliRunner().invoke(app, ["status", "--outputs", str(tmp_path / "out"), "--ledger"])
     assert r.exit_code == 0 and "ledger + store: 3 records" in " ".join(r.output.split())
     store.write({**paper[0], "metrics": {"test_accuracy": 0.01}})
     r = CliRunner().invoke(app, ["ledger", "add", "--outputs", str(tmp_path / "out")])
@@ -228,3 +233,33 @@ def test_a_ledger_record_refits_on_a_machine_without_the_store(tmp_path):
     assert not (tmp_path / "out" / "store").exists()
     r = run_cli(args, tmp_path, env)  # an ad-hoc run fits here by default (ledger=null)
     assert "skipped" not in r.stdout and len(list(Store(tmp_path / "out" / "store").records())) == 1
+
+
+def test_a_demo_sized_store_prints_a_screenful_beside_a_large_ledger(tmp_path, monkeypatch):
+    """After `make demo` (21 local records) with thousands of committed ones, status, collect and
+    report show the local records in under 60 lines and the ledger in one line."""
+    monkeypatch.setenv("TREEBENCH_LEDGER", str(tmp_path / "ledger"))
+    many = [
+        make_record(m, d, seed=s, acc=0.8, experiment=f"paper{k}", params={"max_depth": k + s})
+        for k in range(6)
+        for m in ("cart", "rf", "tnt")
+        for d in ("iris", "wine", "digits", "letter")
+        for s in range(10)
+    ]
+    Ledger(tmp_path / "ledger").add(many)
+    store = Store(tmp_path / "out" / "store")
+    for m in ("tnt", "e2edt", "cart", "rf", "bagged_cart", "gbdt", "adaboost"):
+        for s in range(3):
+            store.write(make_record(m, "digits", seed=s, acc=0.8, experiment="demo"))
+    monkeypatch.setenv("COLUMNS", "120")
+    for cmd in ("status", "collect", "report"):
+        r = CliRunner().invoke(app, [cmd, "--outputs", str(tmp_path / "out")])
+        assert r.exit_code == 0, r.output
+        lines = r.output.splitlines()
+        assert len(lines) < 60, f"{cmd}: {len(lines)} lines\n{r.output}"
+        assert max(len(ln) for ln in lines) <= 120, f"{cmd} is wider than the terminal"
+        said = " ".join(r.output.split())
+        assert f"committed ledger: {len(many):,} records of 6 experiments, not shown" in said
+        assert "tnt" in said and "e2edt" in said and "letter" not in said
+    r = CliRunner().invoke(app, ["status", "--outputs", str(tmp_path / "out"), "--ledger"])
+    assert "letter" in r.output  # the ledger on request

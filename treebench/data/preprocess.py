@@ -93,6 +93,6 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             bad = np.argwhere(~np.isfinite(out))[:3].tolist() if not sp.issparse(out) else "?"
             raise DataError(
                 f"features contain NaN or inf after preprocessing (first cells {bad}); "
-                "set dataset.preprocess.impute=mean (or median/most_frequent) or clean the data"
+                "run with ++dataset.preprocess.impute=mean (or median/most_frequent) or clean the data"
             )
         return out

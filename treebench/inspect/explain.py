@@ -162,27 +162,63 @@ def leaf_text(model: GraphEnsemble, g: DecisionGraph, i: int) -> str:
 
 
 def graph_rules(model: GraphEnsemble, g: DecisionGraph, max_rules=500, max_terms=3) -> list[str]:
-    """One ``if ... then ...`` line per root-to-leaf path (DAG leaves appear once per path).
+    """One ``if ... then ...`` line per satisfiable root-to-leaf path (DAG leaves appear once per
+    path), with a last line counting the paths left out.
 
-    Axis-aligned conditions on one feature are merged into the tightest bounds.
+    Axis-aligned conditions on one feature are merged into the tightest bounds. In a decision
+    graph (TnT, NDG) a node reached from several parents may sit below a test that contradicts
+    the one its child tests (``x > 3.5`` then ``x <= 2.5``): no input follows such a path, so it
+    is not listed; the count of those paths is. Oblique tests are not checked (every path is
+    listed).
     """
     names, amap = split_space(model)
+    n_paths = _path_counts(g)
     rules: list[str] = []
-    stack = [(g.root, [])]
+    stack = [(g.root, [], {})]
     truncated = False
+    dead = 0  # root-to-leaf paths through a contradiction
     while stack:
-        i, path = stack.pop()
+        i, path, bounds = stack.pop()
         if g.left[i] < 0:
             if len(rules) >= max_rules:
                 truncated = True
                 break
             rules.append(_rule_line(model, g, i, path, names, amap, max_terms))
             continue
-        stack.append((int(g.right[i]), [*path, (i, True)]))
-        stack.append((int(g.left[i]), [*path, (i, False)]))
+        for right in (True, False):  # left popped first: the listing reads left to right
+            child = int(g.right[i] if right else g.left[i])
+            b = bounds if g.oblique else _narrowed(bounds, int(g.feature[i]), g.threshold[i], right)
+            if b is None:
+                dead += int(n_paths[child])
+                continue
+            stack.append((child, [*path, (i, right)], b))
     if truncated:
         rules.append(f"... (more than {max_rules} paths; raise max_rules to list them all)")
+    if dead:
+        rules.append(
+            f"# {'at least ' if truncated else ''}{dead:,} of {int(n_paths[g.root]):,} "
+            "root-to-leaf paths left out: each passes "
+            "two tests no input meets together"
+        )
     return rules
+
+
+def _narrowed(bounds: dict, f: int, t: float, right: bool) -> dict | None:
+    """``bounds`` (feature -> (lo, hi): lo < x <= hi) after the test ``x > t`` (``right``) or
+    ``x <= t``; None when no value meets them all."""
+    lo, hi = bounds.get(f, (-np.inf, np.inf))
+    lo, hi = (max(lo, t), hi) if right else (lo, min(hi, t))
+    if lo >= hi:
+        return None
+    return {**bounds, f: (lo, hi)}
+
+
+def _path_counts(g: DecisionGraph) -> np.ndarray:
+    """Root-to-leaf path counts from each node (a DAG's shared nodes count once per path)."""
+    n = np.zeros(g.n_nodes, dtype=object)  # Python ints: a deep DAG has more than 2**63 paths
+    for i in reversed(g.topo_order()):
+        n[i] = 1 if g.left[i] < 0 else n[int(g.left[i])] + n[int(g.right[i])]
+    return n
 
 
 def _rule_line(model, g, leaf, path, names, amap, max_terms):

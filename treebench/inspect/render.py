@@ -24,6 +24,7 @@ PALETTE = (
     "#17becf",
 )
 NEUTRAL = "#dddddd"
+SOFT_NOTE = "soft routing: right (no) with probability sigmoid(test)"
 
 
 def dot_binary() -> str | None:
@@ -53,6 +54,44 @@ def visible_nodes(g: DecisionGraph, max_depth: int | None = None):
                     nxt.append(c)
         frontier = nxt
     return depth, cut
+
+
+#: nodes a readable drawing (``max_depth="auto"``, ``treebench show``'s default) shows, a
+#: complete depth-5 tree: larger models are cut at the depth that fits, stated in the picture
+READABLE_NODES = 63
+#: pixels a matplotlib drawing may take (RGBA: 4 bytes each, plus the PNG encoder's copy);
+#: a larger figure is drawn at a lower resolution, down to :data:`MIN_DPI`, else refused
+MAX_PIXELS = 60_000_000
+DPI, MIN_DPI = 110, 24
+
+
+def readable_depth(g: DecisionGraph, max_nodes: int = READABLE_NODES) -> int | None:
+    """The largest depth whose drawing shows at most ``max_nodes`` nodes (at least 1); None when
+    the whole graph fits."""
+    depth, _ = visible_nodes(g)
+    if len(depth) <= max_nodes:
+        return None
+    d = 1
+    while len(visible_nodes(g, d + 1)[0]) <= max_nodes:
+        d += 1
+    return d
+
+
+def resolve_depth(g: DecisionGraph, max_depth) -> tuple[int | None, str]:
+    """The depth to draw ``g`` to (None: all) and the line saying what is shown: ``max_depth``
+    ``"auto"`` picks :func:`readable_depth`, None draws everything, an int is the user's cap."""
+    if max_depth == "auto":
+        max_depth = readable_depth(g)
+    if max_depth is None:
+        return None, ""
+    shown = len(visible_nodes(g, max_depth)[0])
+    n = int(g.reachable().sum())
+    if shown >= n:
+        return max_depth, ""
+    return max_depth, (
+        f"drawn to depth {max_depth} of {g.depth()}: {shown:,} of {n:,} nodes "
+        "(`treebench show --full` or --max-depth N draws more)"
+    )
 
 
 def edge_flow(g: DecisionGraph, i: int, right: bool) -> float | None:
@@ -153,7 +192,7 @@ def _q(s: str) -> str:
 def to_dot(
     model: GraphEnsemble,
     index: int = 0,
-    max_depth: int | None = None,
+    max_depth: int | str | None = None,
     images: dict[int, Path] | None = None,
     max_terms: int = 3,
     name: str = "G",
@@ -165,6 +204,7 @@ def to_dot(
     to the DOT file's directory.
     """
     g = model.graphs[index]
+    max_depth, cap = resolve_depth(g, max_depth)
     depth, cut = visible_nodes(g, max_depth)
     total = float(g.n_samples[g.root]) if g.n_samples is not None and g.n_samples[g.root] else None
     lines = [
@@ -173,10 +213,9 @@ def to_dot(
         '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];',
         '  edge [fontname="Helvetica", fontsize=9, arrowsize=0.6];',
     ]
-    if g.soft:
-        lines.append(
-            '  labelloc="t"; label="soft routing: right (no) with probability sigmoid(test)";'
-        )
+    caption = [c for c in (cap, g.soft and SOFT_NOTE) if c]
+    if caption:
+        lines.append(f'  labelloc="t"; label={_q(chr(10).join(caption))};')
     for i in sorted(depth):
         color, purity = node_color(model, g, i)
         attrs = {
@@ -271,11 +310,31 @@ def _layout(g: DecisionGraph, depth: dict, cut: set):
     return x, level
 
 
+class DrawingTooLarge(ValueError):
+    """A drawing that would not fit :data:`MAX_PIXELS` even at :data:`MIN_DPI`."""
+
+
+def figure_dpi(width_in: float, height_in: float, n_nodes: int) -> int:
+    """The resolution a ``width_in`` x ``height_in`` inch figure is drawn at: :data:`DPI`, lower
+    when that would pass :data:`MAX_PIXELS`; raises :class:`DrawingTooLarge` (naming the fix)
+    when even :data:`MIN_DPI` would."""
+    area = width_in * height_in
+    dpi = min(DPI, int((MAX_PIXELS / area) ** 0.5))
+    if dpi < MIN_DPI:
+        gb = area * DPI**2 * 4 * 2 / 1e9
+        raise DrawingTooLarge(
+            f"drawing {n_nodes:,} nodes would take a {width_in * DPI:,.0f} x "
+            f"{height_in * DPI:,.0f}-pixel picture (about {gb:,.1f} GB to draw); draw fewer "
+            "levels (--max-depth N) or install Graphviz (`dot`), which writes SVG"
+        )
+    return dpi
+
+
 def draw_matplotlib(
     model: GraphEnsemble,
     path,
     index: int = 0,
-    max_depth: int | None = None,
+    max_depth: int | str | None = None,
     images: dict[int, Path] | None = None,
     max_terms: int = 3,
     title=None,
@@ -288,6 +347,7 @@ def draw_matplotlib(
     from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 
     g = model.graphs[index]
+    max_depth, cap = resolve_depth(g, max_depth)
     depth, cut = visible_nodes(g, max_depth)
     x, level = _layout(g, depth, cut)
     n_cols = max(x.values()) + 1 if x else 1
@@ -300,6 +360,7 @@ def draw_matplotlib(
     fig_w = max(5.0, max(1.5, 0.055 * longest + 0.35) * n_cols)
     n_lines = max((t.count("\n") + 1 for t in labels.values()), default=2)
     fig_h = max(2.5, (0.9 + 0.13 * n_lines + img_h) * n_lvls + 0.4)
+    dpi = figure_dpi(fig_w, fig_h, len(depth))  # before any drawing: refuse or downsize
     fig, ax = plt.subplots(figsize=(fig_w, fig_h))
     ax.set_xlim(-0.7, n_cols - 0.3)
     ax.set_ylim(-(n_lvls - 0.4), 0.6)
@@ -349,10 +410,11 @@ def draw_matplotlib(
                 OffsetImage(arr, zoom=0.55), (x[i], -level[i] + 0.42), frameon=False, zorder=4
             )
             ax.add_artist(ab)
+    title = "\n".join(t for t in (title, cap) if t)
     if title:
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=9, loc="left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return Path(path)
 
@@ -365,13 +427,15 @@ def render(
     out_dir,
     name: str = "graph",
     max_graphs: int = 3,
-    max_depth: int | None = None,
+    max_depth: int | str | None = None,
     formats=("svg",),
     engine: str = "auto",
     max_terms: int = 3,
 ) -> dict:
     """Write ``<name>_<m>.dot`` for the first ``max_graphs`` graphs and draw them.
 
+    ``max_depth``: None draws every node, an int that many levels, ``"auto"`` the levels that
+    keep a drawing readable (:func:`readable_depth`; the cut is stated in the picture).
     ``engine="auto"``: Graphviz ``dot`` when installed, else matplotlib (``<name>_<m>.png``);
     ``"dot"`` / ``"matplotlib"`` force one. Oblique splits on image data also get one weight image
     per node under ``<name>_<m>_weights/``. Returns ``{"dot": [...], "images": [...],
@@ -379,12 +443,15 @@ def render(
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    res = {"dot": [], "images": [], "engine": None, "hint": None}
+    res = {"dot": [], "images": [], "engine": None, "hint": None, "cut": []}
     use_dot = engine == "dot" or (engine == "auto" and dot_binary() is not None)
     if engine == "dot" and dot_binary() is None:
         raise RuntimeError("engine='dot' but Graphviz's dot program is not installed")
     for m in range(min(max_graphs, len(model.graphs))):
         stem = f"{name}_{m}"
+        cut = resolve_depth(model.graphs[m], max_depth)[1]
+        if cut:
+            res["cut"].append(f"graph {m} {cut}")
         imgs = weight_images(model, model.graphs[m], out_dir / f"{stem}_weights", prefix="w")
         rel = {i: p.relative_to(out_dir) for i, p in imgs.items()}
         dot_path = out_dir / f"{stem}.dot"

@@ -7,6 +7,7 @@ import math
 import os
 from pathlib import Path
 
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
@@ -44,8 +45,12 @@ def print_records(records: list[dict]) -> None:
         for k in ("fit_seconds", "predict_seconds", "n_train", "n_test", "n_features", "split_id"):
             if k in rec:
                 t.add_row(k, _fmt(rec[k]))
-        t.add_row("params", json.dumps(rec.get("params"), default=str))
         tuning = rec.get("tuning")
+        if tuning:  # the configuration that was fitted: the search's choice over the config's
+            fitted = {**(rec.get("params") or {}), **tuning["best_params"]}
+            t.add_row("params (tuned)", json.dumps(fitted, default=str))
+        else:
+            t.add_row("params", json.dumps(rec.get("params"), default=str))
         if tuning:  # what the search chose, on what budget, and what it cost
             cv = tuning["cv"]
             t.add_row(
@@ -83,15 +88,22 @@ def print_summary(df, title: str) -> None:
             no_wrap=c == "n",
             overflow="fold",
         )
-    extra = [c for c in ("n_splits", "split_evals", "fit_s") if c in df.columns]
+    extra = [c for c in ("n_splits", "split_evals", "fit_s", "compile_s") if c in df.columns]
     extra += [c for c in ("failed", "skipped") if c in df.columns and df[c].sum() > 0]
     if "mean" in df.columns:
         t.add_column(metric, justify="right", no_wrap=True)
     for c in extra:
         t.add_column(c, justify="right", no_wrap=True)
+    configs = Footnotes(_INLINE_CHARS + 8)
     for _, row in df.iterrows():
         cells = [  # escaped: a config such as redt[teacher=rf] is text, not rich markup
-            escape(_fmt(row[c]).removeprefix("test_") if c == "metric" else _fmt(row[c]))
+            escape(
+                _fmt(row[c]).removeprefix("test_")
+                if c == "metric"
+                else configs.cell(_fmt(row[c]))
+                if c == "config"
+                else _fmt(row[c])
+            )
             for c in cols
         ]
         if "mean" in df.columns:
@@ -102,6 +114,7 @@ def print_summary(df, title: str) -> None:
             cells.append(_num(v))
         t.add_row(*cells)
     console.print(t)  # piped output (sweep logs, CI) is full width, see treebench.term
+    configs.print("configurations (the parameters that differ among a method's runs)")
 
 
 def print_plan(plan, estimates=None, missing: str = "") -> None:
@@ -177,6 +190,8 @@ def summarize_sweep(sweep_dir: os.PathLike, store_dir: os.PathLike, ledger=None)
         console.print(f"written: {sweep / 'summary.csv'}, {sweep / 'results.csv'}")
 
 
+_WIDE_CHECKS = 160  # columns from which `print_checks` shows the method beside the target id
+_INLINE_CHARS = 32  # a longer note or configuration goes below its table as a numbered footnote
 _STATUS_STYLE = {"pass": "green", "FAIL": "bold red", "skipped": "yellow", "info": "dim"}
 
 
@@ -188,37 +203,56 @@ def print_checks(res, title: str) -> None:
         console.print(f"[yellow]{title}: no targets[/]")
         return
     disp = display_frame(res)
-    t = Table(title=title, title_justify="left", show_lines=False)
-    for c in (
-        "target",
-        "method",
-        "metric",
-        "expected",
-        "ours",
-        "Δ",
-        "tolerance",
-        "n",
-        "profile",
-        "status",
-        "note",
-    ):
+    # no vertical rules, only the names fold, long notes below: one line per target at a
+    # terminal's width; a narrow terminal drops the method column (the target id names it) and a
+    # profile shared by every row moves to the title
+    cols = ["target", "method", "metric", "expected", "ours", "Δ", "tolerance", "n", "profile"]
+    profiles = set(disp["profile"].astype(str))
+    if len(profiles) == 1:
+        cols.remove("profile")
+        title += f" (profile {profiles.pop() or 'unset'})"
+    if console.width < _WIDE_CHECKS:
+        cols.remove("method")
+    t = Table(title=title, title_justify="left", show_lines=False, box=box.SIMPLE_HEAD)
+    for c in (*cols, "status", "note"):
         t.add_column(
             c,
             justify="right" if c in ("expected", "ours", "Δ", "n") else "left",
             overflow="fold",
-            max_width=60 if c == "note" else None,
+            no_wrap=c not in ("target", "method"),
         )
+    notes = Footnotes()
     for _, r in disp.iterrows():
         style = _STATUS_STYLE.get(r["status"], "")
-        method = f"{r['method']} on {r['dataset']}" if r["dataset"] else r["method"]
+        cells = {
+            "method": f"{r['method']} on {r['dataset']}" if r["dataset"] else r["method"],
+            "metric": str(r["metric"]).removeprefix("test_"),
+            "expected": r["paper"],
+        }
         t.add_row(  # data cells escaped: redt[teacher=rf] is text, not rich markup
-            escape(str(r["target"])),
-            escape(method),
-            *[
-                escape(str(r[c]))
-                for c in ("metric", "paper", "ours", "Δ", "tolerance", "n", "profile")
-            ],
+            *[escape(str(cells.get(c, r.get(c)))) for c in cols],
             f"[{style}]{r['status']}[/]",
-            escape(str(r["note"])),
+            escape(notes.cell(str(r["note"]))),
         )
     console.print(t)
+    notes.print("notes")
+
+
+class Footnotes:
+    """Long cell texts moved below a table: the cell shows ``[k]``, the text is printed after the
+    table once per distinct text, so a table keeps its width and its rows one line each."""
+
+    def __init__(self, inline: int = _INLINE_CHARS):
+        self.inline = inline
+        self.texts: dict[str, int] = {}
+
+    def cell(self, text: str) -> str:
+        if len(text) <= self.inline:
+            return text
+        return f"[{self.texts.setdefault(text, len(self.texts) + 1)}]"
+
+    def print(self, title: str) -> None:
+        if self.texts:
+            console.print(f"{title}:", highlight=False)
+        for text, k in self.texts.items():
+            console.print(f"  [{k}] {escape(text)}", highlight=False, soft_wrap=True)

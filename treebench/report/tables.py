@@ -10,6 +10,8 @@ from treebench.report.select import norm
 _SIZE_COLS = ("n_splits", "n_leaves", "split_evals")
 #: column groups a summary never reads (unless one is its ``metric``)
 _UNREAD = ("info.", "provenance.", "tuning.", "reference.")
+#: compile seconds from which the summary shows a ``compile_s`` column (the slowest run's)
+_SHOWN_COMPILE_S = 0.5
 #: code of a param column that is not part of a row's configuration (same for all its runs)
 _SAME = -2
 
@@ -124,6 +126,9 @@ def summary_table(df: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
     counts once, so a record listed under several experiments (``to_frame`` gives it one row per
     experiment) is not counted twice. Only ``ok`` runs enter the mean; ``n`` is the number of
     distinct ``ok`` runs aggregated, ``failed``/``skipped`` the counts of the others.
+    ``fit_s`` is the median fit time without numba's compile seconds (``compile_seconds`` of a
+    record), shown as ``compile_s`` (the largest of a configuration's runs) when any run of the
+    table compiled for at least half a second.
     """
     if df.empty:
         return pd.DataFrame()
@@ -134,6 +139,10 @@ def summary_table(df: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
         df = df.drop_duplicates("key")
     df = df.reset_index(drop=True)
     df = pd.concat([df, config_columns(df)], axis=1)
+    # fit time without the numba compile (or cache load) of a process's first fit, shown apart
+    compile_s = df["compile_seconds"] if "compile_seconds" in df.columns else None
+    if compile_s is not None and "fit_seconds" in df.columns:
+        df = df.assign(fit_seconds=df["fit_seconds"] - compile_s.fillna(0.0))
     keys = ["dataset", "method", "config_rank", "config"]
     status = df.groupby(keys)["status"].value_counts().unstack(fill_value=0)
     ok = df[df["status"] == "ok"]
@@ -149,6 +158,8 @@ def summary_table(df: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
             "sd": (m, "std"),
             "fit_s": ("fit_seconds", "median"),
         }
+        if compile_s is not None and rows["compile_seconds"].fillna(0).max() >= _SHOWN_COMPILE_S:
+            agg["compile_s"] = ("compile_seconds", "max")
         for c in _SIZE_COLS:
             if c in rows.columns:
                 agg[c] = (c, "mean")
