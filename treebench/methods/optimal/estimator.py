@@ -21,6 +21,7 @@ and for GOSDT its lower and upper bounds on the objective and their gap.
 
 from __future__ import annotations
 
+import time
 from numbers import Integral
 
 import numpy as np
@@ -217,6 +218,7 @@ class GOSDT(_OptimalTree):
                 "time_limit": None if limit is None else max(1, int(np.ceil(limit))),
             },
         )
+        t0 = time.perf_counter()
         try:
             if limit is None:
                 res = _gosdt_search(*args)
@@ -224,12 +226,14 @@ class GOSDT(_OptimalTree):
                 res = call_with_deadline(_gosdt_search, limit * (1 + GOSDT_GRACE) + 1.0, *args)
         except DeadlineExceeded:
             info.update(
+                search_wall_seconds=time.perf_counter() - t0,
                 timed_out=True,
                 stopped="killed at the time limit (the solver had not checked its limit yet)",
                 model="the one-leaf tree (no solution of the solver's survived)",
             )
             return self._leaf_tree(codes)
         info.update(
+            search_wall_seconds=time.perf_counter() - t0,
             status=res["status"],
             timed_out=res["status"] == "TIMEOUT",
             lower_bound=res["lower_bound"],
@@ -346,8 +350,6 @@ class STreeD(_OptimalTree):
         return self
 
     def _solve(self, Z, codes, cols, seed, info) -> FlatTree:
-        import time
-
         from pystreed import STreeDClassifier
 
         cc = float(self.cost_complexity)
