@@ -33,15 +33,23 @@ from treebench.methods.base import (
     SizeMixin,
     _fit_context,
     combine_sizes,
+    int_seed,
     register,
     validate_sample_weight,
 )
 
 
-def _seed(random_state) -> int:
-    from sklearn.utils import check_random_state
-
-    return int(check_random_state(random_state).randint(0, 2**31 - 1))
+def _validated(est, X, y, sample_weight):
+    """Validated float64 inputs, weights and class indices (``est.classes_`` set)."""
+    X, y = validate_data(est, X, y, dtype=np.float64)
+    check_classification_targets(y)
+    sw = validate_sample_weight(sample_weight, X)
+    if sw is not None and not np.all(
+        sw > 0
+    ):  # a zero weight is a row left out (interpret refuses it)
+        X, y, sw = X[sw > 0], y[sw > 0], sw[sw > 0]
+    est.classes_, codes = np.unique(y, return_inverse=True)
+    return X, codes, sw
 
 
 @register(
@@ -129,12 +137,7 @@ class EBM(SizeMixin, ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         from interpret.glassbox import ExplainableBoostingClassifier
 
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        sw = validate_sample_weight(sample_weight, X)
-        if sw is not None and not np.all(sw > 0):  # interpret refuses zero weights: drop those rows
-            X, y, sw = X[sw > 0], y[sw > 0], sw[sw > 0]
-        self.classes_, codes = np.unique(y, return_inverse=True)
+        X, codes, sw = _validated(self, X, y, sample_weight)
         if len(self.classes_) < 2:
             raise ValueError(
                 "EBM needs at least two classes among the training rows of positive weight; got "
@@ -142,7 +145,7 @@ class EBM(SizeMixin, ClassifierMixin, BaseEstimator):
             )
         params = self.get_params()
         params["n_jobs"] = 1 if self.n_jobs is None else int(self.n_jobs)
-        params["random_state"] = _seed(self.random_state)
+        params["random_state"] = int_seed(self.random_state)
         self.model_ = ExplainableBoostingClassifier(**params)
         self.model_.fit(X, codes, sample_weight=sw)
         self.fit_info_ = {"n_terms": len(self.model_.term_features_)}
@@ -222,11 +225,8 @@ class FIGS(SizeMixin, ClassifierMixin, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         from treebench.methods.glassbox.figs import fit_figs
 
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        sw = validate_sample_weight(sample_weight, X)
-        self.classes_, codes = np.unique(y, return_inverse=True)
-        self.trees_ = fit_figs(self, X, codes, sw, _seed(self.random_state))
+        X, codes, sw = _validated(self, X, y, sample_weight)
+        self.trees_ = fit_figs(self, X, codes, sw, int_seed(self.random_state))
         self.fit_info_ = {"n_trees": len(self.trees_)}
         return self
 

@@ -39,6 +39,7 @@ from treebench.methods.base import (
     Interval,
     SizeMixin,
     _fit_context,
+    int_seed,
     register,
 )
 from treebench.methods.optimal.binarize import Thresholds, guess_thresholds, quantile_thresholds
@@ -155,10 +156,8 @@ class GOSDT(_OptimalTree):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        from sklearn.utils import check_random_state
-
         X, codes = self._validated(X, y)
-        seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+        seed = int_seed(self.random_state)
         self._X_fit = X
         info = {"timed_out": False, "n_binary_features": 0}
         if len(self.classes_) == 1:
@@ -330,10 +329,8 @@ class STreeD(_OptimalTree):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        from sklearn.utils import check_random_state
-
         X, codes = self._validated(X, y)
-        seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+        seed = int_seed(self.random_state)
         self._X_fit = X
         self.bins_ = quantile_thresholds(X, self.n_thresholds)
         Z = self.bins_.transform(X)
