@@ -1,4 +1,4 @@
-"""Glass-box baselines practitioners pick instead of a tree: EBM and FIGS.
+"""Glass-box baselines practitioners pick instead of a tree: EBM and FIGS (classification and regression).
 
 * EBM, the Explainable Boosting Machine (Lou et al. 2013, Nori et al. 2019; ``interpret-core``): a
   generalised additive model with pairwise interactions, each term a binned shape function learnt
@@ -8,7 +8,8 @@
 * FIGS, Fast Interpretable Greedy-tree Sums (Tan et al. 2022; ``imodels``): CART grown on several
   trees at once, each new split placed where it most reduces the impurity of the sum's residuals,
   up to ``max_rules`` splits in total. Classification fits one output per class (one-hot targets)
-  and predicts the argmax of the summed leaf values (probabilities: their softmax). The fitted trees
+  and predicts the argmax of the summed leaf values (probabilities: their softmax); regression
+  sums one output. The fitted trees
   are kept as flat arrays, so prediction, size and export need no ``imodels`` call.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils._param_validation import RealNotInt
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -28,6 +29,7 @@ from treebench.methods.base import (
     NON_NEGATIVE_INT,
     POSITIVE,
     POSITIVE_INT,
+    REGRESSION,
     SIZE_KEYS,
     Interval,
     SizeMixin,
@@ -39,27 +41,23 @@ from treebench.methods.base import (
 )
 
 
-def _validated(est, X, y, sample_weight):
-    """Validated float64 inputs, weights and class indices (``est.classes_`` set)."""
-    X, y = validate_data(est, X, y, dtype=np.float64)
-    check_classification_targets(y)
+def _validated(est, X, y, sample_weight, classify: bool):
+    """Validated float64 inputs, targets (class indices when ``classify``; ``est.classes_`` set) and
+    weights; a row of zero weight is left out (interpret refuses zero weights)."""
+    X, y = validate_data(est, X, y, dtype=np.float64, y_numeric=not classify)
+    if classify:
+        check_classification_targets(y)
     sw = validate_sample_weight(sample_weight, X)
-    if sw is not None and not np.all(
-        sw > 0
-    ):  # a zero weight is a row left out (interpret refuses it)
+    if sw is not None and not np.all(sw > 0):
         X, y, sw = X[sw > 0], y[sw > 0], sw[sw > 0]
+    if not classify:
+        return X, np.asarray(y, dtype=np.float64), sw
     est.classes_, codes = np.unique(y, return_inverse=True)
     return X, codes, sw
 
 
-@register(
-    "ebm",
-    CLASSIFICATION,
-    "Explainable Boosting Machine (interpret-core): additive shape functions + pairwise "
-    "interactions; size = terms and bins, not comparable with leaves",
-)
-class EBM(SizeMixin, ClassifierMixin, BaseEstimator):
-    """Explainable Boosting Machine classifier (``interpret``'s, fitted in ``model_``).
+class _EBM(SizeMixin, BaseEstimator):
+    """Explainable Boosting Machine (``interpret``'s, fitted in ``model_``).
 
     Parameters
     ----------
@@ -133,32 +131,14 @@ class EBM(SizeMixin, ClassifierMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        from interpret.glassbox import ExplainableBoostingClassifier
-
-        X, codes, sw = _validated(self, X, y, sample_weight)
-        if len(self.classes_) < 2:
-            raise ValueError(
-                "EBM needs at least two classes among the training rows of positive weight; got "
-                f"one class ({self.classes_[0]!r})"
-            )
+    def _fit_model(self, model_cls, X, y, sw):
         params = self.get_params()
         params["n_jobs"] = 1 if self.n_jobs is None else int(self.n_jobs)
         params["random_state"] = int_seed(self.random_state)
-        self.model_ = ExplainableBoostingClassifier(**params)
-        self.model_.fit(X, codes, sample_weight=sw)
+        self.model_ = model_cls(**params)
+        self.model_.fit(X, y, sample_weight=sw)
         self.fit_info_ = {"n_terms": len(self.model_.term_features_)}
         return self
-
-    def predict_proba(self, X):
-        check_is_fitted(self, "model_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.model_.predict_proba(X)
-
-    def predict(self, X):
-        check_is_fitted(self, "model_")
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
     def size_report(self, X):
         """The tree fields are 0 (no tree); ``n_terms`` (main effects + interactions),
@@ -174,12 +154,55 @@ class EBM(SizeMixin, ClassifierMixin, BaseEstimator):
 
 
 @register(
-    "figs",
+    "ebm",
     CLASSIFICATION,
-    "FIGS (Tan et al. 2022, imodels): a sum of greedily grown CART trees, max_rules splits in all",
+    "Explainable Boosting Machine (interpret-core): additive shape functions + pairwise "
+    "interactions; size = terms and bins, not comparable with leaves",
 )
-class FIGS(SizeMixin, ClassifierMixin, BaseEstimator):
-    """FIGS classifier: a sum of trees grown together (``imodels``' ``FIGSClassifier``).
+class EBM(ClassifierMixin, _EBM):
+    """Explainable Boosting Machine classifier (see :class:`_EBM` for the parameters)."""
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        from interpret.glassbox import ExplainableBoostingClassifier
+
+        X, codes, sw = _validated(self, X, y, sample_weight, classify=True)
+        if len(self.classes_) < 2:
+            raise ValueError(
+                "EBM needs at least two classes among the training rows of positive weight; got "
+                f"one class ({self.classes_[0]!r})"
+            )
+        return self._fit_model(ExplainableBoostingClassifier, X, codes, sw)
+
+    def predict_proba(self, X):
+        check_is_fitted(self, "model_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.model_.predict_proba(X)
+
+    def predict(self, X):
+        check_is_fitted(self, "model_")
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+@register("ebm", REGRESSION)
+class EBMRegressor(RegressorMixin, _EBM):
+    """Explainable Boosting Machine regressor (squared error; see :class:`_EBM`)."""
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        from interpret.glassbox import ExplainableBoostingRegressor
+
+        X, y, sw = _validated(self, X, y, sample_weight, classify=False)
+        return self._fit_model(ExplainableBoostingRegressor, X, y, sw)
+
+    def predict(self, X):
+        check_is_fitted(self, "model_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return np.asarray(self.model_.predict(X), dtype=np.float64)
+
+
+class _FIGS(SizeMixin, BaseEstimator):
+    """FIGS: a sum of trees grown together (``imodels``' ``FIGSClassifier``/``FIGSRegressor``).
 
     Parameters
     ----------
@@ -221,32 +244,21 @@ class FIGS(SizeMixin, ClassifierMixin, BaseEstimator):
         self.max_features = max_features
         self.random_state = random_state
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def _fit_trees(self, X, y, sw, n_outputs: int):
         from treebench.methods.glassbox.figs import fit_figs
 
-        X, codes, sw = _validated(self, X, y, sample_weight)
-        self.trees_ = fit_figs(self, X, codes, sw, int_seed(self.random_state))
+        self.trees_ = fit_figs(self, X, y, sw, int_seed(self.random_state), n_outputs)
         self.fit_info_ = {"n_trees": len(self.trees_)}
         return self
 
-    def decision_function_all(self, X) -> np.ndarray:
-        """Summed leaf values (n_samples, n_classes)."""
+    def _sum(self, X) -> np.ndarray:
+        """Summed leaf values (n_samples, n_outputs)."""
         check_is_fitted(self, "trees_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        S = np.zeros((len(X), len(self.classes_)))
+        S = np.zeros((len(X), self.trees_[0].value.shape[1]))
         for t in self.trees_:
             S += t.value[t.apply(X)[0]]
         return S
-
-    def predict_proba(self, X):
-        from scipy.special import softmax
-
-        return softmax(self.decision_function_all(X), axis=1)
-
-    def predict(self, X):
-        check_is_fitted(self, "trees_")
-        return self.classes_[np.argmax(self.decision_function_all(X), axis=1)]
 
     def size_report(self, X):
         check_is_fitted(self, "trees_")
@@ -254,8 +266,46 @@ class FIGS(SizeMixin, ClassifierMixin, BaseEstimator):
         return combine_sizes([t.size_report(X) for t in self.trees_])
 
     def to_graph(self):
-        """The sum of trees as a :class:`treebench.inspect.GraphEnsemble` (combine ``sum``, softmax)."""
+        """The sum of trees as a :class:`treebench.inspect.GraphEnsemble` (combine ``sum``; a
+        classifier's probabilities are the softmax)."""
         from treebench.methods.glassbox.figs import figs_graph
 
         check_is_fitted(self, "trees_")
         return figs_graph(self)
+
+
+@register(
+    "figs",
+    CLASSIFICATION,
+    "FIGS (Tan et al. 2022, imodels): a sum of greedily grown CART trees, max_rules splits in all",
+)
+class FIGS(ClassifierMixin, _FIGS):
+    """FIGS classifier: one output per class (one-hot targets); see :class:`_FIGS`."""
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        X, codes, sw = _validated(self, X, y, sample_weight, classify=True)
+        return self._fit_trees(X, codes, sw, len(self.classes_))
+
+    def predict_proba(self, X):
+        from scipy.special import softmax
+
+        return softmax(self._sum(X), axis=1)
+
+    def predict(self, X):
+        check_is_fitted(self, "trees_")
+        return self.classes_[np.argmax(self._sum(X), axis=1)]
+
+
+@register("figs", REGRESSION)
+class FIGSRegressor(RegressorMixin, _FIGS):
+    """FIGS regressor (squared error); see :class:`_FIGS`."""
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        X, y, sw = _validated(self, X, y, sample_weight, classify=False)
+        return self._fit_trees(X, y, sw, 1)
+
+    def predict(self, X):
+        check_is_fitted(self, "trees_")
+        return self._sum(X)[:, 0]

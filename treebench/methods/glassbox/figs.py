@@ -7,18 +7,19 @@ import numpy as np
 from treebench.methods._flattree import FlatTree
 
 
-def fit_figs(est, X, codes, sample_weight, seed: int) -> list[FlatTree]:
-    """Fit ``imodels``' FIGS classifier on class indices ``codes``; its trees as flat arrays.
+def fit_figs(est, X, y, sample_weight, seed: int, n_outputs: int) -> list[FlatTree]:
+    """Fit ``imodels``' FIGS on ``y`` (class indices for a classifier, whose ``n_outputs`` is the
+    number of classes; real values for a regressor, ``n_outputs`` 1); its trees as flat arrays.
 
     ``imodels`` grows its stumps with scikit-learn trees built without a ``random_state``, which draw
     from numpy's global generator (the feature order of each split search): the global generator is
     seeded from ``seed`` for the fit and put back as it was afterwards, so the model depends on the
     seed alone and the caller's generator does not move.
     """
-    from imodels import FIGSClassifier
+    from imodels import FIGSClassifier, FIGSRegressor
+    from sklearn.base import is_classifier
 
-    K = int(codes.max()) + 1
-    model = FIGSClassifier(
+    model = (FIGSClassifier if is_classifier(est) else FIGSRegressor)(
         max_rules=est.max_rules,
         max_trees=est.max_trees,
         max_depth=est.max_depth,
@@ -28,12 +29,12 @@ def fit_figs(est, X, codes, sample_weight, seed: int) -> list[FlatTree]:
     state = np.random.get_state()  # noqa: NPY002 - restored below; imodels reads the global one
     try:
         np.random.seed(seed)  # noqa: NPY002
-        model.fit(X, codes, sample_weight=sample_weight)
+        model.fit(X, y, sample_weight=sample_weight)
     finally:
         np.random.set_state(state)  # noqa: NPY002
-    if model.n_outputs != K:  # pragma: no cover - imodels one-hot encodes every class
-        raise RuntimeError(f"FIGS fitted {model.n_outputs} outputs for {K} classes")
-    return [_flatten(root, K) for root in model.trees_]
+    if model.n_outputs != n_outputs:  # pragma: no cover - imodels one-hot encodes every class
+        raise RuntimeError(f"FIGS fitted {model.n_outputs} outputs, expected {n_outputs}")
+    return [_flatten(root, n_outputs) for root in model.trees_]
 
 
 def _flatten(root, K: int) -> FlatTree:
@@ -68,13 +69,16 @@ def _flatten(root, K: int) -> FlatTree:
 
 def figs_graph(est):
     """The fitted FIGS model as a :class:`~treebench.inspect.GraphEnsemble`: its trees summed
-    (leaf values per class), the class probabilities their softmax."""
+    (leaf values per class, or the regression value), the class probabilities their softmax."""
     from treebench.methods._export import (
         DecisionGraph,
         GraphEnsemble,
         feature_names_of,
         graph_meta,
+        task_of,
     )
+
+    task = task_of(est)
 
     graphs = [
         DecisionGraph(
@@ -89,12 +93,12 @@ def figs_graph(est):
     ]
     return GraphEnsemble(
         graphs,
-        task="classification",
-        classes=list(est.classes_),
+        task=task,
+        classes=list(est.classes_) if task == "classification" else None,
         n_features=int(est.n_features_in_),
         transform=[{"op": "cast", "dtype": "float64"}],
         combine="sum",
-        output="softmax",
+        output="softmax" if task == "classification" else "identity",
         meta=graph_meta(est),
         feature_names=feature_names_of(est),
     )
