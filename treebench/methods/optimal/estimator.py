@@ -53,10 +53,12 @@ class _OptimalTree(SizeMixin, ClassifierMixin, BaseEstimator):
     """Shared by the solvers: validation, the flat tree, predict, size and graph."""
 
     def _validated(self, X, y):
+        """Validated float64 inputs (kept for the training error), class indices and the seed."""
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
-        return X, codes.astype(np.int64)
+        self._X_fit = X
+        return X, codes.astype(np.int64), int_seed(self.random_state)
 
     def _leaf_tree(self, codes) -> FlatTree:
         return leaf_tree(codes, len(self.classes_))
@@ -156,9 +158,7 @@ class GOSDT(_OptimalTree):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        X, codes = self._validated(X, y)
-        seed = int_seed(self.random_state)
-        self._X_fit = X
+        X, codes, seed = self._validated(X, y)
         info = {"timed_out": False, "n_binary_features": 0}
         if len(self.classes_) == 1:
             self.bins_ = Thresholds(np.zeros(0, np.int64), np.zeros(0))
@@ -329,9 +329,7 @@ class STreeD(_OptimalTree):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        X, codes = self._validated(X, y)
-        seed = int_seed(self.random_state)
-        self._X_fit = X
+        X, codes, seed = self._validated(X, y)
         self.bins_ = quantile_thresholds(X, self.n_thresholds)
         Z = self.bins_.transform(X)
         keep = Z.any(axis=0) & ~Z.all(axis=0)
