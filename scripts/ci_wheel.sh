@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's install check: the wheel in a fresh venv without extras, then with [torch]; one tiny job per
+# CI's install check: the wheel in a fresh venv without extras, then with [torch,optimal]; one tiny job per
 # registered method (the ci experiment's fast settings, iris, seed 0) from a directory outside the checkout.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -38,19 +38,19 @@ from treebench.config import compose
 from treebench.methods._catalog import method_names
 from treebench.methods._requires import missing_requirements
 print(" ".join(n for n in method_names() if missing_requirements(compose([f"method={n}"]).method)))')
-echo "without extras: ${#plain[@]} methods run, ${#needs[@]} need torch (${needs[*]})"
+echo "without extras: ${#plain[@]} methods run, ${#needs[@]} need an extra (${needs[*]})"
 [ "${#plain[@]}" -gt 0 ] && [ "${#needs[@]}" -gt 0 ]
 
 join() { local IFS=,; echo "$*"; }
 sweep=(run -m experiment=ci dataset=iris seed=0)
-# a method needing torch is refused while planning, with the install line, and nothing runs
+# a method needing an extra is refused while planning, with its install line, and nothing runs
 set +e
 out="$("$tb" "${sweep[@]}" "method=$(join "${needs[@]}")" 2>&1)"
 rc=$?
 set -e
-[ "$rc" -eq 2 ] || { echo "$out"; echo "expected exit 2 for methods needing torch, got $rc"; exit 1; }
+[ "$rc" -eq 2 ] || { echo "$out"; echo "expected exit 2 for methods needing an extra, got $rc"; exit 1; }
 for m in "${needs[@]}"; do
-  grep -qF "method '$m' needs torch, which is not installed: pip install 'treebench[torch]'" <<<"$out" ||
+  grep -qE "method '$m' needs [a-z_, ]+, which is not installed: pip install 'treebench\[(torch|optimal)\]'" <<<"$out" ||
     { echo "$out"; echo "no install hint for $m"; exit 1; }
 done
 grep -qF "no job launched" <<<"$out"
@@ -59,8 +59,8 @@ grep -qF "no job launched" <<<"$out"
   { cat "$work/plain.log"; exit 1; }
 step "${#plain[@]} methods ran, ${#needs[@]} refused with the install hint"
 
-"${pip[@]}" "treebench[torch] @ file://$wheel"
-step "installed [torch]"
+"${pip[@]}" "treebench[torch,optimal] @ file://$wheel"
+step "installed [torch,optimal]"
 "$tb" "${sweep[@]}" >"$work/all.log" 2>&1 || { cat "$work/all.log"; exit 1; }
 # every registered method has exactly one ok record
 "$work/venv/bin/python" - "${plain[@]}" "${needs[@]}" <<'EOF'

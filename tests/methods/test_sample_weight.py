@@ -215,6 +215,8 @@ WEAK = {
     "hinge_forest": {"n_estimators": 1, "max_depth": 1, "n_iterations": 200},
     "hinge_fern": {"n_estimators": 1, "max_depth": 1, "n_iterations": 200},
     "mlp": {"hidden_layer_sizes": 2, "max_iter": 100, "learning_rate_init": 0.01},
+    "figs": {"max_rules": 1},
+    "ebm": {"max_rounds": 1, "learning_rate": 1.0, "max_leaves": 2, "max_bins": 8},
 }
 # Classifiers boosting cannot help on the centred disk, with why (their weights are checked by
 # test_weights_equal_repeated_rows_in_distribution)

@@ -4,7 +4,13 @@ the one line that installs them. Standard library only (``treebench list`` reads
 from __future__ import annotations
 
 #: the extra that installs an optional dependency a method config ``requires``
-EXTRAS = {"torch": "torch"}
+EXTRAS = {
+    "torch": "torch",
+    "gosdt": "optimal",
+    "pystreed": "optimal",
+    "interpret": "optimal",
+    "imodels": "optimal",
+}
 
 
 def missing_requirements(method_cfg) -> list[str]:

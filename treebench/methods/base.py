@@ -323,6 +323,13 @@ def import_torch(n_threads: int | None = None):
     return torch
 
 
+def int_seed(random_state: Any) -> int:
+    """An integer seed for a library that takes one, drawn from a numpy ``RandomState``/int/None."""
+    from sklearn.utils import check_random_state
+
+    return int(check_random_state(random_state).randint(0, 2**31 - 1))
+
+
 def torch_generator(random_state: Any):
     """A seeded ``torch.Generator`` derived from a numpy ``RandomState``/int/None (never global)."""
     from sklearn.utils import check_random_state
