@@ -114,19 +114,38 @@ def node_values(
     no row reaches copies its parent's value (the root of an empty set gets zeros). ``codes`` (class
     index per row) may be given when ``Y`` is one-hot, to count with a single bincount.
     """
+    return values_from_leaves(*leaf_stats(leaf, Y, w, depth, codes), depth)
+
+
+def leaf_stats(leaf, Y, w, depth: int, codes=None, sign: float = 1.0):
+    """Per-leaf weighted target sums (n_leaves, k) and weights (n_leaves,) of the rows in ``leaf``.
+
+    ``sign=-1`` gives the negated statistics, to take rows out of running sums (:class:`LeafSums`).
+    """
     k = Y.shape[1]
     n_int = 2**depth - 1
-    n_nodes = 2 * n_int + 1
     li = leaf - n_int
-    sums = np.zeros((n_nodes, k))
-    cnt = np.zeros(n_nodes)
-    cnt[n_int:] = np.bincount(li, weights=w, minlength=n_int + 1)
+    ww = w if sign == 1.0 else sign * w
+    cnt = np.bincount(li, weights=ww, minlength=n_int + 1)
     if codes is not None:  # one-hot targets: one bincount
         code = li * k + codes
-        sums[n_int:] = np.bincount(code, weights=w, minlength=(n_int + 1) * k).reshape(-1, k)
+        sums = np.bincount(code, weights=ww, minlength=(n_int + 1) * k).reshape(-1, k)
     else:
+        sums = np.empty((n_int + 1, k))
         for j in range(k):
-            sums[n_int:, j] = np.bincount(li, weights=Y[:, j] * w, minlength=n_int + 1)
+            sums[:, j] = np.bincount(li, weights=Y[:, j] * ww, minlength=n_int + 1)
+    return sums, cnt
+
+
+def values_from_leaves(leaf_sums: np.ndarray, leaf_cnt: np.ndarray, depth: int) -> np.ndarray:
+    """Node values (Eq. 17) from per-leaf weighted target sums and weights (:func:`leaf_stats`)."""
+    k = leaf_sums.shape[1]
+    n_int = 2**depth - 1
+    n_nodes = 2 * n_int + 1
+    sums = np.zeros((n_nodes, k))
+    cnt = np.zeros(n_nodes)
+    sums[n_int:] = leaf_sums
+    cnt[n_int:] = leaf_cnt
     for lvl in range(depth - 1, -1, -1):  # parents = sum of their two children
         lo, hi = 2**lvl - 1, 2 ** (lvl + 1) - 1
         sums[lo:hi] = sums[2 * lo + 1 : 2 * hi + 1].reshape(-1, 2, k).sum(1)
@@ -141,6 +160,43 @@ def node_values(
             if empty.size:
                 V[empty] = V[(empty - 1) // 2]
     return V
+
+
+class LeafSums:
+    """Running per-leaf statistics of the training rows for ``step_rows="batch"``.
+
+    Holds each row's leaf as last routed and the leaves' weighted target sums and weights; after a
+    router step only the minibatch's rows are routed again and moved between leaves, so a step costs
+    O(batch) instead of O(training rows). The other rows keep the leaf of their last routing (at most
+    one epoch old: every row is in one minibatch an epoch, and :meth:`reset` routes all of them).
+    """
+
+    def __init__(self, Y, w, depth: int, codes=None):
+        self.Y, self.w, self.depth, self.codes = Y, w, depth, codes  # :meth:`reset` routes first
+
+    def reset(self, leaf: np.ndarray) -> None:
+        """Exact statistics of every row from their leaves ``leaf`` (n,)."""
+        self.leaf = np.array(leaf)
+        self.sums, self.cnt = leaf_stats(self.leaf, self.Y, self.w, self.depth, self.codes)
+
+    def move(self, rows: np.ndarray, leaf: np.ndarray) -> None:
+        """Rows ``rows`` now reach ``leaf``: move those whose leaf changed."""
+        moved = self.leaf[rows] != leaf
+        if not moved.any():
+            return
+        r, new = rows[moved], leaf[moved]
+        Y, w, codes = self.Y[r], self.w[r], None if self.codes is None else self.codes[r]
+        out_s, out_c = leaf_stats(self.leaf[r], Y, w, self.depth, codes, sign=-1.0)
+        in_s, in_c = leaf_stats(new, Y, w, self.depth, codes)
+        self.sums += out_s + in_s
+        self.cnt += out_c + in_c
+        # sums of weights that cancel exactly with unit weights; with other weights a rounding
+        # residue could make an empty leaf look reached: below 1e-9 of a row's weight is empty
+        self.cnt[np.abs(self.cnt) < 1e-9] = 0.0
+        self.leaf[r] = new
+
+    def values(self) -> np.ndarray:
+        return values_from_leaves(self.sums, self.cnt, self.depth)
 
 
 def center_router_biases(W: np.ndarray, Xa: np.ndarray, depth: int) -> np.ndarray:

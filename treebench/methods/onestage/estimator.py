@@ -57,6 +57,7 @@ from treebench.methods.base import (
     validate_sample_weight,
 )
 from treebench.methods.onestage.core import (
+    LeafSums,
     center_router_biases,
     collapse_neutral_splits,
     n_internal,
@@ -114,6 +115,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         "temperature": [POSITIVE],
         "prob_floor": [POSITIVE],
         "router_init": [StrOptions({"default", "data"})],
+        "step_rows": [StrOptions({"all", "batch"})],
         "random_state": ["random_state"],
         "n_jobs": [None, Integral],
         "verbose": ["verbose"],
@@ -139,6 +141,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         prob_floor=0.5,
         standardize=True,
         router_init="default",
+        step_rows="all",
         random_state=None,
         n_jobs=None,
         verbose=0,
@@ -158,6 +161,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         self.prob_floor = prob_floor
         self.standardize = standardize
         self.router_init = router_init
+        self.step_rows = step_rows
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -293,6 +297,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             adam={"m": np.zeros_like(W), "v": np.zeros_like(W), "t": 0},
             gadam={"m": np.zeros(n_int), "v": np.zeros(n_int), "t": 0},
         )
+        batch_rows = self.step_rows == "batch"
+        if batch_rows:
+            st.leaves = LeafSums(Ytr, wtr, D, codes)
         st.refresh_values()
 
         def disc_loss(Xs, ts, ws, Wd, V, keep):
@@ -318,12 +325,18 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             rng.set_state(state["rng"])
             best, bad, history = state["best"], state["bad"], list(state["history"])
             start = state["epoch"] + 1
+            if batch_rows:  # the saved values are exact (refreshed at the epoch's end)
+                st.refresh_values()
         for epoch in range(start, self._max_epochs() + 1):
             order = rng.permutation(n_tr)
             st.noise = rng.logistic(size=(n_tr, n_int))  # g0 - g1 for Gumbel(0,1) g0, g1
             arch_noise = strategy.epoch_noise(rng, -(-n_tr // bs), n_int)
+            if batch_rows:
+                st.vorder = rng.permutation(len(va))
             for step, s in enumerate(range(0, n_tr, bs)):
                 strategy.step(self, st, order[s : s + bs], step, arch_noise)
+            if batch_rows:  # every row routed again: exact values for the epoch's loss
+                st.refresh_values()
             report("epochs", epoch, self._max_epochs())
             keep = st.gamma >= 0.5
             loss = strategy.monitored_loss(self, st, mon, keep, disc_loss)
@@ -625,6 +638,7 @@ class _JointPart:
         prob_floor=0.5,
         standardize=True,
         router_init="default",
+        step_rows="all",
         early_stopping_holdout=True,
         random_state=None,
         n_jobs=None,
@@ -646,6 +660,7 @@ class _JointPart:
             prob_floor=prob_floor,
             standardize=standardize,
             router_init=router_init,
+            step_rows=step_rows,
             random_state=random_state,
             n_jobs=n_jobs,
             verbose=verbose,
