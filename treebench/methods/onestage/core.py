@@ -138,7 +138,23 @@ def leaf_stats(leaf, Y, w, depth: int, codes=None, sign: float = 1.0):
 
 
 def values_from_leaves(leaf_sums: np.ndarray, leaf_cnt: np.ndarray, depth: int) -> np.ndarray:
-    """Node values (Eq. 17) from per-leaf weighted target sums and weights (:func:`leaf_stats`)."""
+    """Node values (Eq. 17) from per-leaf weighted target sums and weights (:func:`leaf_stats`).
+
+    Compiled (numba): a parent's sums are its two children's, its value their ratio, an empty node
+    copies its parent's value; the numpy version of these loops cost ~0.4 ms a router step."""
+    k = leaf_sums.shape[1]
+    n_nodes = 2 ** (depth + 1) - 1
+    V = np.zeros((n_nodes, k))
+    _values_kernel()(
+        np.ascontiguousarray(leaf_sums, dtype=np.float64),
+        np.ascontiguousarray(leaf_cnt, dtype=np.float64),
+        depth,
+        V,
+    )
+    return V
+
+
+def _values_loops(leaf_sums, leaf_cnt, depth, V):
     k = leaf_sums.shape[1]
     n_int = 2**depth - 1
     n_nodes = 2 * n_int + 1
@@ -146,20 +162,29 @@ def values_from_leaves(leaf_sums: np.ndarray, leaf_cnt: np.ndarray, depth: int) 
     cnt = np.zeros(n_nodes)
     sums[n_int:] = leaf_sums
     cnt[n_int:] = leaf_cnt
-    for lvl in range(depth - 1, -1, -1):  # parents = sum of their two children
-        lo, hi = 2**lvl - 1, 2 ** (lvl + 1) - 1
-        sums[lo:hi] = sums[2 * lo + 1 : 2 * hi + 1].reshape(-1, 2, k).sum(1)
-        cnt[lo:hi] = cnt[2 * lo + 1 : 2 * hi + 1].reshape(-1, 2).sum(1)
-    V = np.zeros((n_nodes, k))
-    has = cnt > 0
-    V[has] = sums[has] / cnt[has, None]
-    if not has.all():  # copy parents top-down (level by level)
-        for lvl in range(1, depth + 1):
-            ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
-            empty = ids[~has[ids]]
-            if empty.size:
-                V[empty] = V[(empty - 1) // 2]
-    return V
+    for i in range(n_int - 1, -1, -1):  # parents = sum of their two children
+        for j in range(k):
+            sums[i, j] = sums[2 * i + 1, j] + sums[2 * i + 2, j]
+        cnt[i] = cnt[2 * i + 1] + cnt[2 * i + 2]
+    for i in range(n_nodes):  # top down: an empty node copies its parent's value
+        if cnt[i] > 0:
+            for j in range(k):
+                V[i, j] = sums[i, j] / cnt[i]
+        elif i > 0:
+            for j in range(k):
+                V[i, j] = V[(i - 1) // 2, j]
+
+
+_NUMBA_VALUES = None
+
+
+def _values_kernel():
+    global _NUMBA_VALUES
+    if _NUMBA_VALUES is None:
+        import numba
+
+        _NUMBA_VALUES = numba.njit(cache=True, nogil=True)(_values_loops)
+    return _NUMBA_VALUES
 
 
 class LeafSums:
@@ -287,3 +312,89 @@ def collapse_neutral_splits(paths: np.ndarray, used: np.ndarray, keep: np.ndarra
         r = ids[reach[ids]]
         n_stops[r] = n_stops[2 * r + 1] + n_stops[2 * r + 2]
     return keep & ~(reach & (n_stops[:n_int] <= 1))
+
+
+# ----------------------------------------------------------------------------- router step
+
+_NUMBA_BACKWARD = None
+
+
+def _backward_kernel(right, Vb, mix, depth, cls, t, w, floor, tau, y0, R, SUB, gz):
+    B, n_int = right.shape
+    for r in range(B):
+        for i in range(n_int, R.shape[1]):
+            R[r, i] = Vb[r, i]
+        for lvl in range(depth - 1, -1, -1):  # hard response of every node, bottom up
+            for i in range(2**lvl - 1, 2 ** (lvl + 1) - 1):
+                sub = R[r, 2 * i + 1 + (1 if right[r, i] else 0)]
+                SUB[r, i] = sub
+                R[r, i] = mix[i] * sub + (1.0 - mix[i]) * Vb[r, i]
+        if cls:  # d loss / d f, as _loss_and_grad: clamped log loss or squared error
+            dl = -w[r] / max(R[r, 0], floor)
+        else:
+            dl = 2.0 * (R[r, 0] - t[r]) * w[r]
+        dlb = dl / B
+        # reach weight along the hard sample (top down) and the logit-difference gradient
+        reach = np.zeros(n_int)
+        reach[0] = 1.0
+        for i in range(n_int):
+            if 2 * i + 2 < n_int:
+                ri = reach[i] * mix[i]
+                reach[2 * i + 1] = ri * (0.0 if right[r, i] else 1.0)
+                reach[2 * i + 2] = ri * (1.0 if right[r, i] else 0.0)
+            diff = R[r, 2 * i + 1] - R[r, 2 * i + 2]
+            delta = dlb * reach[i]
+            gz[r, i] = delta * mix[i] * diff * (y0[r, i] * (1 - y0[r, i]) / tau)
+            SUB[r, i] = delta * (SUB[r, i] - Vb[r, i])  # the gamma gradient's summand
+
+
+def router_backward():
+    """The compiled backward pass of the router step (numba, imported lazily; cached on disk).
+
+    ``kernel(right, Vb, mix, depth, cls, t, w, floor, tau, y0, R, SUB, gz)`` fills, per row of the
+    minibatch, the hard responses ``R`` of every node, the logit-difference gradients ``gz`` and the
+    gamma-gradient summands ``SUB``, each with the same floating-point operations in the same order
+    as the numpy expressions it replaces (a fit is bit-identical), without their ~60 small array
+    calls a step.
+    """
+    global _NUMBA_BACKWARD
+    if _NUMBA_BACKWARD is None:
+        import numba
+
+        _NUMBA_BACKWARD = numba.njit(cache=True, nogil=True)(_backward_kernel)
+    return _NUMBA_BACKWARD
+
+
+def _adam_loops(p, g, m, v, lr, b1, b2, eps, c1, c2):
+    for i in range(p.size):
+        m[i] = m[i] * b1 + (1 - b1) * g[i]
+        v[i] = v[i] * b2 + (1 - b2) * (g[i] * g[i])
+        p[i] -= lr * (m[i] / c1) / (np.sqrt(v[i] / c2) + eps)
+
+
+_NUMBA_ADAM = None
+
+
+def adam_step(p, g, st, lr, b1, b2, eps) -> None:
+    """One Adam step on ``p`` in place (moments in ``st``: ``m``, ``v``, step ``t``), compiled.
+
+    The same operations in the same order as the numpy update (bit-identical), in one pass
+    instead of ten array calls (~0.2 ms a router step for a depth-6 tree on 60 features).
+    """
+    global _NUMBA_ADAM
+    m, v = st["m"], st["v"]
+    arrays = (p, g, m, v)
+    t = st["t"]
+    c1, c2 = 1 - b1**t, 1 - b2**t
+    if not all(a.flags.c_contiguous and a.dtype == np.float64 for a in arrays):
+        m *= b1
+        m += (1 - b1) * g
+        v *= b2
+        v += (1 - b2) * (g * g)
+        p -= lr * (m / c1) / (np.sqrt(v / c2) + eps)
+        return
+    if _NUMBA_ADAM is None:
+        import numba
+
+        _NUMBA_ADAM = numba.njit(cache=True, nogil=True)(_adam_loops)
+    _NUMBA_ADAM(*(a.reshape(-1) for a in arrays), lr, b1, b2, eps, c1, c2)

@@ -58,12 +58,14 @@ from treebench.methods.base import (
 )
 from treebench.methods.onestage.core import (
     LeafSums,
+    adam_step,
     center_router_biases,
     collapse_neutral_splits,
     n_internal,
     node_values,
     reachable,
     route_paths,
+    router_backward,
     stop_positions,
 )
 from treebench.methods.onestage.strategies import (
@@ -402,16 +404,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         """:func:`checkpoint.identity` of this fit on the data as fitted."""
         return checkpoint.identity(self, X, np.asarray(y), sw)
 
-    @staticmethod
-    def _adam(p, g, st, lr, b1, b2, eps):
-        st["m"] *= b1
-        st["m"] += (1 - b1) * g
-        st["v"] *= b2
-        st["v"] += (1 - b2) * (g * g)
-        t = st["t"]
-        mhat = st["m"] / (1 - b1**t)
-        vhat = st["v"] / (1 - b2**t)
-        p -= lr * mhat / (np.sqrt(vhat) + eps)
+    _adam = staticmethod(adam_step)
 
     def _router_grad(self, Xb, tb, wb, noise, W, V, keep, tau, D, with_gamma=False):
         """Gradient of the minibatch loss w.r.t. the routers under one Gumbel-softmax path sample.
@@ -428,35 +421,21 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         Z = Xb @ (W[:, :, 0] - W[:, :, 1]).astype(np.float32)  # (B, n_int) logit differences
         a = (Z + noise) / tau
         right = a <= 0  # hard sample: 0 = left, 1 = right
-        # hard response of every node, bottom up (loss-relevant component only)
-        Vb = V.T[tb] if self._task == CLASSIFICATION else np.broadcast_to(V[:, 0], (B, V.shape[0]))
-        R = np.array(Vb, dtype=np.float64)
-        SUB = np.empty((B, n_int))
-        for lvl in range(D - 1, -1, -1):
-            ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
-            child = 2 * ids + 1 + right[:, ids]
-            sub = np.take_along_axis(R, child, axis=1)
-            SUB[:, ids] = sub
-            R[:, ids] = mix[ids] * sub + (1.0 - mix[ids]) * Vb[:, ids]
-        _, dl = self._loss_and_grad(R[:, 0], tb, wb)
-        # reach weight of each split node along the hard sample (top down)
-        reach = np.zeros((B, n_int))
-        reach[:, 0] = 1.0
-        for lvl in range(D - 1):
-            ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
-            r = reach[:, ids] * mix[ids]
-            reach[:, 2 * ids + 1] = r * ~right[:, ids]
-            reach[:, 2 * ids + 2] = r * right[:, ids]
-        ids = np.arange(n_int)
+        cls = self._task == CLASSIFICATION
+        Vb = V.T[tb] if cls else np.broadcast_to(V[:, 0], (B, V.shape[0]))
         y0 = expit(a)  # logistic, without exp overflow warnings for large |a|
-        diff = R[:, 2 * ids + 1] - R[:, 2 * ids + 2]
-        delta = (dl / B)[:, None] * reach
-        gz = delta * mix * diff * (y0 * (1 - y0) / tau)
+        # compiled: hard responses bottom up, reach top down, gz and the gamma summands per row
+        R, SUB, gz = np.empty((B, V.shape[0])), np.empty((B, n_int)), np.empty((B, n_int))
+        t = np.asarray(tb, dtype=np.float64)
+        floor = float(self.prob_floor) if cls else 0.0
+        router_backward()(
+            right, np.ascontiguousarray(Vb), mix, D, cls, t, wb, floor, tau, y0, R, SUB, gz
+        )
         g0 = Xb.T.astype(np.float64) @ gz
         gW = np.stack([g0, -g0], axis=2)
         if not with_gamma:
             return gW
-        return gW, (delta * (SUB - Vb[:, :n_int])).sum(axis=0)
+        return gW, SUB.sum(axis=0)
 
     def _relaxed_loss(self, Xs, ts, ws, W, V, gamma, D):
         """Mean loss of the relaxed model (Eq. 2 with continuous ``gamma``, argmax routing)."""
