@@ -58,7 +58,6 @@ from treebench.methods.base import (
 )
 from treebench.methods.onestage.core import (
     LeafSums,
-    adam_step,
     center_router_biases,
     collapse_neutral_splits,
     n_internal,
@@ -404,7 +403,16 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         """:func:`checkpoint.identity` of this fit on the data as fitted."""
         return checkpoint.identity(self, X, np.asarray(y), sw)
 
-    _adam = staticmethod(adam_step)
+    @staticmethod
+    def _adam(p, g, st, lr, b1, b2, eps):
+        st["m"] *= b1
+        st["m"] += (1 - b1) * g
+        st["v"] *= b2
+        st["v"] += (1 - b2) * (g * g)
+        t = st["t"]
+        mhat = st["m"] / (1 - b1**t)
+        vhat = st["v"] / (1 - b2**t)
+        p -= lr * mhat / (np.sqrt(vhat) + eps)
 
     def _router_grad(self, Xb, tb, wb, noise, W, V, keep, tau, D, with_gamma=False):
         """Gradient of the minibatch loss w.r.t. the routers under one Gumbel-softmax path sample.
