@@ -42,3 +42,44 @@ def test_make_estimator_takes_keyword_parameters():
     assert make_estimator("cart", params={"max_depth": 3}, max_depth=4).max_depth == 4
     with pytest.raises(TypeError, match="Did you mean 'ccp_alpha'"):
         make_estimator("tnt", ccp_alpa=1e-3)
+
+
+def _blas_threads() -> int:
+    from threadpoolctl import threadpool_info
+
+    return max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
+
+
+def test_fit_from_python_runs_under_the_estimators_thread_limit(monkeypatch):
+    """An estimator fitted outside the runner limits BLAS as a runner job of ``threads=n_jobs``
+    does (one thread without ``n_jobs``), and the process's limit is back afterwards."""
+    import sklearn.neural_network as nn
+    from sklearn.base import BaseEstimator
+    from threadpoolctl import threadpool_limits
+
+    from treebench.methods._threads import limited
+
+    seen = []
+    fit = nn.MLPClassifier.fit
+    monkeypatch.setattr(
+        nn.MLPClassifier, "fit", lambda s, *a, **k: seen.append(_blas_threads()) or fit(s, *a, **k)
+    )
+
+    @limited
+    class Threaded(BaseEstimator):
+        def __init__(self, n_jobs=None):
+            self.n_jobs = n_jobs
+
+        def fit(self, X, y):
+            seen.append(_blas_threads())
+            return self
+
+    X, y = np.random.default_rng(0).normal(size=(60, 3)), np.arange(60) % 2
+    with threadpool_limits(limits=2):  # a busy process's limit, not the estimator's
+        make_estimator("mlp", max_iter=2).fit(X, y)
+        assert _blas_threads() == 2
+    with threadpool_limits(limits=1):
+        Threaded(n_jobs=2).fit(X, y)
+        Threaded().fit(X, y)
+        assert _blas_threads() == 1
+    assert seen == [1, 2, 1]

@@ -96,7 +96,9 @@ def make_estimator(
     keyword parameters: ``make_estimator("tnt", ccp_alpha=1e-3)``.
 
     ``method`` is a ``treebench/conf/method`` file name (a variant such as ``tnt_finetune`` works too).
-    ``random_state``, ``n_jobs`` and ``image_shape`` fill what the YAML leaves unset, as the runner does.
+    ``random_state``, ``n_jobs`` and ``image_shape`` fill what the YAML leaves unset, as the runner does;
+    the estimator's ``fit`` and predictions run with BLAS/OpenMP limited to its ``n_jobs`` (one thread
+    for a method without one), as a runner job of ``threads=n_jobs``.
     A name the estimator does not take fails with a did-you-mean among its parameters.
     """
     from treebench.methods.base import get_entry, suggest

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
-from threadpoolctl import threadpool_limits
 
 import treebench
 from treebench.cputime import CpuClock
 from treebench.data import DataContext, load_dataset
+from treebench.methods._threads import thread_limit
 from treebench.methods.base import UnsupportedTaskError, get_entry, get_method
 from treebench.methods.checkpoint import DEFAULT_EVERY, Checkpoint, checkpointing
 from treebench.metrics import LOWER_IS_BETTER, METRICS  # noqa: F401 - re-exported
@@ -404,7 +404,7 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
     if job.tune:
         from treebench.tuning import tune_fit
 
-        with threadpool_limits(limits=threads):
+        with thread_limit(threads):
             tuned = tune_fit(
                 est,
                 X_tr,
@@ -426,7 +426,7 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
 
     from treebench.compiletime import compile_clock
 
-    with threadpool_limits(limits=threads), compile_clock() as compiled:
+    with thread_limit(threads), compile_clock() as compiled:
         t0 = time.perf_counter()
         est.fit(X_tr, y_tr, **fit_kw)
         fit_s = time.perf_counter() - t0
@@ -449,7 +449,7 @@ def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
 
     ff = fit_fold(job, fold, ds, threads)
     est, X_tr, y_tr, X_te, y_te = ff.est, ff.X_train, ff.y_train, ff.X_test, ff.y_test
-    with threadpool_limits(limits=threads):
+    with thread_limit(threads):
         t0 = time.perf_counter()
         p_te = est.predict(X_te)
         predict_s = time.perf_counter() - t0
@@ -501,7 +501,7 @@ def fit_reference(job: Job, ff: FittedFold, size: dict, names, threads: int) -> 
         threads=threads,
         random_state=ff.method_seed,
     )
-    with threadpool_limits(limits=threads):
+    with thread_limit(threads):
         t0 = time.perf_counter()
         est.fit(ff.X_train, ff.y_train)
         fit_s = time.perf_counter() - t0

@@ -459,3 +459,44 @@ def test_router_init_applies_to_all_variants(cls):
     assert after == [] and len(before) > 0
     with pytest.raises(ValueError, match="router_init"):
         cls(router_init="median").fit(X, y)
+
+
+@pytest.mark.parametrize("codes", [True, False])
+def test_running_leaf_sums_equal_a_fresh_count_after_moves(codes):
+    """step_rows='batch': moving rows between leaves gives the values of routing every row anew."""
+    from treebench.methods.onestage.core import LeafSums
+
+    rng = np.random.RandomState(2)
+    D, n, c = 3, 200, 3
+    y = rng.randint(0, c, n)
+    Y, w = np.eye(c)[y], rng.rand(n) * 2
+    leaf = rng.randint(7, 15, n)
+    sums = LeafSums(Y, w, D, y if codes else None)
+    sums.reset(leaf)
+    for _ in range(20):  # minibatches of 16 rows move to random leaves
+        b = rng.choice(n, 16, replace=False)
+        leaf[b] = rng.randint(7, 15, 16)
+        sums.move(b, leaf[b])
+    np.testing.assert_allclose(sums.values(), node_values(leaf, Y, w, D, y), rtol=0, atol=1e-12)
+    sums.move(np.arange(n), np.full(n, 7))  # every row in one leaf: the others empty, not residue
+    assert (sums.cnt[1:] == 0).all()
+
+
+@pytest.mark.parametrize("cls", [OneStageClassifier, OneStageJointClassifier])
+def test_batch_step_rows_learns_and_leaves_the_default_paper_rule(cls):
+    """step_rows='batch' (O(batch) steps) learns iris as well as the paper's rule (the default):
+    training accuracy over three seeds within 0.02 (measured: 0.918 vs 0.911, Joint 0.900 vs 0.898)."""
+    X, y = load_iris(return_X_y=True)
+    assert cls().step_rows == "all"
+    acc = {
+        sr: np.mean(
+            [
+                cls(random_state=s, step_rows=sr, max_epochs=40).fit(X, y).score(X, y)
+                for s in range(3)
+            ]
+        )
+        for sr in ("all", "batch")
+    }
+    assert acc["batch"] > 0.85 and acc["batch"] >= acc["all"] - 0.02
+    a, b = (cls(random_state=0, step_rows="batch", max_epochs=5).fit(X, y) for _ in range(2))
+    np.testing.assert_array_equal(a.W_, b.W_)

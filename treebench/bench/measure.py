@@ -17,11 +17,11 @@ import tracemalloc
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from treebench.bench.config import CLASSIFICATION
 from treebench.bench.worker import DATA
 from treebench.config import PROJECT_DIR
+from treebench.methods._threads import thread_limit
 from treebench.methods.base import clear_caches
 
 
@@ -65,7 +65,7 @@ def measure(
     if traced:
         tracemalloc.start()
     clear_caches()  # repeats in one worker: each timed fit does all its work
-    with threadpool_limits(limits=threads):
+    with thread_limit(threads):
         t0, c0 = time.perf_counter(), time.process_time()
         est.fit(data.X_train, data.y_train)
         out["fit_s"] = time.perf_counter() - t0

@@ -1,8 +1,13 @@
-"""numba's thread count for a compiled kernel, without changing PyTorch's intra-op thread count."""
+"""Thread counts: numba's for compiled kernels (keeping PyTorch's), and BLAS/OpenMP limits around fits."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
+import threading
+from contextlib import contextmanager
+from numbers import Integral
 
 
 def set_numba_threads(n: int) -> int:
@@ -33,3 +38,85 @@ def set_numba_threads(n: int) -> int:
     if torch is not None and torch.get_num_threads() != before:
         torch.set_num_threads(before)
     return k
+
+
+# ----------------------------------------------------------------------------- thread limits
+
+_LOCK = threading.Lock()
+_ACTIVE = [0, None]  # limit contexts open in this process, and the one that applied its limit
+_CONTROLLER: list = [None, -1]  # threadpoolctl's controller, and len(sys.modules) when it was made
+
+
+def _controller():
+    """threadpoolctl's view of the loaded thread pools, made again only after new imports.
+
+    Making one scans every loaded shared library (~1 ms, as long as a CART fit on iris); a new
+    module may have loaded a new pool (torch's OpenMP), so the scan is repeated when
+    ``sys.modules`` grew.
+    """
+    from threadpoolctl import ThreadpoolController
+
+    n = len(sys.modules)
+    if _CONTROLLER[1] != n:
+        _CONTROLLER[0], _CONTROLLER[1] = ThreadpoolController(), n
+    return _CONTROLLER[0]
+
+
+@contextmanager
+def thread_limit(n: int | None):
+    """Limit BLAS and OpenMP pools to ``n`` threads while the block runs (``None``: no limit).
+
+    The outermost open limit of the process holds: the runner's ``threads`` around a fit, else the
+    estimator's own ``n_jobs`` (see :func:`limited`). Nested and concurrent blocks (member fits on
+    threads) neither change nor restore it.
+    """
+    if n is None:
+        yield
+        return
+    with _LOCK:
+        first = _ACTIVE[0] == 0
+        _ACTIVE[0] += 1
+        if first:
+            _ACTIVE[1] = _controller().limit(limits=max(1, int(n)))
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _ACTIVE[0] -= 1
+            if _ACTIVE[0] == 0:
+                _ACTIVE[1].restore_original_limits()
+                _ACTIVE[1] = None
+
+
+LIMITED = ("fit", "predict", "predict_proba", "decision_function")
+
+
+def limited(cls: type) -> type:
+    """Make ``cls``'s :data:`LIMITED` methods run under the estimator's thread limit.
+
+    The limit is the estimator's ``n_jobs`` (none for a negative one, scikit-learn's "all cores",
+    or an invalid one, which ``fit`` rejects),
+    one thread for ``None`` or no ``n_jobs`` (as :func:`treebench.api.make_estimator`'s default
+    ``n_jobs`` and the runner's ``threads=1``), so an
+    estimator fitted from Python (the API, a search CV, a script) uses the threads it was given
+    as the runner's jobs do; inside the runner's own limit (:func:`thread_limit`) nothing changes.
+    """
+    for name in LIMITED:
+        fn = inspect.getattr_static(cls, name, None)
+        # plain functions only: a descriptor (scikit-learn's ``available_if``) decides whether the
+        # method exists at all, and replacing it would make a missing method look present
+        if inspect.isfunction(fn) and not getattr(fn, "_tb_limited", False):
+            setattr(cls, name, _limit_method(fn))
+    return cls
+
+
+def _limit_method(fn):
+    @functools.wraps(fn)
+    def run(self, *args, **kwargs):
+        n = getattr(self, "n_jobs", None)
+        ok = isinstance(n, Integral) and not isinstance(n, bool) and n > 0  # else fit judges it
+        with thread_limit(1 if n is None else (int(n) if ok else None)):
+            return fn(self, *args, **kwargs)
+
+    run._tb_limited = True
+    return run

@@ -26,6 +26,7 @@ from treebench.methods._index import (  # noqa: F401 - the task names are re-exp
     TASKS,
     scan,
 )
+from treebench.methods._threads import limited
 
 # Shorthands for the estimators' scikit-learn ``_parameter_constraints`` (validated at the start of
 # ``fit`` by ``_fit_context`` and while a job is planned by :func:`treebench.params.check_params`).
@@ -96,7 +97,10 @@ class UnsupportedTaskError(ValueError):
 
 
 def register(name: str, task: str, description: str = ""):
-    """Class decorator: register an estimator under a short method name for one task."""
+    """Class decorator: register an estimator under a short method name for one task.
+
+    Its ``fit`` and predictions then run under its thread limit (:func:`~treebench.methods._threads.limited`).
+    """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
 
@@ -106,7 +110,7 @@ def register(name: str, task: str, description: str = ""):
             entry.description = description
         entry.classes[task] = cls
         cls._tb_name = name
-        return cls
+        return limited(cls)  # fits and predicts under its thread limit, as in the runner
 
     return deco
 

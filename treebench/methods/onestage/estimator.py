@@ -57,12 +57,14 @@ from treebench.methods.base import (
     validate_sample_weight,
 )
 from treebench.methods.onestage.core import (
+    LeafSums,
     center_router_biases,
     collapse_neutral_splits,
     n_internal,
     node_values,
     reachable,
     route_paths,
+    router_backward,
     stop_positions,
 )
 from treebench.methods.onestage.strategies import (
@@ -114,6 +116,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         "temperature": [POSITIVE],
         "prob_floor": [POSITIVE],
         "router_init": [StrOptions({"default", "data"})],
+        "step_rows": [StrOptions({"all", "batch"})],
         "random_state": ["random_state"],
         "n_jobs": [None, Integral],
         "verbose": ["verbose"],
@@ -139,6 +142,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         prob_floor=0.5,
         standardize=True,
         router_init="default",
+        step_rows="all",
         random_state=None,
         n_jobs=None,
         verbose=0,
@@ -158,6 +162,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         self.prob_floor = prob_floor
         self.standardize = standardize
         self.router_init = router_init
+        self.step_rows = step_rows
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -293,6 +298,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             adam={"m": np.zeros_like(W), "v": np.zeros_like(W), "t": 0},
             gadam={"m": np.zeros(n_int), "v": np.zeros(n_int), "t": 0},
         )
+        batch_rows = self.step_rows == "batch"
+        if batch_rows:
+            st.leaves = LeafSums(Ytr, wtr, D, codes)
         st.refresh_values()
 
         def disc_loss(Xs, ts, ws, Wd, V, keep):
@@ -318,12 +326,18 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             rng.set_state(state["rng"])
             best, bad, history = state["best"], state["bad"], list(state["history"])
             start = state["epoch"] + 1
+            if batch_rows:  # the saved values are exact (refreshed at the epoch's end)
+                st.refresh_values()
         for epoch in range(start, self._max_epochs() + 1):
             order = rng.permutation(n_tr)
             st.noise = rng.logistic(size=(n_tr, n_int))  # g0 - g1 for Gumbel(0,1) g0, g1
             arch_noise = strategy.epoch_noise(rng, -(-n_tr // bs), n_int)
+            if batch_rows:
+                st.vorder = rng.permutation(len(va))
             for step, s in enumerate(range(0, n_tr, bs)):
                 strategy.step(self, st, order[s : s + bs], step, arch_noise)
+            if batch_rows:  # every row routed again: exact values for the epoch's loss
+                st.refresh_values()
             report("epochs", epoch, self._max_epochs())
             keep = st.gamma >= 0.5
             loss = strategy.monitored_loss(self, st, mon, keep, disc_loss)
@@ -415,35 +429,21 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         Z = Xb @ (W[:, :, 0] - W[:, :, 1]).astype(np.float32)  # (B, n_int) logit differences
         a = (Z + noise) / tau
         right = a <= 0  # hard sample: 0 = left, 1 = right
-        # hard response of every node, bottom up (loss-relevant component only)
-        Vb = V.T[tb] if self._task == CLASSIFICATION else np.broadcast_to(V[:, 0], (B, V.shape[0]))
-        R = np.array(Vb, dtype=np.float64)
-        SUB = np.empty((B, n_int))
-        for lvl in range(D - 1, -1, -1):
-            ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
-            child = 2 * ids + 1 + right[:, ids]
-            sub = np.take_along_axis(R, child, axis=1)
-            SUB[:, ids] = sub
-            R[:, ids] = mix[ids] * sub + (1.0 - mix[ids]) * Vb[:, ids]
-        _, dl = self._loss_and_grad(R[:, 0], tb, wb)
-        # reach weight of each split node along the hard sample (top down)
-        reach = np.zeros((B, n_int))
-        reach[:, 0] = 1.0
-        for lvl in range(D - 1):
-            ids = np.arange(2**lvl - 1, 2 ** (lvl + 1) - 1)
-            r = reach[:, ids] * mix[ids]
-            reach[:, 2 * ids + 1] = r * ~right[:, ids]
-            reach[:, 2 * ids + 2] = r * right[:, ids]
-        ids = np.arange(n_int)
+        cls = self._task == CLASSIFICATION
+        Vb = V.T[tb] if cls else np.broadcast_to(V[:, 0], (B, V.shape[0]))
         y0 = expit(a)  # logistic, without exp overflow warnings for large |a|
-        diff = R[:, 2 * ids + 1] - R[:, 2 * ids + 2]
-        delta = (dl / B)[:, None] * reach
-        gz = delta * mix * diff * (y0 * (1 - y0) / tau)
+        # compiled: hard responses bottom up, reach top down, gz and the gamma summands per row
+        R, SUB, gz = np.empty((B, V.shape[0])), np.empty((B, n_int)), np.empty((B, n_int))
+        t = np.asarray(tb, dtype=np.float64)
+        floor = float(self.prob_floor) if cls else 0.0
+        router_backward()(
+            right, np.ascontiguousarray(Vb), mix, D, cls, t, wb, floor, tau, y0, R, SUB, gz
+        )
         g0 = Xb.T.astype(np.float64) @ gz
         gW = np.stack([g0, -g0], axis=2)
         if not with_gamma:
             return gW
-        return gW, (delta * (SUB - Vb[:, :n_int])).sum(axis=0)
+        return gW, SUB.sum(axis=0)
 
     def _relaxed_loss(self, Xs, ts, ws, W, V, gamma, D):
         """Mean loss of the relaxed model (Eq. 2 with continuous ``gamma``, argmax routing)."""
@@ -625,6 +625,7 @@ class _JointPart:
         prob_floor=0.5,
         standardize=True,
         router_init="default",
+        step_rows="all",
         early_stopping_holdout=True,
         random_state=None,
         n_jobs=None,
@@ -646,6 +647,7 @@ class _JointPart:
             prob_floor=prob_floor,
             standardize=standardize,
             router_init=router_init,
+            step_rows=step_rows,
             random_state=random_state,
             n_jobs=n_jobs,
             verbose=verbose,

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from treebench.methods.onestage.core import node_values, route_paths
+from treebench.methods.onestage.core import LeafSums, node_values, route_paths
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
@@ -59,17 +59,37 @@ class FitState:
     noise: Any = None  # per-epoch router path noise, (n_tr, n_int)
     adam: dict = field(default_factory=dict)
     gadam: dict = field(default_factory=dict)
+    #: ``step_rows="batch"``: running leaf statistics, and the epoch's order of the validation rows
+    leaves: LeafSums | None = None
+    vorder: Any = None
 
     def refresh_values(self) -> None:
-        """Router differences and closed-form node values (Eq. 17) after a router step."""
+        """Router differences and closed-form node values (Eq. 17) on the whole training part."""
         self.Wd = wdiff(self.W)
-        self.V = node_values(
-            route_paths(self.Xtr, self.Wd, self.D, True, self.nth),
-            self.Ytr,
-            self.wtr,
-            self.D,
-            self.codes,
-        )
+        leaf = route_paths(self.Xtr, self.Wd, self.D, True, self.nth)
+        self.V = node_values(leaf, self.Ytr, self.wtr, self.D, self.codes)
+        if self.leaves is not None:
+            self.leaves.reset(leaf)
+
+    def refresh_step(self, b: np.ndarray) -> None:
+        """Node values after the router step on minibatch ``b``: on the whole training part (the
+        paper's Eq. 17), or with ``step_rows="batch"`` from running leaf statistics in which only
+        ``b``'s rows are routed again (:class:`~.core.LeafSums`)."""
+        if self.leaves is None:
+            self.refresh_values()
+            return
+        self.Wd = wdiff(self.W)
+        self.leaves.move(b, route_paths(self.Xtr[b], self.Wd, self.D, True))
+        self.V = self.leaves.values()
+
+    def val_rows(self, step: int, bs: int):
+        """The validation rows of a gamma step: all of them, or with ``step_rows="batch"`` the
+        ``step``-th minibatch of ``bs`` rows of the epoch's order (cycled)."""
+        if self.vorder is None:
+            return self.Xva, self.tva, self.wva
+        n = len(self.vorder)
+        r = self.vorder[(step * bs + np.arange(min(bs, n))) % n]
+        return self.Xva[r], self.tva[r], self.wva[r]
 
 
 class BilevelSearch:
@@ -98,10 +118,10 @@ class BilevelSearch:
         gW = est._router_grad(s.Xtr[b], s.ttr[b], s.wtr[b], s.noise[b], s.W, s.V, keep, s.tau, s.D)
         s.adam["t"] += 1
         est._adam(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS)
-        # (c) closed-form node values on the whole training part, deterministic routing
-        s.refresh_values()
-        # (d) architecture step on the validation part
-        gg = est._gamma_grad(s.Xva, s.tva, s.wva, s.Wd, s.V, keep, s.D, s.n_int)
+        # (c) closed-form node values on the training part, deterministic routing
+        s.refresh_step(b)
+        # (d) architecture step on the validation part (or a minibatch of it)
+        gg = est._gamma_grad(*s.val_rows(step, int(est.batch_size)), s.Wd, s.V, keep, s.D, s.n_int)
         gg += est.gamma_l1
         if est.gamma_optimizer == "sgd":  # Eq. (15): plain projected gradient step
             s.gamma -= s.glr * gg
@@ -150,7 +170,7 @@ class JointRelaxation:
         s.gadam["t"] += 1
         est._adam(s.gamma, gg + est.gamma_l1, s.gadam, s.lr, b1, b2, ADAM_EPS)
         np.clip(s.gamma, 0.0, 1.0, out=s.gamma)
-        s.refresh_values()
+        s.refresh_step(b)
 
     def monitored_loss(self, est, s: FitState, mon, keep: np.ndarray, disc_loss) -> float:
         """The relaxed model's loss (held-out or training rows)."""
