@@ -197,7 +197,7 @@ def test_status_and_collect_print_unreadable_records(tmp_path):
     for cmd in ("status", "collect"):
         res = run_cli([cmd, "--no-ledger"], tmp_path, _env(tmp_path))
         assert res.returncode == 0, res.stderr[-2000:]
-        assert "1 unreadable record(s)" in res.stderr
+        assert "1 unreadable or invalid record(s)" in res.stderr
         assert f"{bad}: not valid JSON" in res.stderr
 
 

@@ -432,10 +432,10 @@ _LISTED_RUNS = 50  # failed/skipped runs `status` lists one per line; the rest a
 
 
 def _print_problems(problems: list) -> None:
-    """Report the store records that could not be read (left out of the counts and tables)."""
+    """Report the records that could not be read or are invalid (left out of counts and tables)."""
     if not problems:
         return
-    err.print(f"[red]{len(problems)} unreadable record(s) in the store, left out:[/]")
+    err.print(f"[red]{len(problems)} unreadable or invalid record(s), left out (not done):[/]")
     for path, reason in problems:
         err.print(f"  {path}: {reason}", highlight=False, soft_wrap=True)
 
@@ -613,7 +613,14 @@ def check(
     targets, _, unavailable = for_experiment(papers, experiment)
     avail = _availability()
     avail.unavailable.update(unavailable)
-    df = do_collect(_outputs(outputs) / "store", experiment=experiment, ledger=_ledger(ledger))
+    problems: list = []
+    df = do_collect(
+        _outputs(outputs) / "store",
+        experiment=experiment,
+        ledger=_ledger(ledger),
+        problems=problems,
+    )
+    _print_problems(problems)
     res = run_checks(targets, df, avail)
     shown = res[~res["status"].isin(["pass", "info"])] if problems_only else res
     print_checks(shown, f"check {experiment}: {len(df)} records, {len(targets)} targets")

@@ -366,6 +366,8 @@ class TreebenchSweeper(BasicSweeper):
         )
         if missing:
             print(f"not launched: {missing}", flush=True)
+        for path, why in store.invalid.items():  # read as absent while planning: run again
+            print(f"invalid record {path} ({why}): not done, rerun here", flush=True)
         if done_keys:
             (sweep_dir / "_done").mkdir(parents=True, exist_ok=True)
             (sweep_dir / "_done" / "keys.json").write_text(json.dumps(done_keys))
