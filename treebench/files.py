@@ -36,9 +36,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     (``.tmp-*``), so globs of the directory's records skip it.
     """
 
+    from treebench.faults import temp_prefix
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temp_prefix(), suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -272,6 +272,7 @@ class TreebenchSweeper(BasicSweeper):
         from treebench import slurm
         from treebench.app import _abspath, open_store
         from treebench.data.fetch import missing_files
+        from treebench.faults import clean_stale_temps, raise_env_fault
         from treebench.files import OutputsError, check_outputs
         from treebench.params import ParamError, check_params
         from treebench.progress import SweepProgress
@@ -286,6 +287,8 @@ class TreebenchSweeper(BasicSweeper):
             except OutputsError as exc:
                 _fail([str(exc)])
         store = open_store(self.config)
+        if not self.dry_run:
+            clean_stale_temps(store.root)  # what a killed process left
         # runs still held by SLURM jobs of an earlier sweep (its driver may have died): not resubmitted
         held = slurm.reconcile(store, record=not self.dry_run)
         tracking = hasattr(self.launcher, "job_runs")
@@ -374,7 +377,6 @@ class TreebenchSweeper(BasicSweeper):
         explicit = explicit_launcher_keys(self.config.hydra.overrides.hydra)
         groups = group_by_resources(todo, explicit) if todo else []
         returns = []
-        initial_job_idx = 0
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         queue = getattr(self.launcher, "queue_counts", None)
@@ -385,40 +387,46 @@ class TreebenchSweeper(BasicSweeper):
         two_phase = hasattr(self.launcher, "submit") and hasattr(self.launcher, "collect")
         submitted = []
         try:
-            for request, overrides in groups:
-                if request:
-                    log.info(f"launching {len(overrides)} job(s) with resources {request}")
-                self.overrides = list(
-                    self.split_overrides_to_chunks(overrides, self.max_batch_size)
-                )
-                self.batch_index = 0
-                with self._launcher_resources(request):
-                    while not self.is_done():
-                        batch = self.get_job_batch()
-                        if two_phase:
-                            submitted.append(self.launcher.submit(batch, initial_job_idx))
-                            initial_job_idx += len(batch)
-                            continue
-                        results = self.launcher.launch(batch, initial_job_idx=initial_job_idx)
-                        for r in results:
-                            _ = r.return_value
-                        initial_job_idx += len(batch)
-                        returns.append(results)
-            for handles in submitted:
-                results = self.launcher.collect(handles)
-                for r in results:
-                    _ = r.return_value
-                returns.append(results)
-            if adopted:
-                if hasattr(self.launcher, "wait_adopted"):
-                    print(f"waiting for {len(adopted)} SLURM job(s) of an earlier sweep")
-                    self.launcher.wait_adopted([m for m, _ in adopted.values()])
-                else:
-                    print(f"{len(adopted)} job(s) left to SLURM: {', '.join(sorted(adopted))}")
+            self._launch_all(groups, two_phase, submitted, returns, adopted)
+        except OSError as exc:  # a job's outputs or the sweep dir refused (full disk, ...)
+            raise_env_fault(exc, exc.filename or sweep_dir)
+            raise
         finally:
             if bar is not None:
                 bar.stop()
         return returns
+
+    def _launch_all(self, groups, two_phase, submitted, returns, adopted) -> None:
+        """Launch (or, with a two-phase launcher, submit then collect) every group of jobs."""
+        initial_job_idx = 0
+        for request, overrides in groups:
+            if request:
+                log.info(f"launching {len(overrides)} job(s) with resources {request}")
+            self.overrides = list(self.split_overrides_to_chunks(overrides, self.max_batch_size))
+            self.batch_index = 0
+            with self._launcher_resources(request):
+                while not self.is_done():
+                    batch = self.get_job_batch()
+                    if two_phase:
+                        submitted.append(self.launcher.submit(batch, initial_job_idx))
+                        initial_job_idx += len(batch)
+                        continue
+                    results = self.launcher.launch(batch, initial_job_idx=initial_job_idx)
+                    for r in results:
+                        _ = r.return_value
+                    initial_job_idx += len(batch)
+                    returns.append(results)
+        for handles in submitted:
+            results = self.launcher.collect(handles)
+            for r in results:
+                _ = r.return_value
+            returns.append(results)
+        if adopted:
+            if hasattr(self.launcher, "wait_adopted"):
+                print(f"waiting for {len(adopted)} SLURM job(s) of an earlier sweep")
+                self.launcher.wait_adopted([m for m, _ in adopted.values()])
+            else:
+                print(f"{len(adopted)} job(s) left to SLURM: {', '.join(sorted(adopted))}")
 
     def _job_config(self, overrides: list[str], composed: dict):
         """The job's composed config, valid until the next call (read within the planning loop only).

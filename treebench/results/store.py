@@ -13,6 +13,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from treebench.faults import raise_env_fault, temp_prefix
 from treebench.files import apply_umask
 from treebench.results.validate import record_problem
 
@@ -100,7 +101,7 @@ class Store:
         """Write ``record`` (which holds its ``key``) atomically: temp file, fsync, ``os.replace``."""
         p = self.path(record["key"])
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".json")
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=temp_prefix(), suffix=".json")
         try:
             with os.fdopen(fd, "w") as f:
                 json.dump(record, f, indent=1, sort_keys=True, default=str)
@@ -142,12 +143,15 @@ class Store:
     def lock(self, key: str):
         """Hold the key's lock while a job runs; raise :class:`JobBusyError` if another holds it."""
         p = self.path(key).with_suffix(".lock")
-        p.parent.mkdir(parents=True, exist_ok=True)
         lk = FileLock(str(p), timeout=0)
         try:
+            p.parent.mkdir(parents=True, exist_ok=True)
             lk.acquire()
         except Timeout as exc:
             raise JobBusyError(f"job {key} is running in another process") from exc
+        except OSError as exc:  # a read-only or full store: one line, the sweep ends
+            raise_env_fault(exc, p)
+            raise
         try:
             yield
         finally:
