@@ -44,7 +44,7 @@ def treebench(args, cwd, env=None, timeout=300, site=None, popen=False):
     e.update(env or {})
     path = [str(site)] if site else []
     e["PYTHONPATH"] = os.pathsep.join([*path, str(REPO), e.get("PYTHONPATH", "")])
-    e["TREEBENCH_LEDGER"] = "off"
+    e["TREEBENCH_LEDGER"] = (env or {}).get("TREEBENCH_LEDGER", "off")
     cmd = [sys.executable, "-m", "treebench.cli", *args]
     if popen:
         return subprocess.Popen(
