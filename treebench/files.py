@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
+
+
+def path_part(name) -> str:
+    """``name`` made one safe path component (no separator, no ``..``, no leading dot): a dataset
+    or method name that becomes a directory or file name stays inside its directory."""
+    out = re.sub(r"[^A-Za-z0-9._+=-]", "_", str(name)).lstrip(".")
+    return out or "_"
 
 
 def current_umask() -> int:

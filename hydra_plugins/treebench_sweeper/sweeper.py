@@ -274,7 +274,7 @@ class TreebenchSweeper(BasicSweeper):
         from treebench.data.fetch import missing_files
         from treebench.faults import clean_stale_temps, raise_env_fault
         from treebench.files import OutputsError, check_outputs
-        from treebench.params import ParamError, check_params
+        from treebench.params import ParamError, check_params, check_run_settings
         from treebench.progress import SweepProgress
         from treebench.report.console import print_plan
         from treebench.resources import explicit_launcher_keys, group_by_resources, job_resources
@@ -305,9 +305,15 @@ class TreebenchSweeper(BasicSweeper):
             # every job's parameters are checked before any launches or reads data (once for the
             # jobs that differ only in their seeds)
             unseeded = _unseeded(overrides)
+            try:  # seeds differ among the jobs that share the checks below
+                check_run_settings(cfg, max_threads=0 if self._hints_used() else None)
+            except ParamError as exc:
+                bad.setdefault(str(exc), []).append(overrides)
+                continue
             if unseeded not in checked:
                 try:
-                    check_params(cfg)
+                    # threads: a cluster job's node may have more cores (the job checks there)
+                    check_params(cfg, max_threads=0 if self._hints_used() else None)
                     checked[unseeded] = None
                 except ParamError as exc:
                     checked[unseeded] = str(exc)

@@ -23,6 +23,7 @@ import pandas as pd
 
 from treebench.data.base import DataError, Dataset, Part
 from treebench.data.cache import RemoteFile, ensure_file, sha256_file
+from treebench.files import path_part
 
 #: bump when a parser changes its output, so cached parses are rebuilt
 PARSER_VERSION = 1
@@ -514,7 +515,7 @@ def cached(
         )
     )
     key = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:24]
-    stem = safe_name(str(getattr(ctx, "dataset", None) or kind))
+    stem = path_part(getattr(ctx, "dataset", None) or kind)
     entry = Path(ctx.data_dir) / "parsed" / f"{stem}-{key}"
     use = getattr(ctx, "parse_cache", True)
     ds = parsed.load(entry, inputs) if use else None
@@ -525,9 +526,3 @@ def cached(
     if use:
         parsed.save(entry, inputs, ds)
     return ds
-
-
-def safe_name(name: str) -> str:
-    """``name`` as one path component: no separators, no ``..``, no leading dot."""
-    out = re.sub(r"[^A-Za-z0-9._+-]", "_", name).lstrip(".")
-    return out or "_"
