@@ -7,7 +7,6 @@ import signal
 import time
 
 from tests.faults.conftest import records, temps, treebench
-from treebench.faults import clean_stale_temps, temp_prefix
 
 SWEEP = ["run", "-m", "method=cart", "dataset=iris", "seed=0,1,2,3", "threads=1"]
 
@@ -50,6 +49,8 @@ def test_sigterm_stops_a_sweep_as_ctrl_c_does_and_leaves_no_temp_file(tmp_path):
 
 
 def test_stale_temp_files_are_removed_by_the_next_run(tmp_path):
+    from treebench.faults import clean_stale_temps, temp_prefix
+
     store = tmp_path / "store"
     (store / "ab").mkdir(parents=True)
     dead = store / "ab" / f"{temp_prefix().rsplit('-', 2)[0]}-999999-x.json"  # a dead pid

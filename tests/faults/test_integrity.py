@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from tests.conftest import compose_config
 from treebench.data import DataContext, load_dataset
 from treebench.inspect.show import RefitError, refit_record
-from treebench.methods.checkpoint import Checkpoint, _SafeUnpickler
+from treebench.methods.checkpoint import Checkpoint
 from treebench.runner import Job
 
 
@@ -104,6 +104,8 @@ def test_a_tampered_parsed_cache_is_detected_and_rebuilt(toy):
 
 
 def test_a_crafted_checkpoint_never_runs(tmp_path):
+    from treebench.methods.checkpoint import _SafeUnpickler
+
     torch = pytest.importorskip("torch")
     marker = tmp_path / "code-ran"
     path = tmp_path / "k.pt"

@@ -13,7 +13,7 @@ from tests.conftest import compose_config
 from tests.faults.conftest import records, treebench
 from treebench.data import DataContext
 from treebench.results import Store, collect
-from treebench.results.ledger import Ledger, LedgerFileError
+from treebench.results.ledger import Ledger
 from treebench.results.table import records_frame
 from treebench.runner import job_keys, run_job
 
@@ -91,6 +91,8 @@ def _ledger_file(tmp_path, recs) -> Ledger:
 
 
 def test_a_truncated_ledger_file_is_named_with_the_line(swept, tmp_path):
+    from treebench.results.ledger import LedgerFileError
+
     store, keys = swept
     led = _ledger_file(tmp_path, list(store.records()))
     (path,) = led.files()
