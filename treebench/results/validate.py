@@ -7,8 +7,6 @@ with its path and the reason instead of counting as done or entering a summary.
 
 from __future__ import annotations
 
-from numbers import Real
-
 STATUSES = ("ok", "skipped", "failed")
 
 #: fields every record holds, with their type (``int`` accepts no bool)
@@ -30,15 +28,13 @@ class RecordError(ValueError):
 
 
 def _is_number(v) -> bool:
-    return isinstance(v, Real) and not isinstance(v, bool)
+    """A JSON number (records are parsed JSON: int or float, and bool is no number)."""
+    t = type(v)
+    return t is float or t is int
 
 
 def _type_ok(v, t) -> bool:
-    if t is int:
-        return isinstance(v, int) and not isinstance(v, bool)
-    if t is Real:
-        return _is_number(v)
-    return isinstance(v, t)
+    return type(v) is int if t is int else isinstance(v, t)
 
 
 def record_problem(rec, key: str | None = None) -> str | None:
@@ -51,35 +47,45 @@ def record_problem(rec, key: str | None = None) -> str | None:
     key : str, optional
         The run key the record is stored under (its file name); the record's ``key`` must match.
     """
-    if not isinstance(rec, dict):
+    if type(rec) is not dict:
         return f"not a record (a JSON {type(rec).__name__}, not an object)"
     if "key" not in rec:
         return "not a record (no 'key' field)"
     status = rec.get("status")
-    if status not in STATUSES:
+    need = _NEED.get(status) if isinstance(status, str) else None
+    if need is None:
         return f"status {status!r} is not one of {', '.join(STATUSES)}"
-    need = {**_COMMON, **_BY_STATUS[status]}
-    missing = [f for f in need if f not in rec]
-    if missing:
-        return f"{status} record without {', '.join(missing)}"
-    need.update((f, t) for f, t in _IDENTITY.items() if f in rec)
-    wrong = [f for f, t in need.items() if not _type_ok(rec[f], t)]
-    if wrong:
-        f = wrong[0]
-        return f"field {f!r} is {type(rec[f]).__name__} {_short(rec[f])}, not {need[f].__name__}"
+    for f, t in need:
+        if f not in rec:
+            return f"{status} record without {', '.join(g for g, _ in need if g not in rec)}"
+        if not _type_ok(rec[f], t):
+            return _wrong(rec, f, t)
+    for f, t in _IDENTITY_ITEMS:
+        if f in rec and not _type_ok(rec[f], t):
+            return _wrong(rec, f, t)
     if key is not None and rec["key"] != key:
         return f"its key {_short(rec['key'])} is not the run key {key} it is stored under"
     for f in _NUMERIC:
-        if rec.get(f) is not None and not _is_number(rec[f]):
-            return f"field {f!r} is not a number: {_short(rec[f])}"
+        v = rec.get(f)
+        if v is not None and not _is_number(v):
+            return f"field {f!r} is not a number: {_short(v)}"
     if status == "ok":
         metrics = rec["metrics"]
         if not metrics:
             return "ok record with no metrics"
         for name, v in metrics.items():
-            if not _is_number(v):
+            t = type(v)
+            if t is not float and t is not int:
                 return f"metric {name!r} is not a number: {_short(v)}"
     return None
+
+
+_NEED = {s: tuple({**_COMMON, **_BY_STATUS[s]}.items()) for s in STATUSES}
+_IDENTITY_ITEMS = tuple(_IDENTITY.items())
+
+
+def _wrong(rec: dict, f: str, t) -> str:
+    return f"field {f!r} is {type(rec[f]).__name__} {_short(rec[f])}, not {t.__name__}"
 
 
 def _short(v) -> str:
