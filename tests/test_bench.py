@@ -220,7 +220,9 @@ def test_make_store_clones_with_fresh_keys_and_failures(tmp_path):
     from treebench.bench.store import make_store
     from treebench.results import Store
 
-    base = [{"key": "x" * 24, "experiment": "ci", "status": "ok", "method": "cart", "metrics": {}}]
+    base = [
+        {"key": "x" * 24, "experiment": "ci", "status": "ok", "method": "cart", "metrics": {"a": 1}}
+    ]
     make_store(tmp_path / "s", 60, base)
     recs = list(Store(tmp_path / "s").records())
     assert len(recs) == 60 and len({r["key"] for r in recs}) == 60

@@ -177,7 +177,7 @@ def test_check_outputs_permission(tmp_path, monkeypatch):
 
 def test_unreadable_records_are_reported(tmp_path):
     store = Store(tmp_path / "store")
-    store.write({"key": "aa11", "status": "ok"})
+    store.write({"key": "aa11", "status": "ok", "metrics": {"test_accuracy": 1.0}})
     bad = store.path("bb22")
     bad.parent.mkdir(parents=True)
     bad.write_text('{"key": "bb22", "sta')
@@ -187,7 +187,7 @@ def test_unreadable_records_are_reported(tmp_path):
     reasons = {p.name: r for p, r in store.problems}
     assert set(reasons) == {"bb22.json", "cc33.json"}
     assert reasons["bb22.json"].startswith("not valid JSON")
-    assert "no 'key'" in reasons["cc33.json"]
+    assert "not a record" in reasons["cc33.json"]
 
 
 def test_status_and_collect_print_unreadable_records(tmp_path):
@@ -197,7 +197,7 @@ def test_status_and_collect_print_unreadable_records(tmp_path):
     for cmd in ("status", "collect"):
         res = run_cli([cmd, "--no-ledger"], tmp_path, _env(tmp_path))
         assert res.returncode == 0, res.stderr[-2000:]
-        assert "1 unreadable record(s)" in res.stderr
+        assert "1 unreadable or invalid record(s)" in res.stderr
         assert f"{bad}: not valid JSON" in res.stderr
 
 

@@ -63,7 +63,7 @@ def test_reconcile_holds_active_runs_and_records_cancelled_ones(tmp_path, fake_s
     _marker(store, "7_0", "aa1")
     _marker(store, "7_1", "bb1", "bb2")
     _marker(store, "8", "cc1")
-    store.write({**_run("bb2"), "status": "ok"})
+    store.write({**_run("bb2"), "status": "ok", "metrics": {"test_accuracy": 1.0}})
     fake_squeue("7_0|PENDING|Priority|10:00", "7_1|CANCELLED|None|10:00", "8|COMPLETED|None|10:00")
     held = slurm.reconcile(store)
     assert set(held) == {"aa1"} and held["aa1"][1].state == "PENDING"

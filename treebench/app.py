@@ -70,6 +70,7 @@ def _job_log(msg: str) -> None:
 def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     """Run one Hydra job; return the records written (empty when every fold was already done)."""
     from treebench.data import DataContext
+    from treebench.faults import clean_stale_temps, terminate_on_sigterm
     from treebench.files import check_outputs
     from treebench.lifeline import watch_parent
     from treebench.params import check_params
@@ -77,6 +78,7 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     from treebench.runner import job_keys, run_job
 
     watch_parent()  # in a joblib worker: die with the sweep's driver
+    terminate_on_sigterm()  # a worker told to stop unwinds: no write is left half done
     check_params(cfg)  # before any data loads or record is written
     check_outputs(_abspath(cfg.paths.store), "store")
     store = open_store(cfg)
@@ -87,6 +89,8 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
         single = str(HydraConfig.get().mode) != "RunMode.MULTIRUN"
     except ValueError:
         single = True
+    if single:
+        clean_stale_temps(store.root)  # what a killed process left (a sweep's driver does it)
     if single and not all(store.is_done(k) for k in job_keys(cfg)):
         from treebench.data.fetch import require_files
 

@@ -169,17 +169,24 @@ def run(
     os.environ.setdefault("TREEBENCH_OUTPUTS", str(Path("outputs").resolve()))
     started = time.time()
     sys.argv = ["treebench run", *args]
+    from treebench import faults
+
+    faults.terminate_on_sigterm()  # SIGTERM stops the sweep as Ctrl-C does
     try:  # from the imports on: a Ctrl-C while they load gets the same one line
         from treebench import app as task
         from treebench.lifeline import mark_driver
 
         mark_driver()  # sweep workers die with this process
         task.main()
-    except KeyboardInterrupt:
-        n = _records_since(_store_dir(args), started)
+    except (KeyboardInterrupt, faults.SweepStopped) as exc:
+        store = _store_dir(args)
+        faults.clean_stale_temps(store)  # what the stopped workers left
+        n = _records_since(store, started)
         kept = f"{n} record" + ("" if n == 1 else "s")
-        err.print(f"interrupted; {kept} kept, rerun to resume", highlight=False)
-        raise typer.Exit(130) from None
+        what = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+        err.print(f"{what}; {kept} kept, rerun to resume", highlight=False, soft_wrap=True)
+        code = getattr(exc, "exit_code", 130)
+        raise typer.Exit(code) from None
     finally:  # a run that ended before its work began (--cfg, an error) leaves no paused collector
         from treebench import gcpause
 
@@ -469,10 +476,10 @@ _LISTED_RUNS = 50  # failed/skipped runs `status` lists one per line; the rest a
 
 
 def _print_problems(problems: list) -> None:
-    """Report the store records that could not be read (left out of the counts and tables)."""
+    """Report the records that could not be read or are invalid (left out of counts and tables)."""
     if not problems:
         return
-    err.print(f"[red]{len(problems)} unreadable record(s) in the store, left out:[/]")
+    err.print(f"[red]{len(problems)} unreadable or invalid record(s), left out (not done):[/]")
     for path, reason in problems:
         err.print(f"  {path}: {reason}", highlight=False, soft_wrap=True)
 
@@ -708,7 +715,9 @@ def check(
 
     store_dir = _outputs(outputs) / "store"
     scope = verdict_scope(store_dir, _ledger(ledger), with_store)
-    df = do_collect(scope.store_dir, experiment=experiment, ledger=scope.ledger)
+    problems: list = []
+    df = do_collect(scope.store_dir, experiment=experiment, ledger=scope.ledger, problems=problems)
+    _print_problems(problems)
     res = run_checks(targets, df, avail)
     shown = res[~res["status"].isin(["pass", "info"])] if problems_only else res
     print_checks(

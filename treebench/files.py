@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
+
+
+def path_part(name) -> str:
+    """``name`` made one safe path component (no separator, no ``..``, no leading dot): a dataset
+    or method name that becomes a directory or file name stays inside its directory."""
+    out = re.sub(r"[^A-Za-z0-9._+=-]", "_", str(name)).lstrip(".")
+    return out or "_"
 
 
 def current_umask() -> int:
@@ -36,9 +44,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     (``.tmp-*``), so globs of the directory's records skip it.
     """
 
+    from treebench.faults import temp_prefix
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temp_prefix(), suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -34,15 +34,86 @@ def check_dataset(cfg: DictConfig) -> None:
             f"this dataset config needs {' '.join(missing)} ({node.get('description', '')})"
         )
     try:
-        _plain(node)
+        plain = _plain(node)
     except OmegaConfBaseException as exc:  # a resolver's error, e.g. no such file
         cause = exc
         while cause.__cause__ is not None or cause.__context__ is not None:
             cause = cause.__cause__ or cause.__context__
         raise ParamError(f"dataset: {cause}") from None
+    _check_source(plain)
 
 
-def check_params(cfg: DictConfig) -> None:
+def _check_source(dataset: dict) -> None:
+    """The dataset's source checks what it can before any data loads: a source module may define
+    ``check_config(**loader_arguments)`` (e.g. a user's CSV: the target column exists)."""
+    import importlib
+
+    from treebench.data.base import DataError
+
+    loader = dict(dataset.get("loader") or {})
+    target = loader.pop("_target_", None)
+    if not isinstance(target, str) or "." not in target:
+        return
+    module, _, _ = target.rpartition(".")
+    if not module.startswith("treebench.data.sources."):  # the shipped sources only
+        return
+    check = getattr(importlib.import_module(module), "check_config", None)
+    if check is None:
+        return
+    try:
+        check(**loader)
+    except DataError as exc:
+        raise ParamError(f"dataset {dataset.get('name')!r}: {exc}") from None
+
+
+#: the largest integer a parameter, seed or thread count may hold (numpy's and C's int64)
+_INT_MAX = 2**63 - 1
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a SLURM job's allocation)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def check_run_settings(cfg: DictConfig, max_threads: int | None = None) -> None:
+    """``threads``, ``seed`` and ``seeds`` are usable: threads between 1 and the cores a job can
+    have (``max_threads``, default the cores this process may run on; 0 = no upper bound, for a
+    cluster job that checks on its node), seeds from 0 to 2**32 - 1 (numpy's ``SeedSequence``
+    takes no negative seed). Raises :class:`ParamError` naming the fix."""
+    threads = cfg.get("threads")
+    cores = usable_cores() if max_threads is None else max_threads
+    if threads is not None and (int(threads) < 1 or (cores and int(threads) > cores)):
+        raise ParamError(
+            f"threads={threads}: a job can use 1 to {cores or 'its node’s'} threads "
+            f"({cores} cores here); set threads=<1..{cores}> or threads=null (the cores shared "
+            "by the jobs running at once)"
+        )
+    seeds = list(cfg.get("seeds") or []) or [cfg.get("seed")]
+    bad = [s for s in seeds if s is not None and not 0 <= int(s) < 2**32]
+    if bad:
+        raise ParamError(f"seed {bad[0]} is not in 0..4294967295; seeds are non-negative")
+
+
+def _int_bounds(method: str, values, where: str) -> None:
+    """No integer in ``values`` (nested) is beyond 64 bits, which every fit would refuse late."""
+    if isinstance(values, dict):
+        for k, v in values.items():
+            _int_bounds(method, v, f"{where}.{k}")
+    elif isinstance(values, list | tuple):
+        for i, v in enumerate(values):
+            _int_bounds(method, v, f"{where}[{i}]")
+    elif isinstance(values, int) and not isinstance(values, bool) and abs(values) > _INT_MAX:
+        raise ParamError(
+            f"method {method!r}, {where}={values}: beyond a 64-bit integer (|value| <= {_INT_MAX})"
+        )
+
+
+def check_params(cfg: DictConfig, max_threads: int | None = None) -> None:
     """Check the job's ``method.params`` against the estimator of its method and dataset task.
 
     A name the estimator does not take fails with a did-you-mean among its parameters; a value fails
@@ -63,6 +134,7 @@ def check_params(cfg: DictConfig) -> None:
         optional dependency the method config ``requires`` and how to install it.
     """
     check_dataset(cfg)
+    check_run_settings(cfg, max_threads)
     method = cfg.method.name
     missing = missing_requirements(cfg.method)
     if missing:
@@ -74,6 +146,7 @@ def check_params(cfg: DictConfig) -> None:
     if cls is None:  # the runner records the unsupported task as a skip
         return
     params = _plain(cfg.method.get("params")) or {}
+    _int_bounds(method, params, "method.params")
     names = sorted(cls._get_param_names())
     for name in params:
         if name not in names:

@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 import treebench
 from treebench.cputime import CpuClock
 from treebench.data import DataContext, load_dataset
+from treebench.faults import raise_env_fault
 from treebench.methods._threads import thread_limit
 from treebench.methods.base import UnsupportedTaskError, get_entry, get_method
 from treebench.methods.checkpoint import DEFAULT_EVERY, Checkpoint, checkpointing
@@ -607,6 +608,7 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                 except Skip as exc:
                     rec.update(status="skipped", reason=str(exc))
                 except Exception as exc:  # recorded, the sweep goes on
+                    raise_env_fault(exc)  # a full disk is no result of the method: stop
                     rec.update(
                         status="failed",
                         error=f"{type(exc).__name__}: {exc}",
@@ -628,7 +630,11 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                             rec[t] += ck.earlier.get(t, 0.0)
                 if ck is not None and ck.n_saves:
                     rec["checkpoints"] = {"saves": ck.n_saves, "seconds": ck.save_seconds}
-                store.write(rec)
+                try:
+                    store.write(rec)
+                except OSError as exc:
+                    raise_env_fault(exc, store.path(k))
+                    raise
                 if ck is not None:
                     ck.clear()  # the record is the result: a rerun never resumes it
                 written.append(rec)

@@ -93,6 +93,12 @@ def _file_stem(path: str) -> str:
     return name.split(".", 1)[0] or name
 
 
+def _path_part(name) -> str:
+    from treebench.files import path_part
+
+    return path_part(name)
+
+
 def _by_profile(full, reduced, *, _root_):
     """``${by_profile:<full>,<reduced>}``: a method's value under ``profile=full`` or ``reduced``."""
     profile = _root_.get("profile")
@@ -110,11 +116,16 @@ def _paper_default(path, default, *, _root_):
 
 def register_schema() -> None:
     """Store the schema as ``treebench_schema`` (first entry of the config's defaults list) and
-    register the resolvers configs use (``file_stem``, ``file_sha256`` of a user's file, and
+    register the resolvers configs use (``file_stem``, ``file_sha256`` of a user's file,
+    ``path_part`` for a name that becomes a directory (``dataset.name=../..`` stays inside), and
     ``by_profile`` for a method's cheaper setting under ``profile=reduced``, ``paper_default`` for a
     paper's value an experiment states in place of a data-scaled default)."""
     ConfigStore.instance().store(name="treebench_schema", node=TreebenchConf)
-    for name, fn in (("file_sha256", _file_sha256), ("file_stem", _file_stem)):
+    for name, fn in (
+        ("file_sha256", _file_sha256),
+        ("file_stem", _file_stem),
+        ("path_part", _path_part),
+    ):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn, use_cache=True)
     if not OmegaConf.has_resolver("by_profile"):

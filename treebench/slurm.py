@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import treebench
+from treebench.faults import SweepStopped
 from treebench.results.store import DONE_STATUSES, JobBusyError, Store
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,64 @@ ACTIVE_STATES = frozenset(
 )
 #: A job that left the queue before ``squeue`` was asked about it (past ``MinJobAge``).
 GONE = "GONE"
+#: The stop signal (submitit's ``signal_delay_s`` before the time limit) comes at most this share
+#: of the limit early: a longer delay would stop every job before it could work
+SIGNAL_SHARE = 0.25
+#: Seconds between two "cannot reach the controller" lines while a driver keeps waiting
+UNREACHABLE_EVERY_S = 60.0
+#: Why the last :func:`squeue_states` call got no answer ("" when it got one)
+last_error = ""
+
+
+class SubmitFailed(SweepStopped):
+    """``sbatch`` refused the sweep's jobs (controller down, bad partition ...): one line, no job."""
+
+    exit_code = 2
+
+
+def signal_delay(timeout_min, delay_s) -> tuple[int, str]:
+    """The stop signal's delay for a job of ``timeout_min`` minutes: ``delay_s`` capped to
+    :data:`SIGNAL_SHARE` of the limit, and a note saying so when it was capped ("" otherwise)."""
+    delay = int(delay_s)
+    if timeout_min is None:
+        return delay, ""
+    cap = max(1, int(float(timeout_min) * 60 * SIGNAL_SHARE))
+    if delay <= cap:
+        return delay, ""
+    return cap, (
+        f"signal_delay_s={delay} would stop jobs of timeout_min={timeout_min} "
+        f"{'before they start' if delay >= float(timeout_min) * 60 else 'early'}; "
+        f"the stop signal comes {cap} s before the limit instead"
+    )
+
+
+class Unreachable:
+    """Says every :data:`UNREACHABLE_EVERY_S` seconds that the controller does not answer, while
+    the caller keeps waiting (the jobs are the scheduler's; nothing is decided without it)."""
+
+    def __init__(self, every: float = UNREACHABLE_EVERY_S, clock=None):
+        import time
+
+        self.every, self.clock = every, clock or time.monotonic
+        self.since: float | None = None
+        self._said = 0.0
+
+    def answered(self) -> None:
+        if self.since is not None:
+            log.warning("the SLURM controller answers again")
+        self.since = None
+
+    def missed(self, n_jobs: int) -> None:
+        now = self.clock()
+        if self.since is None:
+            self.since, self._said = now, now - self.every
+        if now - self._said >= self.every:
+            self._said = now
+            log.warning(
+                f"cannot reach the SLURM controller for {now - self.since:.0f} s "
+                f"({last_error or 'squeue gives no answer'}); still waiting for {n_jobs} "
+                "job(s) (Ctrl-C stops waiting; the jobs go on and a rerun picks them up)"
+            )
 
 
 class TimeLimitReached(BaseException):  # noqa: N818 - not an error of the run, like SystemExit
@@ -113,14 +172,19 @@ def squeue_states(job_ids: Iterable[str]) -> dict[str, JobState] | None:
         return None
     cmd = ["squeue", "--noheader", "--states=all", "--array", "--format=%i|%T|%r|%l|%M"]
     cmd += ["--jobs", ",".join(ids)]
+    global last_error
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError) as exc:
+        last_error = f"squeue: {exc}"
         return None
     if res.returncode != 0:
         if "Invalid job id" in res.stderr:  # every id asked about has left the queue
+            last_error = ""
             return {j: JobState(j, GONE) for j in ids}
+        last_error = (res.stderr.strip().splitlines() or [f"squeue exit {res.returncode}"])[-1]
         return None
+    last_error = ""
     out: dict[str, JobState] = {}
     for line in res.stdout.splitlines():
         parts = line.strip().split("|")

@@ -69,6 +69,7 @@ def squeue_watcher(poll_s: float):
         """Like submitit's, but states come from squeue when sacct fails, and it says so once."""
 
         use_sacct = True
+        unreachable = slurm.Unreachable()
 
         def update(self) -> None:
             import subprocess
@@ -92,8 +93,10 @@ def squeue_watcher(poll_s: float):
                     log.warning(f"sacct is not usable ({why}); SLURM job states come from squeue")
             if not self.use_sacct:
                 states = slurm.squeue_states(to_check)
-                if states is None:
-                    log.debug("squeue did not answer; keeping the last known job states")
+                if states is None:  # keep the last known states and wait; say so every minute
+                    self.unreachable.missed(len(to_check))
+                else:
+                    self.unreachable.answered()
                 for jid, st in (states or {}).items():
                     self._info_dict[jid] = {
                         "State": st.state,
@@ -195,6 +198,12 @@ class TreebenchSlurmLauncher(SlurmLauncher):
         assert self.config is not None
         squeue_watcher(float(self.params.get("poll_s") or 10.0))
         params = {k: v for k, v in self.params.items() if k not in OWN_KEYS}
+        delay, note = slurm.signal_delay(
+            params.get("timeout_min"), params.get("signal_delay_s", 120)
+        )
+        if note:
+            log.warning(note)
+        params["signal_delay_s"] = delay
         init_keys = {"max_num_timeout", "submitit_folder"}
         init = (
             {"slurm_max_num_timeout": params["max_num_timeout"]}
@@ -228,7 +237,15 @@ class TreebenchSlurmLauncher(SlurmLauncher):
                     Singleton.get_state(),
                 )
             )
-        jobs = executor.map_array(self, *zip(*job_params, strict=True))
+        try:
+            jobs = executor.map_array(self, *zip(*job_params, strict=True))
+        except Exception as exc:  # sbatch refused: submitit's errors have no common base class
+            why = " ".join(str(exc).split())[-300:]
+            raise slurm.SubmitFailed(
+                f"cannot submit {len(job_params)} job(s) to SLURM ({why}); check the controller "
+                "(`sinfo`) and the launcher settings (partition, account, qos); nothing of this "
+                "call was submitted"
+            ) from None
 
         store_root = self._store().root
         handles = []
@@ -313,19 +330,17 @@ class TreebenchSlurmLauncher(SlurmLauncher):
         ids = sorted({m["job_id"] for m in markers})
         self._note_keys([r["key"] for m in markers for r in m.get("runs", [])])
         poll = float(self.params.get("poll_s") or 10.0)
-        misses = 0
+        unreachable = slurm.Unreachable()
         while True:
             states = slurm.squeue_states(ids)
-            if states is None:
-                misses += 1
-                if misses > 30:
-                    log.warning(f"squeue does not answer; not waiting for SLURM job(s) {ids}")
-                    return
+            if states is None:  # the controller is down: say so every minute, keep waiting
+                unreachable.missed(len(ids))
             else:
+                unreachable.answered()
                 self.adopted = states
                 if not any(s.active for s in states.values()):
                     break
-            time.sleep(min(poll, 2.0 + misses))
+            time.sleep(min(poll, 2.0))
         slurm.reconcile(store)
 
     # ------------------------------------------------------------------ job side

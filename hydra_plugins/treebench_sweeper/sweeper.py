@@ -272,8 +272,9 @@ class TreebenchSweeper(BasicSweeper):
         from treebench import slurm
         from treebench.app import _abspath, open_store
         from treebench.data.fetch import missing_files
+        from treebench.faults import clean_stale_temps, raise_env_fault
         from treebench.files import OutputsError, check_outputs
-        from treebench.params import ParamError, check_params
+        from treebench.params import ParamError, check_params, check_run_settings
         from treebench.progress import SweepProgress
         from treebench.report.console import print_plan
         from treebench.resources import explicit_launcher_keys, group_by_resources, job_resources
@@ -286,6 +287,8 @@ class TreebenchSweeper(BasicSweeper):
             except OutputsError as exc:
                 _fail([str(exc)])
         store = open_store(self.config)
+        if not self.dry_run:
+            clean_stale_temps(store.root)  # what a killed process left
         # runs still held by SLURM jobs of an earlier sweep (its driver may have died): not resubmitted
         held = slurm.reconcile(store, record=not self.dry_run)
         tracking = hasattr(self.launcher, "job_runs")
@@ -302,9 +305,15 @@ class TreebenchSweeper(BasicSweeper):
             # every job's parameters are checked before any launches or reads data (once for the
             # jobs that differ only in their seeds)
             unseeded = _unseeded(overrides)
+            try:  # seeds differ among the jobs that share the checks below
+                check_run_settings(cfg, max_threads=0 if self._hints_used() else None)
+            except ParamError as exc:
+                bad.setdefault(str(exc), []).append(overrides)
+                continue
             if unseeded not in checked:
                 try:
-                    check_params(cfg)
+                    # threads: a cluster job's node may have more cores (the job checks there)
+                    check_params(cfg, max_threads=0 if self._hints_used() else None)
                     checked[unseeded] = None
                 except ParamError as exc:
                     checked[unseeded] = str(exc)
@@ -366,13 +375,14 @@ class TreebenchSweeper(BasicSweeper):
         )
         if missing:
             print(f"not launched: {missing}", flush=True)
+        for path, why in store.invalid.items():  # read as absent while planning: run again
+            print(f"invalid record {path} ({why}): not done, rerun here", flush=True)
         if done_keys:
             (sweep_dir / "_done").mkdir(parents=True, exist_ok=True)
             (sweep_dir / "_done" / "keys.json").write_text(json.dumps(done_keys))
         explicit = explicit_launcher_keys(self.config.hydra.overrides.hydra)
         groups = group_by_resources(todo, explicit) if todo else []
         returns = []
-        initial_job_idx = 0
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         queue = getattr(self.launcher, "queue_counts", None)
@@ -383,40 +393,46 @@ class TreebenchSweeper(BasicSweeper):
         two_phase = hasattr(self.launcher, "submit") and hasattr(self.launcher, "collect")
         submitted = []
         try:
-            for request, overrides in groups:
-                if request:
-                    log.info(f"launching {len(overrides)} job(s) with resources {request}")
-                self.overrides = list(
-                    self.split_overrides_to_chunks(overrides, self.max_batch_size)
-                )
-                self.batch_index = 0
-                with self._launcher_resources(request):
-                    while not self.is_done():
-                        batch = self.get_job_batch()
-                        if two_phase:
-                            submitted.append(self.launcher.submit(batch, initial_job_idx))
-                            initial_job_idx += len(batch)
-                            continue
-                        results = self.launcher.launch(batch, initial_job_idx=initial_job_idx)
-                        for r in results:
-                            _ = r.return_value
-                        initial_job_idx += len(batch)
-                        returns.append(results)
-            for handles in submitted:
-                results = self.launcher.collect(handles)
-                for r in results:
-                    _ = r.return_value
-                returns.append(results)
-            if adopted:
-                if hasattr(self.launcher, "wait_adopted"):
-                    print(f"waiting for {len(adopted)} SLURM job(s) of an earlier sweep")
-                    self.launcher.wait_adopted([m for m, _ in adopted.values()])
-                else:
-                    print(f"{len(adopted)} job(s) left to SLURM: {', '.join(sorted(adopted))}")
+            self._launch_all(groups, two_phase, submitted, returns, adopted)
+        except OSError as exc:  # a job's outputs or the sweep dir refused (full disk, ...)
+            raise_env_fault(exc, exc.filename or sweep_dir)
+            raise
         finally:
             if bar is not None:
                 bar.stop()
         return returns
+
+    def _launch_all(self, groups, two_phase, submitted, returns, adopted) -> None:
+        """Launch (or, with a two-phase launcher, submit then collect) every group of jobs."""
+        initial_job_idx = 0
+        for request, overrides in groups:
+            if request:
+                log.info(f"launching {len(overrides)} job(s) with resources {request}")
+            self.overrides = list(self.split_overrides_to_chunks(overrides, self.max_batch_size))
+            self.batch_index = 0
+            with self._launcher_resources(request):
+                while not self.is_done():
+                    batch = self.get_job_batch()
+                    if two_phase:
+                        submitted.append(self.launcher.submit(batch, initial_job_idx))
+                        initial_job_idx += len(batch)
+                        continue
+                    results = self.launcher.launch(batch, initial_job_idx=initial_job_idx)
+                    for r in results:
+                        _ = r.return_value
+                    initial_job_idx += len(batch)
+                    returns.append(results)
+        for handles in submitted:
+            results = self.launcher.collect(handles)
+            for r in results:
+                _ = r.return_value
+            returns.append(results)
+        if adopted:
+            if hasattr(self.launcher, "wait_adopted"):
+                print(f"waiting for {len(adopted)} SLURM job(s) of an earlier sweep")
+                self.launcher.wait_adopted([m for m, _ in adopted.values()])
+            else:
+                print(f"{len(adopted)} job(s) left to SLURM: {', '.join(sorted(adopted))}")
 
     def _job_config(self, overrides: list[str], composed: dict):
         """The job's composed config, valid until the next call (read within the planning loop only).

@@ -192,7 +192,7 @@ def test_concurrent_fetch_from_two_processes(tmp_path, http_server):
     assert hashlib.sha256((tmp_path / "cache/libsvm/toy").read_bytes()).hexdigest() == SHA
     assert srv.hits == {"/m/libsvm/toy": 1, "/m/libsvm/toy.t": 1}
     assert not _leftovers(tmp_path)
-    assert len(list((tmp_path / "cache" / "parsed").glob("toy-*.pkl"))) == 1
+    assert len(list((tmp_path / "cache" / "parsed").glob("toy-*.npz"))) == 1
 
 
 def test_dataset_end_to_end_through_http_mirror(tmp_path, http_server, mirror):

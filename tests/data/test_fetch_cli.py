@@ -17,7 +17,7 @@ def test_fetch_dataset_and_experiment(tmp_path, mirror, monkeypatch):
     assert res.exit_code == 0, res.output
     assert "letter: ready (all 20000; 16 features)" in res.output
     assert "iris: ready" in res.output
-    assert list((tmp_path / "data" / "parsed").glob("letter-*.pkl"))
+    assert list((tmp_path / "data" / "parsed").glob("letter-*.npz"))
     res = CliRunner().invoke(app, ["fetch", "experiment=demo"])
     assert res.exit_code == 0, res.output
     assert "digits: ready" in res.output

@@ -25,4 +25,4 @@ def test_parsed_cache_is_reused(tmp_path, mirror, monkeypatch):
     monkeypatch.setattr(uci, "parse_file", boom)
     ds2 = load_dataset(cfg, ctx)
     np.testing.assert_array_equal(ds1.pooled().X, ds2.pooled().X)
-    assert list(Path(tmp_path, "parsed").glob("letter-*.pkl"))
+    assert list(Path(tmp_path, "parsed").glob("letter-*.npz"))

@@ -17,6 +17,8 @@ from treebench.results.table import records_frame, to_frame
 
 LEDGER = PROJECT_DIR / "results"
 
+_M = {"test_accuracy": 1.0}  # an ok record holds its metrics (results/validate.py)
+
 
 def _ledger_records(n=None):
     recs = []
@@ -80,9 +82,27 @@ def test_store_over_ledger_equals_combined_records(tmp_path):
 def test_cache_follows_written_replaced_and_removed_records(tmp_path):
     s = Store(tmp_path / "store")
     for i in range(5):
-        s.write({"key": f"k{i}", "status": "ok", "experiment": "e", "seed": i, "params": {"a": i}})
+        s.write(
+            {
+                "key": f"k{i}",
+                "status": "ok",
+                "experiment": "e",
+                "metrics": _M,
+                "seed": i,
+                "params": {"a": i},
+            }
+        )
     assert len(records_frame(s.root)) == 5
-    s.write({"key": "k9", "status": "ok", "experiment": "e", "seed": 9, "params": {"b": "new"}})
+    s.write(
+        {
+            "key": "k9",
+            "status": "ok",
+            "experiment": "e",
+            "metrics": _M,
+            "seed": 9,
+            "params": {"b": "new"},
+        }
+    )
     rec = s.get("k0")
     s.write({**rec, "status": "failed", "error": "again"})
     os.remove(s.path("k1"))
@@ -94,7 +114,7 @@ def test_cache_follows_written_replaced_and_removed_records(tmp_path):
 
 def test_unreadable_record_is_reported_every_time(tmp_path):
     s = Store(tmp_path / "store")
-    s.write({"key": "aa1", "status": "ok", "experiment": "e"})
+    s.write({"key": "aa1", "status": "ok", "experiment": "e", "metrics": _M})
     bad = s.root / "aa" / "aa2.json"
     bad.write_text("{not json")
     for _ in range(2):
@@ -106,7 +126,7 @@ def test_unreadable_record_is_reported_every_time(tmp_path):
 
 def test_unwritable_store_works_without_cache(tmp_path, monkeypatch):
     s = Store(tmp_path / "store")
-    s.write({"key": "ab1", "status": "ok", "experiment": "e"})
+    s.write({"key": "ab1", "status": "ok", "experiment": "e", "metrics": _M})
 
     def refuse(src, dst):
         raise PermissionError(13, "Permission denied", str(dst))
@@ -120,7 +140,7 @@ def test_unwritable_store_works_without_cache(tmp_path, monkeypatch):
 
 def test_corrupt_cache_is_rebuilt(tmp_path):
     s = Store(tmp_path / "store")
-    s.write({"key": "ac1", "status": "ok", "experiment": "e"})
+    s.write({"key": "ac1", "status": "ok", "experiment": "e", "metrics": _M})
     records_frame(s.root)
     flush()
     (s.root / CACHE_NAME).write_bytes(b"garbage")
@@ -163,7 +183,12 @@ def test_chunks_typed_apart_bind_as_one_inference(tmp_path, monkeypatch):
     big = 2**60 + 1  # not a float64 exactly
     texts = ["t", ..., big, ..., None, "u", 7]  # ...: absent
     for i, v in enumerate(values):  # chunk of 2: (1, absent), (2, False), (0, "x"), (3.5,)
-        rec = {"key": f"{i:02x}k", "status": "ok", "params": {} if v is None else {"a": v}}
+        rec = {
+            "key": f"{i:02x}k",
+            "status": "ok",
+            "metrics": _M,
+            "params": {} if v is None else {"a": v},
+        }
         rec["params"]["b"] = i if i % 3 else float(i)
         if texts[i] is not ...:
             rec["params"]["c"] = texts[i]

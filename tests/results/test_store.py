@@ -20,6 +20,9 @@ def _rec(key, status="ok", **kw):
         "params": {"a": 1},
         "metrics": {"test_accuracy": 0.5},
         "size": {"n_splits": 3},
+        **(
+            {"reason": "r"} if status == "skipped" else {"error": "e"} if status == "failed" else {}
+        ),
         **kw,
     }
 

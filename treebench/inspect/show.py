@@ -175,6 +175,45 @@ def _key_differences(rec: dict, job, fold: int) -> list[str]:
     return diffs
 
 
+def known_targets() -> frozenset[str]:
+    """Every ``_target_`` the shipped config files name: the only callables a refit may build."""
+    import re
+
+    from treebench.config import CONF_DIR
+
+    pat = re.compile(r"""_target_\s*:\s*['"]?([\w.]+)""")
+    return frozenset(
+        m.group(1) for p in Path(CONF_DIR).rglob("*.yaml") for m in pat.finditer(p.read_text())
+    )
+
+
+def _targets(node, path: str = ""):
+    """``(path, value)`` of every ``_target_`` in a nested dict/list."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            where = f"{path}.{k}" if path else str(k)
+            if k == "_target_":
+                yield where, v
+            else:
+                yield from _targets(v, where)
+    elif isinstance(node, list | tuple):
+        for i, v in enumerate(node):
+            yield from _targets(v, f"{path}[{i}]")
+
+
+def _known_only(rec: dict, composed: dict) -> None:
+    """Raise :class:`RefitError` when the job composed from ``rec`` would build a callable the
+    shipped configs do not name (a crafted record's ``_target_``)."""
+    known = known_targets()
+    bad = [(w, t) for w, t in _targets(composed) if t not in known]
+    if bad:
+        where, target = bad[0]
+        raise RefitError(
+            f"record {rec['key']} names {target!r} at {where}, which no treebench config names; "
+            "refusing to build it (a record may only select configs and set parameter values)"
+        )
+
+
 def record_job(rec: dict):
     """The runner's job of a record, composed again and verified by its run key.
 
@@ -199,7 +238,10 @@ def record_job(rec: dict):
         The overrides do not compose, or the composed job's run key is not the record's: refitting
         would fit something else than the run (other features, split, parameters or version).
     """
+    from omegaconf import OmegaConf
+
     from treebench.config import compose as compose_config
+    from treebench.params import ParamError, check_params
     from treebench.runner import Job
 
     seed, fold = int(rec["seed"]), int(rec["fold"])
@@ -207,12 +249,20 @@ def record_job(rec: dict):
     if stored is not None:
         overrides = [*refit_overrides(stored), f"seed={seed}"]
         try:
-            job = Job.from_config(compose_config(overrides), seed)
+            cfg = compose_config(overrides)
         except Exception as exc:  # Hydra's composition errors have no common base class
             raise RefitError(
                 f"record {rec['key']}: its overrides {overrides} do not compose any more: {exc}"
             ) from exc
+        # nothing a record names is built unless the shipped configs name it too
+        _known_only(rec, OmegaConf.to_container(cfg, resolve=False))
+        try:
+            check_params(cfg)  # the method's own parameter names and values only
+        except ParamError as exc:
+            raise RefitError(f"record {rec['key']}: {exc}") from None
+        job = Job.from_config(cfg, seed)
     else:
+        _known_only(rec, {"params": rec.get("params"), "split": _record_split(rec)})
         cfg = compose_config([f"dataset={rec['dataset']}", f"seed={seed}"])
         job = Job(
             cfg=cfg,

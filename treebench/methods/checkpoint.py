@@ -85,15 +85,23 @@ class Checkpoint:
         self.n_saves += 1
         self.save_seconds += time.perf_counter() - t0
 
-    def load(self, identity: dict) -> dict | None:
-        """The saved state when a checkpoint of the same ``identity`` exists, else None."""
+    def load(self, identity: dict, allow: tuple[type, ...] = ()) -> dict | None:
+        """The saved state when a checkpoint of the same ``identity`` exists, else None.
+
+        The file is read without running code from it: it may hold tensors, numpy arrays and
+        plain values, and instances of the classes in ``allow`` (the method's own state
+        classes); a file naming any other global is refused with a warning and the fit starts
+        over (a torn or foreign file likewise).
+        """
         if not self.path.exists():
             return None
         try:
-            payload = _load(io.BytesIO(self.path.read_bytes()))
-        except Exception as exc:  # a torn or foreign file: start over
+            payload = _load(io.BytesIO(self.path.read_bytes()), allow)
+        except Exception as exc:  # a torn, foreign or crafted file: start over, nothing run
             warnings.warn(
-                f"checkpoint {self.path} unreadable ({exc}); fitting from the start", stacklevel=2
+                f"checkpoint {self.path} unreadable ({type(exc).__name__}: {exc}); fitting "
+                "from the start",
+                stacklevel=2,
             )
             return None
         if payload.get("format") != _FORMAT or payload.get("identity") != identity:
@@ -119,14 +127,76 @@ def _dump(obj, buf) -> None:
         torch.save(obj, buf)
 
 
-def _load(buf):
+#: the only globals a checkpoint may name besides torch's tensors and plain containers: numpy's
+#: array and scalar reconstruction (arrays, RNG states); anything else is refused unexecuted
+_ALLOWED = {
+    (mod, name)
+    for mod in ("numpy._core.multiarray", "numpy.core.multiarray")
+    for name in ("scalar", "_reconstruct")
+} | {
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("collections", "OrderedDict"),
+    ("builtins", "bytes"),
+}
+
+
+def _dtype_classes() -> list:
+    """numpy's dtype classes (``numpy.dtypes.Float32DType`` ...) but the object one."""
+    try:
+        from numpy import dtypes
+    except ImportError:  # numpy < 1.25 pickles dtypes as numpy.dtype only
+        return []
+    return [
+        c
+        for n, c in vars(dtypes).items()
+        if n.endswith("DType") and isinstance(c, type) and n != "ObjectDType"
+    ]
+
+
+def _numpy_globals() -> list:
+    import numpy as np
+
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # numpy 1.x
+        from numpy.core import multiarray
+    return [multiarray.scalar, multiarray._reconstruct, np.ndarray, np.dtype, *_dtype_classes()]
+
+
+def _load(buf, allow: tuple[type, ...] = ()):
+    """The payload of a checkpoint file, read without running code from it: ``torch.load`` with
+    ``weights_only=True`` and numpy's arrays allowed, or (without torch) an unpickler that resolves
+    only :data:`_ALLOWED` globals. A file naming anything else raises ``UnpicklingError``."""
     try:
         import torch
     except ImportError:
-        import pickle
+        return _SafeUnpickler(buf, allow).load()
+    with torch.serialization.safe_globals([*_numpy_globals(), bytes, *allow]):
+        return torch.load(buf, weights_only=True)
 
-        return pickle.load(buf)
-    return torch.load(buf, weights_only=False)  # our own file in the user's store
+
+def _safe_unpickler(allow: tuple[type, ...]):
+    import pickle
+
+    own = {(c.__module__, c.__qualname__) for c in allow}
+
+    class SafeUnpickler(pickle.Unpickler):
+        def find_class(self, module, name):
+            dtype_class = (
+                module == "numpy.dtypes" and name.endswith("DType") and "Object" not in name
+            )
+            if (module, name) not in _ALLOWED | own and not dtype_class:
+                raise pickle.UnpicklingError(
+                    f"{module}.{name} is not allowed in a checkpoint (only arrays and plain values)"
+                )
+            return super().find_class(module, name)
+
+    return SafeUnpickler
+
+
+def _SafeUnpickler(buf, allow: tuple[type, ...] = ()):  # noqa: N802 - pickle imported lazily
+    return _safe_unpickler(allow)(buf)
 
 
 _CURRENT: ContextVar[Checkpoint | None] = ContextVar("treebench_checkpoint", default=None)

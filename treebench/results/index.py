@@ -26,6 +26,8 @@ import orjson
 import pandas as pd
 
 from treebench.files import apply_umask
+from treebench.results.store import parse_record
+from treebench.results.validate import record_problem
 
 CACHE_NAME = ".rows.parquet"
 _FORMAT = 3  # bump when the row layout changes: older caches are rebuilt
@@ -166,30 +168,24 @@ def _collector_paused():
             gc.enable()
 
 
-def _loads(data: bytes):
-    """The JSON value of ``data``: orjson's parse (~2x faster), else json's, which also reads the
-    NaN and Infinity that ``json.dump`` writes for such floats."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
-
-
 def _parse(root: Path, rel: str, stamp: str, flatten, problems: list) -> dict | None:
     """The flat row of the record file ``rel``, or None (and its reason in ``problems``)."""
     p = root / rel
     try:
-        rec = _loads(p.read_bytes())
-    except json.JSONDecodeError as exc:
-        problems.append((p, f"not valid JSON ({exc})"))
-        return None
+        data = p.read_bytes()
     except FileNotFoundError:  # removed meanwhile
         return None
     except OSError as exc:
         problems.append((p, f"unreadable ({exc.strerror or exc})"))
         return None
-    if not isinstance(rec, dict) or "key" not in rec:
-        problems.append((p, "not a record (no 'key' field)"))
+    try:
+        rec = orjson.loads(data)  # ~2x faster than json; it refuses NaN, bad UTF-8 ...
+    except orjson.JSONDecodeError:
+        rec, why = parse_record(data, p.stem)  # ... which parse_record reads or names
+    else:
+        why = record_problem(rec, p.stem)
+    if why is not None:
+        problems.append((p, why))
         return None
     return {**flatten(rec), _FILE: rel, _STAMP: stamp}
 

@@ -21,13 +21,14 @@ import hashlib
 import io
 import json
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from treebench.files import atomic_write_bytes
-from treebench.results.store import DONE_STATUSES, profile_of_record
+from treebench.results.store import DONE_STATUSES, parse_record, profile_of_record
 
 SUFFIX = ".jsonl.gz"
 #: an experiment's file larger than this (compressed) is split into shards by the key's first digit
@@ -40,6 +41,35 @@ RESULT_FIELDS = ("status", "metrics", "size")
 
 class LedgerConflict(ValueError):
     """Records whose key is in the ledger with other results; the message lists every one."""
+
+
+class LedgerFileError(ValueError):
+    """A ledger file that cannot be read whole; the message names the file, the line and the fix."""
+
+
+def read_lines(path: Path) -> tuple[list[dict], list[tuple[str, str]]]:
+    """The valid records of one ledger file and ``("<file>, line <n>", reason)`` of each line that
+    is not one (not JSON, fails :func:`~treebench.results.validate.record_problem`); a file that
+    is not gzip or is cut short yields the lines before the damage and names where it stopped."""
+    recs: list[dict] = []
+    problems: list[tuple[str, str]] = []
+    n = 0
+    try:
+        with gzip.open(path, "rb") as f:
+            for n, raw in enumerate(f, start=1):  # noqa: B007 - n names where a damage stopped
+                if not raw.strip():
+                    continue
+                rec, why = parse_record(raw)
+                if why is None:
+                    recs.append(rec)
+                else:
+                    problems.append((f"{path}, line {n}", why))
+    except (OSError, EOFError, zlib.error) as exc:
+        what = "cut short" if isinstance(exc, EOFError) else f"not readable ({exc})"
+        problems.append(
+            (f"{path}, line {n + 1}", f"the gzip file is {what}; the lines from here are lost")
+        )
+    return recs, problems
 
 
 def _line(rec: dict) -> str:
@@ -86,19 +116,38 @@ class Ledger:
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
+        #: ``(where, reason)`` of each damaged line met while reading (those lines are left out)
+        self.problems: list[tuple[str, str]] = []
+        self._damaged: set[Path] = set()
 
     def files(self) -> list[Path]:
         return sorted(self.root.glob(f"*{SUFFIX}")) if self.root.is_dir() else []
 
-    @staticmethod
-    def read_file(path: Path) -> list[dict]:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            return [json.loads(ln) for ln in f if ln.strip()]
+    def read_file(self, path: Path) -> list[dict]:
+        """The valid records of one file; damaged lines are left out and listed in
+        :attr:`problems` (once per file)."""
+        recs, problems = read_lines(path)
+        if problems and path not in self._damaged:
+            self._damaged.add(path)
+            self.problems.extend(problems)
+        return recs
 
     def records(self) -> Iterator[dict]:
-        """Every ledger record, file by file (sorted by experiment), each file sorted by key."""
+        """Every valid ledger record, file by file (sorted by experiment), each file sorted by
+        key; see :meth:`read_file` for damaged lines."""
         for p in self.files():
             yield from self.read_file(p)
+
+    def _refuse_damaged(self, experiment: str) -> None:
+        """Rewriting a damaged file would drop its unreadable lines for good: refuse, naming them."""
+        bad = [p for p in self._damaged if experiment_of(p) == experiment]
+        if bad:
+            lines = [f"{w}: {why}" for w, why in self.problems if any(str(p) in w for p in bad)]
+            raise LedgerFileError(
+                f"the ledger file(s) of {experiment!r} are damaged; restore them first "
+                f"(`git checkout -- {' '.join(str(p) for p in bad)}`), nothing was written:\n  "
+                + "\n  ".join(lines)
+            )
 
     @cached_property
     def _by_key(self) -> dict[str, dict]:
@@ -180,6 +229,8 @@ class Ledger:
             )
         if not dry_run and touched:
             for exp in sorted(touched):
+                self._refuse_damaged(exp)
+            for exp in sorted(touched):
                 self._write(exp, [r for r in current.values() if r["experiment"] == exp])
             self.__dict__.pop("_by_key", None)
         return res
@@ -202,6 +253,8 @@ class Ledger:
         if new_files:
             changed = [p.name for p in new_files]
         if new_files and not dry_run:  # written only when every file migrated
+            for exp in sorted({experiment_of(p) for p in new_files}):
+                self._refuse_damaged(exp)
             for exp in sorted({experiment_of(p) for p in new_files}):
                 recs = [
                     r

@@ -13,7 +13,9 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from treebench.faults import raise_env_fault, temp_prefix
 from treebench.files import apply_umask
+from treebench.results.validate import record_problem
 
 DONE_STATUSES = ("ok", "skipped")
 
@@ -71,19 +73,25 @@ class Store:
         self.ledger = ledger
         # (path, reason) of each unreadable record met by the last :meth:`records` pass
         self.problems: list[tuple[Path, str]] = []
+        #: path -> reason of each invalid record :meth:`get` met (counted as absent: rerun)
+        self.invalid: dict[Path, str] = {}
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
-        """The local record of ``key``, else the ledger's, else None."""
+        """The local record of ``key``, else the ledger's, else None.
+
+        A local record that cannot be read or fails the schema (:func:`read_record`) is absent:
+        its job is not done and a rerun replaces it (the reason is kept in :attr:`invalid`).
+        """
         p = self.path(key)
-        try:
-            return json.loads(p.read_text())
-        except FileNotFoundError:
-            return self.ledger.get(key) if self.ledger is not None else None
-        except json.JSONDecodeError:  # cannot happen with atomic writes; treat as absent
-            return None
+        rec, why = read_record(p, key)
+        if why is None:
+            return rec
+        if why != "absent":
+            self.invalid[p] = why
+        return self.ledger.get(key) if self.ledger is not None else None
 
     def is_done(self, key: str) -> bool:
         rec = self.get(key)
@@ -93,7 +101,7 @@ class Store:
         """Write ``record`` (which holds its ``key``) atomically: temp file, fsync, ``os.replace``."""
         p = self.path(record["key"])
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".json")
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=temp_prefix(), suffix=".json")
         try:
             with os.fdopen(fd, "w") as f:
                 json.dump(record, f, indent=1, sort_keys=True, default=str)
@@ -135,12 +143,15 @@ class Store:
     def lock(self, key: str):
         """Hold the key's lock while a job runs; raise :class:`JobBusyError` if another holds it."""
         p = self.path(key).with_suffix(".lock")
-        p.parent.mkdir(parents=True, exist_ok=True)
         lk = FileLock(str(p), timeout=0)
         try:
+            p.parent.mkdir(parents=True, exist_ok=True)
             lk.acquire()
         except Timeout as exc:
             raise JobBusyError(f"job {key} is running in another process") from exc
+        except OSError as exc:  # a read-only or full store: one line, the sweep ends
+            raise_env_fault(exc, p)
+            raise
         try:
             yield
         finally:
@@ -157,15 +168,32 @@ class Store:
             return
         # [!.]: not the .tmp-* file of a write in flight (pathlib's glob matches dotfiles)
         for p in sorted(self.root.glob("*/[!.]*.json")):
-            try:
-                rec = json.loads(p.read_text())
-            except json.JSONDecodeError as exc:
-                self.problems.append((p, f"not valid JSON ({exc})"))
-                continue
-            except OSError as exc:
-                self.problems.append((p, f"unreadable ({exc.strerror or exc})"))
-                continue
-            if not isinstance(rec, dict) or "key" not in rec:
-                self.problems.append((p, "not a record (no 'key' field)"))
-                continue
-            yield rec
+            rec, why = read_record(p, p.stem)
+            if why is None:
+                yield rec
+            elif why != "absent":
+                self.problems.append((p, why))
+
+
+def parse_record(data: bytes, key: str | None = None) -> tuple[dict | None, str | None]:
+    """``(record, None)`` from a record file's bytes, or ``(None, reason)`` when they are not valid
+    UTF-8 JSON or fail the schema (:func:`~treebench.results.validate.record_problem`)."""
+    try:
+        rec = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text (byte {exc.start}); the file is damaged"
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc})"
+    why = record_problem(rec, key)
+    return (None, why) if why is not None else (rec, None)
+
+
+def read_record(path: Path, key: str | None = None) -> tuple[dict | None, str | None]:
+    """:func:`parse_record` of the file at ``path``; ``(None, "absent")`` when there is none."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, "absent"
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    return parse_record(data, key)

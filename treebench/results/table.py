@@ -203,6 +203,8 @@ def records_frame(
     led = (
         pd.DataFrame([_row(r) for r in ledger.records()]) if ledger is not None else pd.DataFrame()
     )
+    if ledger is not None:  # damaged ledger lines, named by file and line
+        probs.extend(p for p in ledger.problems if p not in probs)
     if led.empty and local.empty:
         return pd.DataFrame()
     if led.empty or local.empty:
@@ -267,7 +269,8 @@ def collect(
 
     Reads the local store at ``store_dir`` (None: none) and the committed ``ledger``, one record per
     run key (see :func:`~treebench.results.ledger.combined_records`). The ``(path, reason)`` of each
-    unreadable store record is appended to ``problems`` when given.
+    unreadable or invalid store record and damaged ledger line is appended to ``problems`` when
+    given (they are left out of the table).
     """
     df = records_frame(store_dir, ledger, problems)
     if not df.empty:

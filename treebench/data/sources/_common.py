@@ -10,12 +10,9 @@ import hashlib
 import io
 import json
 import lzma
-import os
-import pickle
 import re
 import shutil
 import subprocess
-import tempfile
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -26,7 +23,7 @@ import pandas as pd
 
 from treebench.data.base import DataError, Dataset, Part
 from treebench.data.cache import RemoteFile, ensure_file, sha256_file
-from treebench.files import apply_umask
+from treebench.files import path_part
 
 #: bump when a parser changes its output, so cached parses are rebuilt
 PARSER_VERSION = 1
@@ -500,40 +497,32 @@ def assemble(
 def cached(
     ctx, kind: str, params: dict, paths: Sequence[Path], build: Callable[[], Dataset]
 ) -> Dataset:
-    """Load a parsed dataset from ``<data_dir>/parsed`` or build and store it.
+    """Load a parsed dataset from ``<data_dir>/parsed`` or build and store it
+    (:mod:`treebench.data.parsed`: no pickle, verified before use).
 
-    The key is the loader kind and parameters, the sha256 of every input file and the parser
-    version, so a changed file or parser never serves a stale parse.
+    The entry is named by the loader kind and parameters, the sha256 of every input file and the
+    parser version, which the entry also records and must match, with the sha256 of its arrays;
+    so a changed file or parser never serves a stale parse and a changed entry is parsed again.
     """
+    from treebench.data import parsed
+
     digests = [sha256_file(p) for p in paths]
-    blob = json.dumps(
-        {"kind": kind, "params": params, "files": digests, "v": PARSER_VERSION},
-        sort_keys=True,
-        default=str,
+    inputs = json.loads(
+        json.dumps(
+            {"kind": kind, "params": params, "files": digests, "v": PARSER_VERSION},
+            sort_keys=True,
+            default=str,
+        )
     )
-    key = hashlib.sha256(blob.encode()).hexdigest()[:24]
-    stem = getattr(ctx, "dataset", None) or kind
-    store = Path(ctx.data_dir) / "parsed" / f"{stem}-{key}.pkl"
-    if getattr(ctx, "parse_cache", True) and store.exists():
-        try:
-            with open(store, "rb") as fh:
-                ds = pickle.load(fh)
-            if isinstance(ds, Dataset):
-                return ds
-        except Exception:  # a damaged cache entry is rebuilt
-            store.unlink(missing_ok=True)
+    key = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:24]
+    stem = path_part(getattr(ctx, "dataset", None) or kind)
+    entry = Path(ctx.data_dir) / "parsed" / f"{stem}-{key}"
+    use = getattr(ctx, "parse_cache", True)
+    ds = parsed.load(entry, inputs) if use else None
+    if ds is not None:
+        return ds
     ds = build()
     ds.meta.setdefault("sha256", digests)
-    if getattr(ctx, "parse_cache", True):
-        tmp = None
-        try:  # the parse cache is an optimisation: a read-only or full cache only costs time
-            store.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".part-", dir=store.parent)
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(ds, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            apply_umask(tmp)  # mkstemp makes 0600
-            os.replace(tmp, store)
-        except OSError:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
+    if use:
+        parsed.save(entry, inputs, ds)
     return ds

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import difflib
+import logging
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from treebench.data.base import DataError, Dataset
@@ -20,9 +22,13 @@ READERS = {
 }
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """Read ``path`` by its suffix (gzip/bz2/xz/zip-compressed CSVs too, e.g. ``data.csv.gz``)."""
-    p = Path(path).expanduser()
+#: a text column with at most this share of cells that are not numbers is taken for a numeric
+#: column with typos, reported instead of being made categorical
+MOSTLY_NUMERIC = 0.95
+log = logging.getLogger(__name__)
+
+
+def _reader(p: Path):
     suffixes = [s for s in p.suffixes if s not in (".gz", ".bz2", ".xz", ".zip", ".zst")]
     reader = READERS.get(suffixes[-1].lower() if suffixes else "")
     if reader is None:
@@ -31,7 +37,143 @@ def read_table(path: str | Path) -> pd.DataFrame:
         )
     if not p.is_file():
         raise DataError(f"no file {p}; set dataset.path=<your .csv or .parquet file>")
-    return reader(p)
+    return reader
+
+
+def _not_utf8(p: Path, exc: UnicodeDecodeError) -> DataError:
+    """The error naming the line of the first byte that is not UTF-8 (of the decompressed text)."""
+    from treebench.data.sources._common import read_bytes
+
+    data = read_bytes(p)
+    try:
+        data.decode("utf-8")
+        at = exc.start
+    except UnicodeDecodeError as e:
+        at = e.start
+    line = data.count(b"\n", 0, at) + 1
+    return DataError(
+        f"{p}, line {line}: byte 0x{data[at]:02x} is not UTF-8 text; save the file as UTF-8 "
+        f"(e.g. `iconv -f latin1 -t utf-8 {p.name} > fixed{''.join(p.suffixes)}`)"
+    )
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read ``path`` by its suffix (gzip/bz2/xz/zip-compressed CSVs too, e.g. ``data.csv.gz``);
+    text that is not UTF-8 fails naming the file and line."""
+    p = Path(path).expanduser()
+    reader = _reader(p)
+    try:
+        return reader(p)
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(p, exc) from None
+
+
+def header(path: str | Path) -> list[str]:
+    """The column names as the file has them (duplicates kept), reading no data rows."""
+    p = Path(path).expanduser()
+    reader = _reader(p)
+    if reader in (pd.read_parquet,):
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(p).names)
+    sep = "\t" if reader is READERS[".tsv"] else None if reader is READERS[".txt"] else ","
+    try:
+        kw = {"sep": sep, "engine": "python"} if sep is None else {"sep": sep}
+        row = pd.read_csv(p, header=None, nrows=1, dtype=str, **kw)
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(p, exc) from None
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{p}: empty file") from None
+    return [str(c) for c in row.iloc[0].tolist()] if len(row) else []
+
+
+def _duplicates(p: Path, names: list[str]) -> list[str]:
+    seen, dup = set(), []
+    for n in names:
+        if n in seen and n not in dup:
+            dup.append(n)
+        seen.add(n)
+    return dup
+
+
+def check_config(path: str, target: str, drop: list[str] | None = None, **_) -> None:
+    """What planning can tell without parsing the file: it is UTF-8 text (else the line that is
+    not), the target and the dropped columns exist (a did-you-mean otherwise); duplicate column
+    names are warned about."""
+    p = Path(path).expanduser()
+    names = header(p)
+    if _reader(p) is not pd.read_parquet:  # the whole text is UTF-8 (planning reads it for sha256)
+        from treebench.data.sources._common import read_bytes
+
+        try:
+            read_bytes(p).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _not_utf8(p, exc) from None
+    dup = _duplicates(p, names)
+    if dup:
+        log.warning(
+            f"{p}: duplicate column names {dup}; they are read as {dup[0]!r}, {dup[0]}.1, ... "
+            "(rename them in the file to say which is which)"
+        )
+    _check_columns(p, names, target, drop)
+
+
+def _check_columns(p: Path, names, target, drop) -> None:
+    if str(target) not in names:
+        close = difflib.get_close_matches(str(target), names, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise DataError(
+            f"{p} has no column {target!r} for dataset.target.{hint} Columns: "
+            + ", ".join(map(str, names[:30]))
+        )
+    unknown = [c for c in drop or [] if c not in names]
+    if unknown:
+        raise DataError(f"{p}: dataset.drop names columns it does not have: {unknown}")
+
+
+def _rows(p: Path, where) -> str:
+    """Line numbers (header = line 1) and values of some rows, for a message."""
+    items = list(where.items())
+    shown = ", ".join(f"line {int(i) + 2} ({v!r})" for i, v in items[:8])
+    return shown + (f" and {len(items) - 8} more" if len(items) > 8 else "")
+
+
+def _check_target(p: Path, y: pd.Series, target: str, task: str) -> None:
+    """A classification target holds class labels: no missing, infinite or NaN values."""
+    if y.isna().any():
+        raise DataError(
+            f"{p}: column {target!r} has {int(y.isna().sum())} missing targets: "
+            f"{_rows(p, y[y.isna()])}"
+        )
+    if task != "classification":
+        return
+    if pd.api.types.is_numeric_dtype(y):
+        bad = ~np.isfinite(y.to_numpy(dtype=float))
+    else:  # "inf", "nan" as text; other text labels are classes
+        text = y.astype(str).str.strip().str.lower()
+        bad = text.isin(["inf", "+inf", "-inf", "infinity", "-infinity", "nan"]).to_numpy()
+    if bad.any():
+        raise DataError(
+            f"{p}: classification target {target!r} has infinite or NaN values, which are no "
+            f"class: {_rows(p, y[bad])}; fix or drop those rows"
+        )
+
+
+def _mostly_numeric(p: Path, X: pd.DataFrame, cats: list) -> None:
+    """A text column whose cells are nearly all numbers has typos, not categories: say where."""
+    for c in cats:
+        col = X[c]
+        present = col.dropna()
+        if present.empty:
+            continue
+        num = pd.to_numeric(present, errors="coerce")
+        text = present[num.isna()]
+        if 0 < len(text) <= (1 - MOSTLY_NUMERIC) * len(present):
+            raise DataError(
+                f"{p}: column {c!r} holds numbers but for {len(text)} of {len(present)} cells: "
+                f"{_rows(p, text)}; fix those cells (or leave them empty for missing), or list "
+                f"the column in dataset.categorical to treat it as categories"
+            )
 
 
 def file_sha256(path: str) -> str:
@@ -73,19 +215,9 @@ def load(
     if sha256 is not None and p.is_file() and sha256_file(p) != sha256:
         raise DataError(f"{p} changed since the job was planned (sha256 differs); plan it again")
     df = read_table(p)
-    if target not in df.columns:
-        close = difflib.get_close_matches(str(target), [str(c) for c in df.columns], n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise DataError(
-            f"{p} has no column {target!r} for dataset.target.{hint} Columns: "
-            + ", ".join(map(str, df.columns[:30]))
-        )
-    unknown = [c for c in drop or [] if c not in df.columns]
-    if unknown:
-        raise DataError(f"{p}: dataset.drop names columns it does not have: {unknown}")
+    _check_columns(p, [str(c) for c in df.columns], target, drop)
     y = df.pop(target)
-    if y.isna().any():
-        raise DataError(f"{p}: column {target!r} has {int(y.isna().sum())} missing targets")
+    _check_target(p, y, target, task)
     X = df.drop(columns=list(drop or []))
     if task == "regression":
         y = pd.to_numeric(y, errors="raise").to_numpy(dtype=float)
@@ -93,6 +225,7 @@ def load(
         y = y.to_numpy()
     if categorical == "auto":
         cats = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+        _mostly_numeric(p, X, cats)
     else:
         cats = list(categorical)
     for c in cats:

@@ -1268,3 +1268,7 @@ def substructure(struct: Structure, trees):
     )
     leaf_ids = struct.leaf[nodes[sub.leaf_nodes]]
     return sub, split_ids, leaf_ids
+
+
+#: the classes a fit's checkpoint holds instances of (the only ones its loading may build)
+CHECKPOINT_CLASSES = (LinearBank, CNNBank, Structure)

@@ -232,7 +232,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         # group: a killed fit of a large forest resumes where it stopped
         ck = checkpoint.current()
         ck_id = checkpoint.identity(self, X, y_enc, sample_weight) if ck is not None else None
-        state = ck.load(ck_id) if ck is not None else None
+        state = ck.load(ck_id, allow=core.CHECKPOINT_CLASSES) if ck is not None else None
         phase = None if state is None else state["phase"]
 
         def save(phase, at, **st):
