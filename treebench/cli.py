@@ -466,10 +466,12 @@ def status(
     for hint in hints:
         if hint:
             console.print(f"  fix: {hint}", highlight=False)
+    note = ledger_note(all_led, "status", experiment) if led is None else None
+    if note is not None:  # the one-line count read the ledger: its damaged lines are named too
+        problems += [p for p in all_led.problems if p not in problems]
     _print_problems(problems)
     _print_pending_slurm(store_dir)
-    if led is None:
-        _print_note(ledger_note(all_led, "status", experiment))
+    _print_note(note)
 
 
 _LISTED_RUNS = 50  # failed/skipped runs `status` lists one per line; the rest are counted by reason
