@@ -202,7 +202,7 @@ class PaperSpec:
         if self.runs is not None:
             return f"{self.runs} runs per number"
         if self.runs_unstated:
-            return f"not stated: {self.runs_unstated.strip()}"
+            return f"not stated: {self.runs_unstated.strip().rstrip('.')}"
         return "not stated (the paper file says nothing of its runs)"
 
 
