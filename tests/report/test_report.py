@@ -367,7 +367,8 @@ def test_an_item_is_reproduced_when_every_number_of_it_passes_at_the_full_protoc
             for i, (t, s, n) in enumerate(rows)
         ]
     )
-    row, _ = paper_overview(SimpleNamespace(paper="toy", targets=[]), res, n_records=0)
+    toy = SimpleNamespace(paper="toy", targets=[], items={}, runs=5)
+    row, _ = paper_overview(toy, res, n_records=0)
     assert row["items reproduced"] == "2 / 7"  # A and B
     items = paper_items(res).set_index("item")
     assert items["verdict"].to_dict() == {
@@ -504,3 +505,138 @@ def test_local_runs_never_move_a_committed_verdict(store_with, tmp_path, monkeyp
     said = " ".join(r.output.split())
     assert r.exit_code == 0 and "ours (ledger) vs the paper" in said
     assert "3 local record(s) of the store not compared" in said
+
+
+def _index_md(tmp_path, df, papers) -> str:
+    """REPRODUCTION.md as the report writes it for these records and papers (no figures)."""
+    from treebench.report.documents.evaluation import evaluate
+    from treebench.report.documents.markdown import write_reproduction
+
+    dest = tmp_path / "index" / "REPRODUCTION.md"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    write_reproduction(evaluate(df, papers), dest, draw=False)
+    return dest.read_text()
+
+
+def _paper_file(tmp_path, body: str, head: str = "defaults: {metric: test_accuracy, runs: 5}\n"):
+    paper = tmp_path / "p.yaml"
+    paper.write_text("paper: toy\nunits: percent\n" + head + body)
+    return load_paper(paper)
+
+
+def test_an_item_with_only_structural_checks_is_not_reproduced(tmp_path):
+    from treebench.report.checks import run_checks
+    from treebench.report.paper import paper_items, paper_overview
+
+    recs = [make_record(m, "digits", seed=s, acc=0.9) for m in ("cart", "rf") for s in range(5)]
+    p = _paper_file(
+        tmp_path,
+        "targets:\n"
+        "  - {id: built, kind: relation, experiment: exp, source: Fig. 1, lhs: rf, rhs: cart,"
+        ' op: ">=", require: all, structural: "rf and cart share the splits here"}\n'
+        "  - {id: real, experiment: exp, source: Table 1, dataset: digits, method: rf, value: 90.0}\n"
+        "  - {id: built_too, experiment: exp, source: Table 1, dataset: digits, method: cart,"
+        ' value: 90.0, structural: "set by the split"}\n',
+    )
+    res = run_checks(p.targets, frame(recs))
+    by = res.set_index("id")
+    # the relation holds, the value is within tolerance: both structural, so info, never a pass
+    assert by.loc["built", "status"] == by.loc["built_too", "status"] == "info"
+    assert by.loc["built", "note"].startswith("1/1 dataset hold")
+    assert "structural (holds): rf and cart share the splits here" in by.loc["built", "note"]
+    assert by.loc["real", "status"] == "pass"
+    items = paper_items(res, p.items).set_index("item")
+    assert items.loc["Fig. 1", "verdict"] == "structural only"
+    assert items.loc["Fig. 1", "what keeps it from reproduced"] == (
+        "structural only: built could not have failed"
+    )
+    # an item with a real pass beside a structural row is reproduced by the pass alone
+    assert items.loc["Table 1", "verdict"] == "reproduced"
+    row, _ = paper_overview(p, res.assign(paper="toy"), n_records=0)
+    assert row["items reproduced"] == "1 / 2"
+
+
+def test_items_partly_checked_or_not_the_papers_are_declared_and_counted_apart(tmp_path):
+    from treebench.report.checks import run_checks
+    from treebench.report.paper import paper_items, paper_overview
+    from treebench.report.targets import TargetError
+
+    recs = [make_record("rf", "digits", seed=s, acc=0.9) for s in range(5)]
+    body = (
+        "targets:\n"
+        "  - {id: a, experiment: exp, source: Fig. 2, dataset: digits, method: rf, value: 90.0}\n"
+        "  - {id: b, experiment: exp, source: demo (printed), dataset: digits, method: rf,"
+        " value: 90.0}\n"
+        "  - {id: c, experiment: exp, source: Table 1, dataset: digits, method: rf, value: 90.0}\n"
+    )
+    head = (
+        "defaults: {metric: test_accuracy, runs: 5}\n"
+        "items:\n  Fig. 2: {partly: the CART curve only}\n"
+        "  demo: {outside_paper: the authors' demo notebook}\n"
+    )
+    p = _paper_file(tmp_path, body, head)
+    res = run_checks(p.targets, frame(recs))
+    items = paper_items(res, p.items).set_index("item")
+    assert items["verdict"].to_dict() == {
+        "Fig. 2": "partly",
+        "demo": "reproduced",
+        "Table 1": "reproduced",
+    }
+    assert items.loc["Fig. 2", "what keeps it from reproduced"] == "partly: the CART curve only"
+    assert items.loc["demo", "outside the paper"] == "the authors' demo notebook"
+    row, _ = paper_overview(p, res, n_records=0)
+    assert row["items reproduced"] == "1 / 2 (+1 partly)"  # the demo is not the paper's
+    md = _index_md(tmp_path, frame(recs), [p])
+    outside = md.split("not the papers' own items")[1]
+    assert "[demo](" in outside and "the authors' demo notebook" in outside
+    assert "[demo](" not in md.split("not the papers' own items")[0]
+    with pytest.raises(TargetError, match=r"items.Fig. 9: no target belongs to it"):
+        _paper_file(tmp_path, body, head + "  Fig. 9: {partly: x}\n")
+
+
+def test_a_size_20_percent_off_fails_and_an_unmatchable_one_says_why(tmp_path):
+    from treebench.report.checks import run_checks
+
+    recs = [make_record("cart", "digits", seed=s, acc=0.9, n_splits=12) for s in range(5)]
+    p = _paper_file(
+        tmp_path,
+        "targets:\n"
+        "  - {id: over, experiment: exp, source: T, dataset: digits, method: cart, n_splits: 10}\n"
+        "  - {id: near, experiment: exp, source: T, dataset: digits, method: cart, n_splits: 11}\n"
+        "  - {id: unstated, experiment: exp, source: T, dataset: digits, method: cart,"
+        " n_splits: {value: 10, unmatched: the paper gives no split}}\n",
+    )
+    by = run_checks(p.targets, frame(recs)).set_index("id")
+    assert by.loc["over/n_splits", "status"] == "FAIL"  # +20 %: sizes are checked within 10 %
+    assert by.loc["over/n_splits", "tol"] == pytest.approx(1.0)
+    assert by.loc["near/n_splits", "status"] == "pass"  # +9 %
+    assert by.loc["unstated/n_splits", "status"] == "info"
+    assert by.loc["unstated/n_splits", "note"].startswith(
+        "size not matchable: the paper gives no split"
+    )
+
+
+def test_a_paper_without_runs_is_reported_as_such(tmp_path):
+    from treebench.report.checks import run_checks
+    from treebench.report.paper import paper_overview
+
+    recs = [make_record("rf", "digits", seed=0, acc=0.9)]
+    body = "targets:\n  - {id: a, experiment: exp, source: T, dataset: digits, method: rf, value: 90.0}\n"
+    silent = _paper_file(tmp_path, body, "defaults: {metric: test_accuracy}\n")
+    stated = _paper_file(
+        tmp_path,
+        body,
+        "runs_unstated: Sect. 3 gives no run count\ndefaults: {metric: test_accuracy}\n",
+    )
+    five = _paper_file(tmp_path, body)
+    assert silent.runs_text() == "not stated (the paper file says nothing of its runs)"
+    assert stated.runs_text() == "not stated: Sect. 3 gives no run count"
+    assert five.runs_text() == "5 runs per number"
+    rows = {
+        p.runs_text(): paper_overview(p, run_checks(p.targets, frame(recs)), 0)[0]["runs"]
+        for p in (silent, stated, five)
+    }
+    assert list(rows.values()) == ["not stated", "not stated", 5]
+    md = _index_md(tmp_path, frame(recs), [stated])
+    assert "**Runs:** not stated: Sect. 3 gives no run count." in md
+    assert "| runs" in md.split("## Overview")[1].split("\n\n")[2]

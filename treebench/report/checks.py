@@ -2,8 +2,9 @@
 
 Statuses: ``pass``, ``FAIL`` (a regression: ``treebench check`` exits non-zero), ``skipped`` (no usable
 data: not run, dataset not in the mirror, method not implemented yet) and ``info`` (a number shown in
-reports but not checked: a baseline from another paper, a value the config sets, or a number made
-without the paper's full protocol -- a reduced profile or fewer runs -- which never passes).
+reports but not checked: a baseline from another paper, a value the config sets, a structural check
+that could not have failed (the target's ``structural`` reason), or a number made without the
+paper's full protocol -- a reduced profile or fewer runs -- which never passes).
 
 Every FAIL, info and skipped row says why: the target's ``deviation`` (FAIL/info) or ``why``
 (skipped) from the paper file, else "unexplained" / the missing data.
@@ -63,6 +64,7 @@ COLUMNS = [
     "note",
     "short_cells",  # the cells of runs behind ours with fewer runs than the paper's (cell_short)
     "gaps",  # what else ours lacks of the paper's protocol: a profile, configs, blocks, a size
+    "structural",  # the check could not have failed (the target's ``structural``): info, not a pass
 ]
 
 
@@ -131,6 +133,7 @@ def _row(t: Target, **kw) -> dict:
         "note": t.note,
         "short_cells": [],
         "gaps": [],
+        "structural": bool(t.structural),
     }
     if t.kind == "relation":
         base.update(units="share", paper_value=t.require)
@@ -255,9 +258,12 @@ def block_shortfall(t: Target, df: pd.DataFrame, sides, blocks, profile: str) ->
 
 
 def verdict(t: Target, holds: bool, reduced: str) -> tuple[str, str]:
-    """Status and the reason shown beside it: a config-set value or a reduced protocol is info."""
+    """Status and the reason shown beside it: a config-set value, a structural check (one that
+    could not have failed) or a reduced protocol is info."""
     if t.fixed:
         return INFO, f"set by config: {t.fixed}"
+    if t.structural:
+        return INFO, f"structural ({'holds' if holds else 'does not hold'}): {t.structural}"
     if not t.check:
         return INFO, t.deviation
     if reduced:
@@ -295,7 +301,7 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
             err = rows.loc[rows["status"] == "failed", "error"].iloc[0] if "error" in rows else ""
             return _row(
                 t,
-                status=FAIL if t.check and not t.fixed else INFO,
+                status=FAIL if t.check and not t.fixed and not t.structural else INFO,
                 profile=agg["profile"],
                 note=_join(f"all {counted(statuses['failed'], 'run')} failed: {err}", t.deviation),
             )

@@ -9,7 +9,6 @@ targets give the numbers, ``experiments.<name>.tables / figures / stats`` the la
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +34,7 @@ from treebench.report.select import (
     series_label,
 )
 from treebench.report.tables import summary_table
-from treebench.report.targets import PaperSpec, Selector, for_experiment
+from treebench.report.targets import PaperSpec, Selector, for_experiment, item_label
 
 # ----------------------------------------------------------------------------------------- writers
 
@@ -366,8 +365,7 @@ def report_experiment(
 
 def _item(r: pd.Series) -> str:
     """The paper item (table, figure or in-text claim) a verdict row belongs to."""
-    label = r["table"] if isinstance(r["table"], str) and r["table"] else r["source"]
-    return re.sub(r"\s*\(.*\)$", "", str(label)) or str(r["experiment"])
+    return item_label(r["table"], r["source"], r["experiment"])
 
 
 def _ids(ids: pd.Series, at_most: int = 3) -> str:
@@ -377,16 +375,21 @@ def _ids(ids: pd.Series, at_most: int = 3) -> str:
     return ", ".join(ids[:at_most]) + more
 
 
-def paper_items(res: pd.DataFrame) -> pd.DataFrame:
+def paper_items(res: pd.DataFrame, declared: dict | None = None) -> pd.DataFrame:
     """A paper's items (tables, figures, in-text claims), each with the experiments that check it,
     its verdict and what it lacks.
 
     An item is *reproduced* when it has a pass and no FAIL, skipped or reduced-protocol row; a
     competitor's number the paper only quotes (a skipped "reference only" row) is not the item's
-    to reproduce. Otherwise its verdict is the first of: *FAIL* (a number misses), *short* (a
-    number lacks part of the paper's protocol: runs, configs, blocks, a profile), *missing data*
-    (a number cannot run here), *not checked* (no number of it is checked: info only).
+    to reproduce, and a structural row (a check that could not have failed) is info, never its
+    pass. Otherwise its verdict is the first of: *FAIL* (a number misses), *short* (a number lacks
+    part of the paper's protocol: runs, configs, blocks, a profile), *missing data* (a number
+    cannot run here), *structural only* (its only checks could not have failed), *not checked*
+    (info only). ``declared`` is the paper file's ``items``: an item whose targets check only
+    ``partly`` of it reads *partly* where it would read reproduced; an ``outside_paper`` item (not
+    the paper's: column ``outside the paper`` says what it is) is kept out of the paper's count.
     """
+    declared = declared or {}
     cols = [
         "item",
         "experiments",
@@ -396,12 +399,18 @@ def paper_items(res: pd.DataFrame) -> pd.DataFrame:
         INFO,
         SKIP,
         "what keeps it from reproduced",
+        "outside the paper",
     ]
     if res.empty:
         return pd.DataFrame(columns=cols)
     items = res.assign(item=res.apply(_item, axis=1), note=res["note"].fillna("").astype(str))
+    structural = (
+        items["structural"].fillna(False).astype(bool)
+        if "structural" in items
+        else pd.Series(False, index=items.index)
+    )
     # a relation says its reduced protocol after its count
-    reduced = items["note"].str.contains(r"(?:^|;\s*)reduced:")
+    reduced = items["note"].str.contains(r"(?:^|;\s*)reduced:") & ~structural
     quoted = items["note"].str.startswith("reference only:")
     missing = (items["status"] == SKIP) & ~quoted
     rows = []
@@ -409,6 +418,7 @@ def paper_items(res: pd.DataFrame) -> pd.DataFrame:
         fails = it[it["status"] == FAIL]
         short = it[reduced.loc[it.index]]
         absent = it[missing.loc[it.index]]
+        built = it[structural.loc[it.index] & (it["status"] == INFO)]
         why = []
         if len(fails):
             why.append(f"FAIL: {_ids(fails['id'])}")
@@ -422,16 +432,25 @@ def paper_items(res: pd.DataFrame) -> pd.DataFrame:
             )
         n = it["status"].value_counts()
         passed = n.get(PASS, 0)
+        decl = declared.get(name) or {}
         if len(fails) or len(short) or len(absent):
             verdict = "FAIL" if len(fails) else "short" if len(short) else "missing data"
+        elif passed:
+            verdict = "partly" if decl.get("partly") else "reproduced"
         else:
-            verdict = "reproduced" if passed else "not checked"
+            verdict = "structural only" if len(built) else "not checked"
         if not why and not passed:
-            why.append("info only: no number of it is checked")
+            why.append(
+                f"structural only: {_ids(built['id'])} could not have failed"
+                if len(built)
+                else "info only: no number of it is checked"
+            )
+        if decl.get("partly"):
+            why.append(f"partly: {decl['partly'].strip()}")
         exps = ", ".join(dict.fromkeys(it["experiment"]))
         rows.append(
             [name, exps, verdict, passed, n.get(FAIL, 0), n.get(INFO, 0), n.get(SKIP, 0)]
-            + ["; ".join(why)]
+            + ["; ".join(why), (decl.get("outside_paper") or "").strip()]
         )
     return pd.DataFrame(rows, columns=cols)
 
@@ -441,15 +460,19 @@ def paper_overview(
 ) -> tuple[dict, list[str]]:
     """One overview row of a paper (items reproduced / total, verdict counts) and its deviations.
 
-    Items and their verdicts are :func:`paper_items`'. The deviations listed are those of the
-    paper's FAIL and info rows.
+    Items and their verdicts are :func:`paper_items`'; only the paper's own items are counted (an
+    ``outside_paper`` item is shown apart), a *partly* one beside the count. The deviations listed
+    are those of the paper's FAIL and info rows.
     """
     counts = res["status"].value_counts().to_dict() if len(res) else {}
-    items = paper_items(res)
-    done = int((items["verdict"] == "reproduced").sum())
+    items = paper_items(res, p.items)
+    own = items[items["outside the paper"] == ""]
+    done = int((own["verdict"] == "reproduced").sum())
+    partly = int((own["verdict"] == "partly").sum())
     row = {
         "paper": p.paper,
-        "items reproduced": f"{done} / {len(items)}",
+        "items reproduced": f"{done} / {len(own)}" + (f" (+{partly} partly)" if partly else ""),
+        "runs": p.runs if p.runs is not None else "not stated",
         "targets": len(res),
         PASS: counts.get(PASS, 0),
         FAIL: counts.get(FAIL, 0),

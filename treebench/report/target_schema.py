@@ -194,7 +194,7 @@ class Defaults(_Model):
     profile: Literal[PROFILES] = "full"
     op: Literal[OPS] | None = None
     units: Literal[UNITS] | None = None
-    size_rtol: Number = 0.5
+    size_rtol: Number = 0.1  # sizes (nodes, leaves, splits, depths) within 10 %
     size_check: bool = True
     experiment: str | None = None
     check: bool = True
@@ -215,6 +215,10 @@ class _Entry(_Model):
     lowered: Lowered | None = None
     deviation: Text = ""
     why: Text = ""
+    #: why the check cannot fail, whatever the runs give (a value the construction implies, a
+    #: structural relation, a count pooled over every configuration, a rank test whose N lets it
+    #: fail only if every sign agrees): shown as ``info: structural``, never a pass
+    structural: Text = ""
 
 
 class SizeIn(_Model):
@@ -226,6 +230,10 @@ class SizeIn(_Model):
     #: experiment's ``fixed`` note for this metric does not apply, the size is checked
     measured: bool = False
     lowered: Lowered | None = None
+    #: as a target's ``structural``: why this size cannot fail (info, never a pass)
+    structural: Text = ""
+    #: why the paper's size cannot be matched here (the protocol that made it is not stated): info
+    unmatched: Text = ""
 
     @model_validator(mode="after")
     def _fixed_or_measured(self):
@@ -414,6 +422,16 @@ class ExperimentLayout(_Model):
         return {} if data is None else data
 
 
+class ItemIn(_Model):
+    """``items.<item>``: what the report says of one item (a target's ``table``, else ``source``)."""
+
+    #: the part of the item the targets check, when they cover only part of it ("the CART curve only")
+    partly: Text = ""
+    #: what the item is when it is not the paper's (a project's acceptance check, the authors' demo):
+    #: it leaves the paper's item count and is shown apart
+    outside_paper: Text = ""
+
+
 class PaperFile(_Model):
     """A paper file; its ``targets`` are checked one by one (:data:`ENTRIES`, by ``kind``)."""
 
@@ -421,6 +439,10 @@ class PaperFile(_Model):
     title: str | None = None
     units: Literal["percent", "fraction"] = "fraction"
     defaults: Defaults = Defaults()
+    #: without ``defaults.runs``: what the paper says of its runs (which numbers state a run count,
+    #: which do not), shown on the page
+    runs_unstated: Text = ""
+    items: dict[str, ItemIn] = {}
     unavailable: dict[str, Text] = {}
     experiments: dict[str, ExperimentLayout] = {}
     targets: list[Any] = []
@@ -431,7 +453,7 @@ class PaperFile(_Model):
     @classmethod
     def _nulls(cls, data: Any) -> Any:
         if isinstance(data, dict):  # ``key:`` with nothing after it is an empty section
-            empty = ("defaults", "unavailable", "experiments", "targets")
+            empty = ("defaults", "unavailable", "experiments", "targets", "items")
             return {k: v for k, v in data.items() if not (k in empty and v is None)}
         return data
 

@@ -41,6 +41,7 @@ validated file into :class:`Target` objects and words errors as "<file>: <entry>
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,7 @@ class Target:
     deviation: str = ""  # why ours may differ from the paper (shown beside a FAIL or info row)
     why: str = ""  # why it is not run (shown beside a skipped row)
     lowered: dict = field(default_factory=dict)  # {"reason": ..., "from": ...}: why it was loosened
+    structural: str = ""  # why the check cannot fail whatever the runs give: info, never a pass
     # kind: relation
     lhs: Selector | None = None
     rhs: Selector | None = None
@@ -188,9 +190,27 @@ class PaperSpec:
     experiments: dict[str, dict]
     unavailable: dict[str, str]
     notes: str = ""
+    runs: int | None = None  # the paper's runs per number (``defaults.runs``)
+    runs_unstated: str = ""  # without ``runs``: what the paper says of its runs
+    items: dict[str, dict] = field(default_factory=dict)  # item -> {partly, outside_paper}
 
     def for_experiment(self, name: str) -> list[Target]:
         return [t for t in self.targets if t.experiment == name]
+
+    def runs_text(self) -> str:
+        """The paper's run count as the report states it."""
+        if self.runs is not None:
+            return f"{self.runs} runs per number"
+        if self.runs_unstated:
+            return f"not stated: {self.runs_unstated.strip().rstrip('.')}"
+        return "not stated (the paper file says nothing of its runs)"
+
+
+def item_label(table, source, experiment) -> str:
+    """The paper item (table, figure or in-text claim) a target belongs to: its ``table``, else its
+    ``source`` without a trailing parenthesis, else its experiment."""
+    label = table if isinstance(table, str) and table else source
+    return re.sub(r"\s*\(.*\)$", "", str(label or "")) or str(experiment)
 
 
 # --------------------------------------------------------------------------------------------- load
@@ -256,6 +276,7 @@ def _common(e, d: Defaults, paper: str, metric: str) -> dict:
         "check": bool(e.given("check", d.check)),
         "note": e.note,
         "lowered": e.lowered.as_dict() if e.lowered else {},
+        "structural": e.structural,
     }
 
 
@@ -300,9 +321,13 @@ def _value_targets(e: ValueEntry, d: Defaults, common: dict, file_units: str) ->
                 tolerance_sd=0.0,
                 rtol=float(d.size_rtol),
                 best_metric=base.metric,
-                check=bool(d.size_check) and base.check,
+                check=bool(d.size_check) and base.check and not size.unmatched,
                 fixed=None if size.measured else size.fixed,
                 lowered=size.lowered.as_dict() if size.lowered else {},
+                structural=size.structural or base.structural,
+                deviation=f"size not matchable: {size.unmatched}"
+                if size.unmatched
+                else base.deviation,
             )
         )
     return out
@@ -443,6 +468,12 @@ def load_paper(path: str | Path, text: str | None = None) -> PaperSpec:
             raise _err(path, f"target {t.id}", "duplicate id")
         seen.add(t.id)
     targets = [_resolve_value_of(t, targets, path) for t in targets]
+    known = {item_label(t.table, t.source, t.experiment) for t in targets}
+    for name in f.items:
+        if name not in known:
+            raise _err(
+                path, f"items.{name}", f"no target belongs to it; the items are {sorted(known)}"
+            )
     return PaperSpec(
         paper=paper,
         title=str(f.title or paper),
@@ -452,6 +483,9 @@ def load_paper(path: str | Path, text: str | None = None) -> PaperSpec:
         experiments=experiments,
         unavailable={str(k): v for k, v in f.unavailable.items()},
         notes=f.notes,
+        runs=f.defaults.runs,
+        runs_unstated=f.runs_unstated,
+        items={k: v.model_dump() for k, v in f.items.items()},
     )
 
 

@@ -156,5 +156,5 @@ def evaluate(
         ran = pd.concat([e.rows for e in exps]) if exps else pd.DataFrame()
         n_runs = ran["key"].nunique() if len(ran) else 0
         row, devs = paper_overview(p, res, n_runs, core_hours(ran))
-        out.append(PaperResult(p, exps, res, paper_items(res), row, devs))
+        out.append(PaperResult(p, exps, res, paper_items(res, p.items), row, devs))
     return Evaluation(out, df, stamp)

@@ -116,20 +116,27 @@ def index_page(ev: Evaluation, tables: dict[str, list[ItemTable]]) -> str:
     overview = [
         [f"[{p.short}]({PAGES}/{p.name}.md)", *(p.overview[k] for k in _OVERVIEW)] for p in papers
     ]
-    rows = {
-        p.name: [
-            [_link(p, t), f"**{t.verdict}**", f"{t.within} of {t.cells_n}", t.why]
-            for t in tables[p.name]
-        ]
-        for p in papers
-    }
+
+    def row(p: PaperResult, t: ItemTable) -> list[str]:
+        return [_link(p, t), f"**{t.verdict}**", f"{t.within} of {t.cells_n}", t.why]
+
+    rows = {p.name: [row(p, t) for t in tables[p.name] if not t.outside] for p in papers}
+    outside = [
+        [p.short, *row(p, t), t.outside] for p in papers for t in tables[p.name] if t.outside
+    ]
     guard = next((p for p in ev.papers if p.name == GUARD), None)
     return render(
-        "reproduction.md.j2", ev=ev, papers=papers, rows=rows, overview=overview, guard=guard
+        "reproduction.md.j2",
+        ev=ev,
+        papers=papers,
+        rows=rows,
+        outside=outside,
+        overview=overview,
+        guard=guard,
     )
 
 
-_OVERVIEW = ("items reproduced", "targets", PASS, FAIL, INFO, SKIP, "records", "core-h")
+_OVERVIEW = ("items reproduced", "runs", "targets", PASS, FAIL, INFO, SKIP, "records", "core-h")
 
 
 def paper_figures(ev: Evaluation, figures_dir: Path | None) -> dict[str, dict[str, list[Figure]]]:

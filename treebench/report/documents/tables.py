@@ -26,6 +26,8 @@ ITEM_CLASS = {
     "FAIL": "fail",
     "short": "short",
     "missing data": "missing",
+    "partly": "short",
+    "structural only": "info",
     "not checked": "info",
 }
 _RUNS = re.compile(r"(\d+) of (\d+) runs")
@@ -97,6 +99,7 @@ class ItemTable:
     experiments: list[str]
     why: str
     reason: str
+    outside: str = ""  # what the item is when it is not the paper's own (kept out of its count)
     caption: str = ""
     columns: list[str] = field(default_factory=list)
     rows: list[tuple[str, list[Cell]]] = field(default_factory=list)
@@ -179,7 +182,7 @@ def _layout(exps: list[ExperimentResult], item: str) -> dict:
     return {"cols": "dataset"}
 
 
-def _sentence(verdict: str, it: pd.DataFrame) -> str:
+def _sentence(verdict: str, it: pd.DataFrame, reason: str = "") -> str:
     """One sentence of why an item is not reproduced, for the index (the notes say it all)."""
     if verdict == "reproduced":
         return ""
@@ -195,6 +198,10 @@ def _sentence(verdict: str, it: pd.DataFrame) -> str:
     elif verdict == "missing data":
         first = it[(it["status"] == SKIP) & ~note.str.startswith("reference only:")].iloc[0]
         lead = "a number cannot run here"
+    elif verdict in ("partly", "structural only"):
+        return (
+            f"{verdict}: {first_clause(reason.split(f'{verdict}: ', 1)[-1])}" if reason else verdict
+        )
     else:
         return "info only: no number of it is checked."
     why = first_clause(str(first["note"])) or "unexplained"
@@ -240,8 +247,9 @@ def item_tables(p: PaperResult, figures: dict[str, list[Figure]] | None = None) 
             cells_n=len(within),
             passed=int(row[PASS]),
             experiments=exp_names,
-            why=_sentence(row["verdict"], it),
+            why=_sentence(row["verdict"], it, str(row["what keeps it from reproduced"])),
             reason=str(row["what keeps it from reproduced"]),
+            outside=str(row.get("outside the paper", "") or ""),
         )
         lay = _layout([exps[e] for e in exp_names], str(name))
         tab.caption = lay.get("caption", "")
