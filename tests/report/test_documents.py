@@ -70,8 +70,9 @@ def test_pages_state_core_hours_per_experiment(toy, tmp_path):  # noqa: F811
         r["cpu_seconds"] = r.get("cpu_seconds", 0.1)
     index, page = _write(tmp_path, frame(recs), [toy])
     assert "seeds 0, 1; 1.5 core-hours." in page
-    assert "| [toy](docs/reproduction/toy.md) | 0 / 1 | not stated | 5 | 4 | 0 | 0 | 1 | 50 | 1.5 |" in (
-        index
+    assert (
+        "| [toy](docs/reproduction/toy.md) | 0 / 1 | not stated | 5 | 4 | 0 | 0 | 1 | 50 | 1.5 |"
+        in (index)
     )
 
 
