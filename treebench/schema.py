@@ -63,6 +63,7 @@ class TreebenchConf:
     split: Any = None
     tune: TuneConf = field(default_factory=TuneConf)
     reference: Any = None
+    suite: Any = None
     seed: int = 0
     seeds: list[int] | None = None
     fold: int | None = None
@@ -93,6 +94,13 @@ def _file_stem(path: str) -> str:
     return name.split(".", 1)[0] or name
 
 
+def _pmlb(name, key):
+    """``${pmlb:<name>,<field>}``: a field of the mirror's PMLB index (task, n_rows, url, sha256 ...)."""
+    from treebench.data.sources.pmlb import field
+
+    return field(name, key)
+
+
 def _by_profile(full, reduced, *, _root_):
     """``${by_profile:<full>,<reduced>}``: a method's value under ``profile=full`` or ``reduced``."""
     profile = _root_.get("profile")
@@ -110,11 +118,12 @@ def _paper_default(path, default, *, _root_):
 
 def register_schema() -> None:
     """Store the schema as ``treebench_schema`` (first entry of the config's defaults list) and
-    register the resolvers configs use (``file_stem``, ``file_sha256`` of a user's file, and
+    register the resolvers configs use (``file_stem``, ``file_sha256`` of a user's file, ``pmlb``
+    for a field of the PMLB index, and
     ``by_profile`` for a method's cheaper setting under ``profile=reduced``, ``paper_default`` for a
     paper's value an experiment states in place of a data-scaled default)."""
     ConfigStore.instance().store(name="treebench_schema", node=TreebenchConf)
-    for name, fn in (("file_sha256", _file_sha256), ("file_stem", _file_stem)):
+    for name, fn in (("file_sha256", _file_sha256), ("file_stem", _file_stem), ("pmlb", _pmlb)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn, use_cache=True)
     if not OmegaConf.has_resolver("by_profile"):

@@ -125,6 +125,33 @@ def _estimate(costs: dict, job) -> float | None:
     return sum(done) / len(done) * (n - n_done) if done and n_done < n else None
 
 
+def _expand_suites(jobs: list[list[str]]) -> list[list[str]]:
+    """Each job with a ``suite=<name>`` override as one job per dataset the suite runs (its
+    overrides right after ``suite=``, in the suite's order; ``suite.subset=<n>`` takes its first n);
+    a job that also sets the dataset is an error (say which in one place)."""
+    from treebench.suites import SuiteError, load
+
+    out = []
+    for job in jobs:
+        at = [i for i, o in enumerate(job) if o.lstrip("+").startswith("suite=")]
+        if not at:
+            out.append(job)
+            continue
+        i = at[0]
+        clash = [o for o in job if o.lstrip("+").split("=", 1)[0] in ("dataset", "dataset.name")]
+        if clash:
+            raise SuiteError(
+                f"{job[i]} and {' '.join(clash)} both choose datasets; give a suite or datasets"
+            )
+        suite = load(job[i].split("=", 1)[1], job)
+        for o in job:  # ``suite.subset=3``: the suite's first 3 datasets (a slice to try it on)
+            key, _, value = o.lstrip("+").partition("=")
+            if key == "suite.subset":
+                suite = suite.sliced(None if value in ("null", "None", "") else int(value))
+        out += [job[: i + 1] + suite.overrides(n) + job[i + 1 :] for n in suite.members]
+    return out
+
+
 def _plain(node):
     """A config node as plain lists and dicts (the sweeper gets its settings as OmegaConf nodes)."""
     return OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
@@ -279,7 +306,10 @@ class TreebenchSweeper(BasicSweeper):
         from treebench.resources import explicit_launcher_keys, group_by_resources, job_resources
         from treebench.runner import data_context, job_keys, plan_profile
 
-        jobs = self._ordered(self._jobs(arguments), self.order)
+        try:
+            jobs = self._ordered(_expand_suites(self._jobs(arguments)), self.order)
+        except ValueError as exc:  # SuiteError: an unknown suite
+            _fail([str(exc)])
         if not self.dry_run:
             try:
                 check_outputs(_abspath(self.config.paths.store), "store")
