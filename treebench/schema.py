@@ -123,9 +123,13 @@ def register_schema() -> None:
     ``by_profile`` for a method's cheaper setting under ``profile=reduced``, ``paper_default`` for a
     paper's value an experiment states in place of a data-scaled default)."""
     ConfigStore.instance().store(name="treebench_schema", node=TreebenchConf)
-    for name, fn in (("file_sha256", _file_sha256), ("file_stem", _file_stem), ("pmlb", _pmlb)):
+    for name, fn in (("file_sha256", _file_sha256), ("file_stem", _file_stem)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn, use_cache=True)
+    if not OmegaConf.has_resolver(
+        "pmlb"
+    ):  # not cached: a planned sweep changes dataset.name in place
+        OmegaConf.register_new_resolver("pmlb", _pmlb)
     if not OmegaConf.has_resolver("by_profile"):
         OmegaConf.register_new_resolver("by_profile", _by_profile)
     if not OmegaConf.has_resolver("paper_default"):

@@ -117,12 +117,42 @@ def _core_seconds(store, keys) -> list[float]:
     return core_seconds(pd.DataFrame(done)).tolist()
 
 
-def _estimate(costs: dict, job) -> float | None:
+def _estimate(costs: dict, job, modelled: dict) -> float | None:
     """Core-seconds a job's runs still to do will take: the mean of the done runs of the jobs that
-    differ from it only in seeds (itself included), times its runs not done; None without any."""
+    differ from it only in seeds (itself included), times its runs not done; without any, the
+    cost model's estimate of one run (``modelled``, from other datasets' runs) times them."""
     overrides, n, n_done, *_ = job
     done = costs.get(_unseeded(overrides))
-    return sum(done) / len(done) * (n - n_done) if done and n_done < n else None
+    if n_done >= n:
+        return None
+    if done:
+        return sum(done) / len(done) * (n - n_done)
+    one = modelled.get(tuple(overrides))
+    return None if one is None else one * (n - n_done)
+
+
+def _train_rows(cfg) -> tuple[float | None, float | None]:
+    """(training rows, features) a job's dataset will give, from its declared shape and split
+    (the rows left after the split's test and validation fractions); None where unknown."""
+    shape = cfg.dataset.get("shape") or {}
+    rows, feats = shape.get("n_samples"), shape.get("n_features")
+    if not rows:
+        return None, feats
+    split = cfg.get("split") or cfg.dataset.get("split") or {}
+    held = 0.0
+    for key in ("test_size", "val_size"):
+        v = split.get(key)
+        held += v if isinstance(v, float) else (v or 0) / rows
+    return rows * (1.0 - (held or 0.2)), feats
+
+
+def _cost_model():
+    """The cost model of the committed ledger's records (None with the ledger off)."""
+    from treebench.results.cost import CostModel
+    from treebench.results.ledger import open_ledger
+
+    led = open_ledger()
+    return None if led is None else CostModel.from_records(led.records())
 
 
 def _expand_suites(jobs: list[list[str]]) -> list[list[str]]:
@@ -324,6 +354,8 @@ class TreebenchSweeper(BasicSweeper):
         composed: dict = {}
         checked: dict[tuple, str | None] = {}  # overrides without seeds -> parameter error or None
         costs: dict[tuple, list[float]] = {}  # overrides without seeds -> done runs' core-seconds
+        modelled: dict[tuple, float | None] = {}  # a job's overrides -> the cost model's seconds
+        model = _ABSENT  # the ledger's cost model, read at the first job that needs it
         bad: dict[str, list[list[str]]] = {}  # parameter error -> the jobs it concerns
         absent: dict[str, list[str]] = {}  # dataset -> its files a run could not get
         nodata: dict[str, int] = {}  # dataset -> its jobs left out for missing files
@@ -355,6 +387,19 @@ class TreebenchSweeper(BasicSweeper):
             plan.append((overrides, len(keys), n_done, res))
             if self.dry_run and n_done:
                 costs.setdefault(unseeded, []).extend(_core_seconds(store, keys))
+            if self.dry_run and n_done < len(keys):
+                if model is _ABSENT:
+                    model = _cost_model()
+                if model is not None:
+                    n_train, n_feat = _train_rows(cfg)
+                    choice = next(
+                        (o.split("=", 1)[1] for o in overrides if o.startswith("method=")),
+                        str(cfg.method.name),
+                    )
+                    tuned = bool(cfg.get("tune") and cfg.tune.get("strategy"))
+                    modelled[tuple(overrides)] = model.predict(
+                        choice, str(cfg.dataset.task), tuned, n_train, n_feat
+                    )
             holders = {held[k][0]["job_id"]: held[k] for k in keys if k in held}
             if n_done == len(keys):
                 done_keys += keys
@@ -374,7 +419,7 @@ class TreebenchSweeper(BasicSweeper):
         sweep_dir = Path(_abspath(self.config.hydra.sweep.dir))
         missing = _missing_note(nodata, absent)
         if self.dry_run:
-            print_plan(plan, [_estimate(costs, job) for job in plan], missing)
+            print_plan(plan, [_estimate(costs, job, modelled) for job in plan], missing)
             return []
         if nodata and sum(nodata.values()) == len(plan):
             _fail([missing])  # no job of the sweep could run: say so before anything starts

@@ -27,6 +27,7 @@ import pandas as pd
 
 from treebench.config import CONF_DIR, load_yaml
 from treebench.report import stats as st
+from treebench.results.cost import method_choice
 
 EXPERIMENT = "benchmark"
 #: significance level of every frequentist test on the page
@@ -114,7 +115,7 @@ def benchmark_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFra
         return pd.Series(np.nan, index=rows.index)
 
     # a method config of another's estimator (tnt_finetune: tnt with a fine-tune) by its file name
-    label = rows["overrides"].map(_method_choice) if "overrides" in rows.columns else None
+    label = rows["overrides"].map(method_choice) if "overrides" in rows.columns else None
     label = rows["method"] if label is None else label.fillna(rows["method"])
     meta = {m: method_meta(m) for m in label.unique()}
     measure = label.map(lambda m: meta[m]["size_measure"])
@@ -150,17 +151,6 @@ def benchmark_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFra
     ]
     out = out[ROW_COLUMNS].sort_values(["task", "dataset", "method", "seed"])
     return out.reset_index(drop=True)
-
-
-def _method_choice(overrides) -> str | None:
-    """The ``method=<config>`` a record's overrides chose, or None."""
-    if not isinstance(overrides, list | tuple | np.ndarray):
-        return None
-    for o in overrides:
-        key, _, value = str(o).lstrip("+").partition("=")
-        if key == "method":
-            return value
-    return None
 
 
 def cells(rows: pd.DataFrame) -> pd.DataFrame:
@@ -393,7 +383,8 @@ def budget_curves(records: list[dict], experiment: str = EXPERIMENT) -> pd.DataF
             continue
         top = max(first)
         curve = [top - expected_best(first, k) for k in range(1, len(first) + 1)]
-        acc.setdefault((r.get("task") or "classification", r["method"]), []).append(curve)
+        method = method_choice(r.get("overrides")) or r["method"]
+        acc.setdefault((r.get("task") or "classification", method), []).append(curve)
     out = []
     for (task, m), curves in sorted(acc.items()):
         kmax = min(len(c) for c in curves)
