@@ -88,7 +88,9 @@ def reference_settings(cfg: DictConfig) -> dict | None:
     ``{"method": name, "params": {...}, "match": {param: size_field}}``: on each fold the
     reference method is fitted on the same preprocessed training part with each ``param`` set to
     the fitted model's ``size[size_field]`` (e.g. CART's ``max_leaf_nodes`` to the model's
-    ``n_leaves``: best-first CART of the same size).
+    ``n_leaves``: best-first CART of the same size). With ``grow: {measure: match}`` instead of
+    ``match``, the match is the one of the method's own ``size_measure`` (its method file), and
+    a method without one (an ensemble) gets no reference.
     """
     node = cfg.get("reference")
     if not node:
