@@ -126,7 +126,7 @@ def benchmark_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFra
             "task": rows["task"] if "task" in rows.columns else "classification",
             "seed": pd.to_numeric(rows["seed"]).astype(int),
             "status": rows["status"],
-            "reason": rows["reason"] if "reason" in rows.columns else None,
+            "reason": _text(rows, "reason").fillna(_text(rows, "error")),
             "score": col("test_score"),
             "ref_score": col("reference.test_score"),
             "n_splits": col("n_splits"),
@@ -151,6 +151,12 @@ def benchmark_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFra
     ]
     out = out[ROW_COLUMNS].sort_values(["task", "dataset", "method", "seed"])
     return out.reset_index(drop=True)
+
+
+def _text(rows: pd.DataFrame, name: str) -> pd.Series:
+    if name in rows.columns:
+        return rows[name].astype(object)
+    return pd.Series([None] * len(rows), index=rows.index, dtype=object)
 
 
 def cells(rows: pd.DataFrame) -> pd.DataFrame:
@@ -565,10 +571,11 @@ def _budget_display(b: pd.DataFrame, task: str) -> pd.DataFrame:
 
 
 def _friedman_text(fr: dict, task: str) -> str:
+    f = "∞ (every dataset ranks the methods alike)" if np.isinf(fr["F"]) else f"{fr['F']:.2f}"
     return (
         f"Friedman over N = {fr['n']} datasets, k = {fr['k']} methods: χ²_F = {fr['chi2']:.2f}"
-        f" (p = {_p(fr['p_chi2'])}); Iman–Davenport F_F = {fr['F']:.2f} on ({fr['df1']}, "
-        f"{fr['df2']}) degrees of freedom, p = {_p(fr['p'])}."
+        f" (p = {_p(fr['p_chi2'])}); Iman–Davenport F_F = {f} on ({fr['df1']}, {fr['df2']})"
+        f" degrees of freedom, p = {_p(fr['p'])}."
     )
 
 
