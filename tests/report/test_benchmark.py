@@ -163,6 +163,7 @@ def test_page_is_deterministic_and_labels_coverage(ev, tmp_path):
     for part in (
         "from test records",
         "**6 of 6 datasets**",
+        "6 have every\nmethod at every seed",
         "Iman–Davenport F_F",
         "![critical-difference diagram](benchmark/cd_toy.png)",
         "### Decision graphs",

@@ -1,6 +1,6 @@
 """The generated reports are pure functions of the committed ledger and treebench/conf/: regenerating
-REPRODUCTION.md (``report --reproduction``) or docs/headtohead.md (``report --headtohead``) changes
-nothing, figures included."""
+REPRODUCTION.md (``report --reproduction``), docs/headtohead.md (``report --headtohead``) or
+docs/benchmark.md (``report --benchmark``) changes nothing, figures included."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tests.conftest import REPO, run_cli
 REPORTS = {
     "reproduction": ("--reproduction", "REPRODUCTION.md", "docs/reproduction/*/*.png"),
     "headtohead": ("--headtohead", "docs/headtohead.md", "headtohead/*.png"),
+    "benchmark": ("--benchmark", "docs/benchmark.md", "benchmark/*"),  # + its per-dataset page
 }
 
 
@@ -55,3 +56,5 @@ def test_committed_report_regenerates_byte_identical(tmp_path, report):
     ), f"the committed figures of {rel} are not the ones it draws"
     for f in figs:  # the figures are deterministic too
         assert (a.parent / f).read_bytes() == (b.parent / f).read_bytes(), f
+        if f.suffix == ".md":  # a page of the report beside it: as committed
+            assert (a.parent / f).read_text() == ((REPO / rel).parent / f).read_text(), f

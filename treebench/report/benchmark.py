@@ -216,14 +216,16 @@ def vs_reference(rows: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
 # ---------------------------------------------------------------------- across datasets, per task
 
 
-def score_table(cell_df: pd.DataFrame, task: str) -> tuple[pd.DataFrame, list[str]]:
+def score_table(cell_df: pd.DataFrame, task: str, n_seeds: int) -> tuple[pd.DataFrame, list[str]]:
     """Datasets × methods of mean scores for ``task`` over the datasets where every method of the
-    task has a score (complete blocks, as the rank tests need), and the datasets left out."""
+    task has all ``n_seeds`` seeds (complete blocks, as the rank tests need), and the datasets
+    with records left out."""
     c = cell_df[(cell_df["task"] == task) & (cell_df["n"] > 0)]
     if c.empty:
         return pd.DataFrame(), []
     wide = c.pivot(index="dataset", columns="method", values="score").sort_index(axis=1)
-    complete = wide.dropna()
+    seeds = c.pivot(index="dataset", columns="method", values="n").reindex_like(wide)
+    complete = wide[(seeds >= n_seeds).all(axis=1)]
     return complete, sorted(set(wide.index) - set(complete.index))
 
 
@@ -435,7 +437,9 @@ def evaluate(df: pd.DataFrame, records: list[dict], plan: dict, rope: float = RO
     for suite, members in plan["suites"].items():
         sub = cell_df[cell_df["dataset"].isin(members)]
         task = sub["task"].iloc[0] if len(sub) else None
-        table, left_out = score_table(sub, task) if task else (pd.DataFrame(), [])
+        table, left_out = (
+            score_table(sub, task, len(plan["seeds"])) if task else (pd.DataFrame(), [])
+        )
         tasks[suite] = {
             "task": task,
             "planned": len(members),
@@ -641,7 +645,7 @@ def benchmark_markdown(
             "covered": t["covered"],
             "ranked": len(t["table"]),
             "left_out_text": (
-                f" (left out, a method lacks a score: {', '.join(t['left_out'])})"
+                f" (left out, a method short of a seed: {', '.join(t['left_out'])})"
                 if t["left_out"]
                 else ""
             ),
