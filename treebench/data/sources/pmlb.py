@@ -6,13 +6,14 @@ from __future__ import annotations
 import csv
 import difflib
 from functools import cache
+from pathlib import Path
 
-from treebench.config import CONF_DIR
 from treebench.data.base import Dataset
 from treebench.data.sources import uci
 
-#: one row per PMLB dataset of the mirror (``scripts/make_pmlb_index.py`` writes it from MANIFEST.csv)
-INDEX_PATH = f"{CONF_DIR}/suite/pmlb_index.csv"
+#: one row per PMLB dataset of the mirror (``scripts/make_pmlb_index.py`` writes it from
+#: MANIFEST.csv), shipped with the package's configs
+INDEX_PATH = Path(__file__).resolve().parents[2] / "conf" / "suite" / "pmlb_index.csv"
 _INTS = ("n_rows", "n_features", "n_classes")
 
 
