@@ -583,9 +583,12 @@ def _friedman_text(fr: dict, task: str) -> str:
     )
 
 
-def _dataset_display(c: pd.DataFrame, v: pd.DataFrame, task: str) -> pd.DataFrame:
+def _dataset_display(
+    c: pd.DataFrame, v: pd.DataFrame, front: pd.DataFrame, task: str
+) -> pd.DataFrame:
     f, dg, _ = _unit(task)
     c = c.merge(v[["method", "dataset", "p_holm", "outcome"]], on=["method", "dataset"], how="left")
+    c = c.merge(front[["method", "dataset", "on_front"]], on=["method", "dataset"], how="left")
     c = c.sort_values(["score", "method"], ascending=[False, True], na_position="last")
     state = [
         ("failed" if fl else "skipped" if sk else "—") if n == 0 else ""
@@ -605,6 +608,7 @@ def _dataset_display(c: pd.DataFrame, v: pd.DataFrame, task: str) -> pd.DataFram
             "outcome": c["outcome"].fillna(""),
             "size": c["size"].map(lambda x: _num(x, 1)),
             "split nodes": c["n_splits"].map(lambda x: _num(x, 1)),
+            "Pareto": c["on_front"].map(lambda x: "on front" if x is True else ""),
             "failed": c["failed"],
         }
     )
@@ -728,7 +732,9 @@ def benchmark_markdown(
     datasets = []
     for (task, ds), c in cells_df.groupby(["task", "dataset"], sort=True):
         v = ev["vs_reference"][ev["vs_reference"]["dataset"] == ds]
-        datasets.append({"name": ds, "task": task, "table": _md(_dataset_display(c, v, task))})
+        front = ev["fronts"][ev["fronts"]["dataset"] == ds]
+        table = _dataset_display(c, v, front, task)
+        datasets.append({"name": ds, "task": task, "table": _md(table)})
     per = _template("benchmark_datasets.md.j2").render(stamp=stamp, datasets=datasets)
     return {"benchmark.md": main, f"{figures_link}/datasets.md": per}
 
