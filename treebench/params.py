@@ -63,6 +63,12 @@ def check_params(cfg: DictConfig) -> None:
         optional dependency the method config ``requires`` and how to install it.
     """
     check_dataset(cfg)
+    check_method(cfg)
+
+
+def check_method(cfg: DictConfig) -> None:
+    """The method half of :func:`check_params`: its requirements, ``method.params`` and (with
+    ``tune``) ``search:`` block against the estimator of the dataset's task."""
     method = cfg.method.name
     missing = missing_requirements(cfg.method)
     if missing:

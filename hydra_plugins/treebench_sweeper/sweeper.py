@@ -101,6 +101,15 @@ def _unseeded(overrides) -> tuple:
     return tuple(o for o in overrides if not o.startswith(("seed=", "seeds=")))
 
 
+def _undatasetted(overrides) -> tuple:
+    """A job's overrides without those choosing its data (``dataset``, ``dataset.*``, ``suite``)."""
+    return tuple(
+        o
+        for o in overrides
+        if o.lstrip("+").split("=", 1)[0].split(".")[0] not in ("dataset", "suite")
+    )
+
+
 def _core_seconds(store, keys) -> list[float]:
     """Core-seconds of the done runs among ``keys`` (:func:`treebench.results.table.core_seconds`)."""
     import pandas as pd
@@ -152,7 +161,7 @@ def _cost_model():
     from treebench.results.ledger import open_ledger
 
     led = open_ledger()
-    return None if led is None else CostModel.from_records(led.records())
+    return None if led is None else CostModel.from_ledger(led)
 
 
 def _expand_suites(jobs: list[list[str]]) -> list[list[str]]:
@@ -330,7 +339,7 @@ class TreebenchSweeper(BasicSweeper):
         from treebench.app import _abspath, open_store
         from treebench.data.fetch import missing_files
         from treebench.files import OutputsError, check_outputs
-        from treebench.params import ParamError, check_params
+        from treebench.params import ParamError, check_dataset, check_method
         from treebench.progress import SweepProgress
         from treebench.report.console import print_plan
         from treebench.resources import explicit_launcher_keys, group_by_resources, job_resources
@@ -353,6 +362,7 @@ class TreebenchSweeper(BasicSweeper):
         adopted: dict[str, tuple] = {}  # SLURM job id -> (pending marker, state)
         composed: dict = {}
         checked: dict[tuple, str | None] = {}  # overrides without seeds -> parameter error or None
+        method_checked: dict[tuple, str | None] = {}  # (overrides but data, task) -> the same
         costs: dict[tuple, list[float]] = {}  # overrides without seeds -> done runs' core-seconds
         modelled: dict[tuple, float | None] = {}  # a job's overrides -> the cost model's seconds
         model = _ABSENT  # the ledger's cost model, read at the first job that needs it
@@ -366,8 +376,16 @@ class TreebenchSweeper(BasicSweeper):
             unseeded = _unseeded(overrides)
             if unseeded not in checked:
                 try:
-                    check_params(cfg)
-                    checked[unseeded] = None
+                    check_dataset(cfg)
+                    # the method half once per method setting and task (a suite's datasets share it)
+                    mkey = (_undatasetted(unseeded), str(cfg.dataset.get("task")))
+                    if mkey not in method_checked:
+                        try:
+                            check_method(cfg)
+                            method_checked[mkey] = None
+                        except ParamError as exc:
+                            method_checked[mkey] = str(exc)
+                    checked[unseeded] = method_checked[mkey]
                 except ParamError as exc:
                     checked[unseeded] = str(exc)
             if checked[unseeded] is not None:

@@ -37,17 +37,18 @@ def test_the_index_lists_every_pmlb_file_of_the_mirror_as_the_script_writes_it(m
 def test_a_pmlb_config_knows_task_shape_and_files_before_loading():
     cfg = compose_config(["dataset=pmlb", "dataset.name=analcatdata_boxing1"])
     ds = cfg.dataset
-    assert (ds.task, ds.shape.n_samples, ds.shape.n_features, ds.shape.n_classes) == (
+    shape = ds.shape
+    assert (ds.task, shape["n_samples"], shape["n_features"], shape["n_classes"]) == (
         "classification",
         120,
         3,
         2,
     )
-    f = ds.loader.files.all
-    assert f.path == "pmlb/analcatdata_boxing1/analcatdata_boxing1.tsv.gz"
-    assert f.url.startswith("https://github.com/EpistasisLab/pmlb/") and len(f.sha256) == 64
+    f = ds.loader.files["all"]
+    assert f["path"] == "pmlb/analcatdata_boxing1/analcatdata_boxing1.tsv.gz"
+    assert f["url"].startswith("https://github.com/EpistasisLab/pmlb/") and len(f["sha256"]) == 64
     reg = compose_config(["dataset=pmlb", "dataset.name=1027_ESL"]).dataset
-    assert reg.task == "regression" and reg.shape.n_classes is None
+    assert reg.task == "regression" and reg.shape["n_classes"] is None
 
 
 def test_an_unknown_name_is_an_error_naming_close_ones():

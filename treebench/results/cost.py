@@ -68,6 +68,21 @@ class CostModel:
             fits[kind] = (float(coef[0]), float(coef[1]), float(coef[2]), len(pts))
         return cls(fits)
 
+    @classmethod
+    def from_ledger(cls, ledger) -> CostModel:
+        """:meth:`from_records` of every record of a :class:`~treebench.results.ledger.Ledger`,
+        parsed with orjson (the ledger holds thousands; a dry run reads them all)."""
+        import gzip
+
+        import orjson
+
+        def records():
+            for path in ledger.files():
+                with gzip.open(path, "rb") as f:
+                    yield from (orjson.loads(line) for line in f if line.strip())
+
+        return cls.from_records(records())
+
     def predict(
         self, method: str, task: str, tuned: bool, n_train: float, n_features: float
     ) -> float | None:

@@ -43,8 +43,19 @@ def entry(name: str) -> dict:
 
 
 def field(name: str, key: str):
-    """``${pmlb:<name>,<key>}`` in a dataset config: one field of :func:`entry`."""
-    return entry(str(name))[str(key)]
+    """``${pmlb:<name>,<key>}`` in a dataset config: one field of :func:`entry`, or a block made
+    of them (``shape``, ``files``, ``description``), so that a config resolves few interpolations
+    (a planned sweep resolves each job's)."""
+    e = entry(str(name))
+    if key == "shape":
+        return {k: e[f] for k, f in (("n_samples", "n_rows"), ("n_features", "n_features"))} | {
+            "n_classes": e["n_classes"]
+        }
+    if key == "files":
+        return {"all": {k: e[k] for k in ("url", "path", "sha256")}}
+    if key == "description":
+        return f"PMLB {name}, {e['n_rows']} x {e['n_features']}, {e['task']}"
+    return e[str(key)]
 
 
 def load(
