@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-
-from treebench.config import load_yaml, search_dirs
+from pathlib import Path
 
 
 class SuiteError(ValueError):
@@ -44,21 +43,22 @@ class Suite:
         return [f"dataset={self.dataset}", f"dataset.name={name}"]
 
 
-def names(overrides=()) -> list[str]:
-    """Every suite in the config directories, sorted."""
-    return sorted({p.stem for d in search_dirs(overrides) for p in (d / "suite").glob("*.yaml")})
+def names(dirs) -> list[str]:
+    """Every suite in the config directories ``dirs``, sorted."""
+    return sorted({p.stem for d in dirs for p in (Path(d) / "suite").glob("*.yaml")})
 
 
 @cache
 def _load(name: str, dirs: tuple) -> Suite:
+    import yaml
+
     for d in reversed(dirs):  # a user's directory (added later) wins
-        path = d / "suite" / f"{name}.yaml"
+        path = Path(d) / "suite" / f"{name}.yaml"
         if path.is_file():
-            conf = load_yaml(path.read_text()) or {}
+            conf = yaml.safe_load(path.read_text()) or {}
             break
     else:
-        known = sorted({p.stem for d in dirs for p in (d / "suite").glob("*.yaml")})
-        raise SuiteError(f"no suite {name!r}; the suites are: {', '.join(known)}")
+        raise SuiteError(f"no suite {name!r}; the suites are: {', '.join(names(dirs))}")
     if not conf.get("datasets"):
         raise SuiteError(f"suite {name!r} ({path}) lists no datasets")
     subset = conf.get("subset")
@@ -70,6 +70,7 @@ def _load(name: str, dirs: tuple) -> Suite:
     )
 
 
-def load(name: str, overrides=()) -> Suite:
-    """The suite ``name`` (``treebench/conf/suite/<name>.yaml`` or a ``hydra.searchpath`` directory)."""
-    return _load(str(name), tuple(search_dirs(overrides)))
+def load(name: str, dirs) -> Suite:
+    """The suite ``name``: ``<dir>/suite/<name>.yaml`` of the config directories ``dirs``
+    (:func:`treebench.config.search_dirs`: the package's, then ``hydra.searchpath`` ones)."""
+    return _load(str(name), tuple(str(d) for d in dirs))

@@ -168,6 +168,7 @@ def _expand_suites(jobs: list[list[str]]) -> list[list[str]]:
     """Each job with a ``suite=<name>`` override as one job per dataset the suite runs (its
     overrides right after ``suite=``, in the suite's order; ``suite.subset=<n>`` takes its first n);
     a job that also sets the dataset is an error (say which in one place)."""
+    from treebench.config import search_dirs
     from treebench.suites import SuiteError, load
 
     out = []
@@ -182,7 +183,7 @@ def _expand_suites(jobs: list[list[str]]) -> list[list[str]]:
             raise SuiteError(
                 f"{job[i]} and {' '.join(clash)} both choose datasets; give a suite or datasets"
             )
-        suite = load(job[i].split("=", 1)[1], job)
+        suite = load(job[i].split("=", 1)[1], search_dirs(job))
         for o in job:  # ``suite.subset=3``: the suite's first 3 datasets (a slice to try it on)
             key, _, value = o.lstrip("+").partition("=")
             if key == "suite.subset":

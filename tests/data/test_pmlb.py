@@ -11,8 +11,10 @@ import pytest
 
 from tests.conftest import REPO, compose_config, run_cli
 from treebench import api
+from treebench.config import search_dirs
 from treebench.data.sources import pmlb
-from treebench.suites import SuiteError, load
+from treebench.suites import SuiteError
+from treebench.suites import load as _load
 
 
 def test_the_index_lists_every_pmlb_file_of_the_mirror_as_the_script_writes_it(mirror):
@@ -92,6 +94,10 @@ def test_suites_state_their_rule_and_run_a_seeded_random_prefix():
     assert load("pmlb_regression").sliced(3).members == load("pmlb_regression").datasets[:3]
     with pytest.raises(SuiteError, match="the suites are: headtohead"):
         load("nope")
+
+
+def load(name):
+    return _load(name, search_dirs())
 
 
 def _plan(tmp_path, *args):

@@ -414,12 +414,12 @@ def budget_curves(records: list[dict], experiment: str = EXPERIMENT) -> pd.DataF
 
 def suite_plan(conf_dir: str | Path | None = None) -> dict:
     """The experiment's suites (their datasets as run), methods and seeds, from its config."""
-    from treebench.config import plan_values, sweep_plan
+    from treebench.config import plan_values, search_dirs, sweep_plan
     from treebench.suites import load
 
     conf = load_yaml((Path(conf_dir or CONF_DIR) / "experiment" / f"{EXPERIMENT}.yaml").read_text())
     plan = sweep_plan(conf["hydra"]["sweeper"])
-    suites = {s: load(s).members for s in plan_values(plan, "suite")}
+    suites = {s: load(s, search_dirs()).members for s in plan_values(plan, "suite")}
     return {
         "suites": suites,
         "methods": plan_values(plan, "method"),
