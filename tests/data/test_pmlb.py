@@ -119,3 +119,10 @@ def test_a_suite_sweep_is_one_job_per_dataset_in_the_suites_order(tmp_path):
     assert clash.returncode == 2 and "both choose datasets" in clash.stderr
     unknown = _plan(tmp_path, "suite=nope", "method=cart")
     assert unknown.returncode != 0 and "nope" in unknown.stderr + unknown.stdout
+
+
+def test_a_suite_outside_a_sweep_is_an_error_naming_the_sweep(tmp_path):
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    res = run_cli(["run", "suite=headtohead", "method=cart"], tmp_path, env)
+    assert res.returncode == 2 and "treebench run -m suite=headtohead" in res.stderr
+    assert not (tmp_path / "out" / "store").exists()
