@@ -26,17 +26,20 @@ def test_method_configs_compose(name):
     assert cfg.method.description
 
 
-#: configs for the user's own data, composed with their required settings
+#: configs with a required setting (the user's own data, a PMLB set by name), composed with it
 TEMPLATES = {
     "csv": ["dataset.path=flowers.csv", "dataset.target=species"],
     "openml": ["dataset.data_id=61"],
+    "pmlb": ["dataset.name=iris"],
 }
 
 
 @pytest.mark.parametrize("name", _names("dataset"))
 def test_dataset_configs_compose(name):
     cfg = compose_config([f"dataset={name}", *TEMPLATES.get(name, [])])
-    assert cfg.dataset.name == {"csv": "flowers", "openml": "openml_61"}.get(name, name)
+    assert cfg.dataset.name == {"csv": "flowers", "openml": "openml_61", "pmlb": "iris"}.get(
+        name, name
+    )
     assert cfg.dataset.task in ("classification", "regression")
     for key in ("loader", "split", "preprocess"):
         assert "_target_" in cfg.dataset[key], f"dataset {name}: {key} needs a _target_"

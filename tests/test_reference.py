@@ -87,3 +87,41 @@ def test_reference_match_on_a_missing_size_field_says_which(outputs):
     )
     assert rec["status"] == "failed"
     assert "size fields ['leaves']" in rec["error"] and "n_leaves" in rec["error"]
+
+
+GROWN = (
+    "reference={method: cart, grow: {n_leaves: {max_leaf_nodes: n_leaves}, "
+    "n_splits: {max_leaf_nodes: n_splits + 1}}}"
+)
+
+
+def test_grow_matches_each_method_by_its_own_size_measure(outputs):
+    # a decision graph (size_measure n_splits) gets CART of as many split nodes, not leaves
+    graph = _run(outputs, ["method=tnt", "dataset=wine", "method.params.ccp_alpha=1e-3", GROWN])
+    ref = graph["reference"]
+    assert ref["measure"] == "n_splits" and ref["match"] == {"max_leaf_nodes": "n_splits + 1"}
+    assert ref["params"] == {"max_leaf_nodes": graph["size"]["n_splits"] + 1}
+    assert ref["size"]["n_splits"] == graph["size"]["n_splits"]
+    # a tree (n_leaves) keeps the leaf match
+    tree = _run(outputs, ["method=cart", "dataset=wine", "method.params.max_depth=3", GROWN])
+    assert tree["reference"]["measure"] == "n_leaves"
+    assert tree["reference"]["size"]["n_leaves"] == tree["size"]["n_leaves"]
+    # an ensemble (size_measure null) gets no same-size reference, and its key says so
+    forest = _run(outputs, ["method=rf", "dataset=wine", "method.params.n_estimators=5", GROWN])
+    assert "reference" not in forest
+    plain = Job.from_config(compose_config(["method=rf", "dataset=wine"]))
+    assert Job.from_config(compose_config(["method=rf", "dataset=wine", GROWN])).key(
+        0
+    ) == plain.key(0)
+
+
+def test_grow_without_the_methods_measure_says_what_to_add():
+    with pytest.raises(ValueError, match="size_measure 'n_splits' is not in reference.grow"):
+        Job.from_config(
+            compose_config(
+                [
+                    "method=tnt",
+                    "reference={method: cart, grow: {n_leaves: {max_leaf_nodes: n_leaves}}}",
+                ]
+            )
+        )

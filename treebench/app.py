@@ -193,6 +193,13 @@ def main(cfg: DictConfig) -> None:
     from treebench.files import OutputsError
     from treebench.params import ParamError
 
+    if cfg.get("suite") is not None and str(HydraConfig.get().mode) != "RunMode.MULTIRUN":
+        print(
+            f"error: suite={cfg.suite.name} is a list of datasets, run as a sweep: "
+            f"treebench run -m suite={cfg.suite.name} ...",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     try:
         records = run_task(cfg)
     except (ParamError, OutputsError, DatasetUnavailableError) as exc:  # one message, no record

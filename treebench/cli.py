@@ -521,10 +521,15 @@ def report(
         "--headtohead",
         help="write docs/headtohead.md: every method tuned at one budget beside same-size CART",
     ),
+    benchmark: bool = typer.Option(
+        False,
+        "--benchmark",
+        help="write docs/benchmark.md (+ docs/benchmark/): the PMLB suites, ranks and tests",
+    ),
     out: str = typer.Option(
         None,
-        help="REPRODUCTION.md path (default: the repository root); with --headtohead, "
-        "headtohead.md's (default: docs/)",
+        help="REPRODUCTION.md path (default: the repository root); with --headtohead or "
+        "--benchmark, the page's (default: docs/)",
     ),
     ledger: bool | None = _LEDGER_OPT,
     with_store: bool = typer.Option(
@@ -545,15 +550,21 @@ def report(
     outp = _outputs(outputs)
     papers = _load_papers()
     led = _ledger(ledger)
-    if headtohead or reproduction:
+    if headtohead or reproduction or benchmark:
         if led is None:
             err.print(
-                "[red]--reproduction and --headtohead are made from the committed ledger; drop --no-ledger[/]"
+                "[red]--reproduction, --headtohead and --benchmark are made from the committed "
+                "ledger; drop --no-ledger[/]"
             )
             raise typer.Exit(2)
-        if headtohead and reproduction:
-            err.print("[red]--reproduction and --headtohead write different files: pass one[/]")
+        if headtohead + reproduction + benchmark > 1:
+            err.print(
+                "[red]--reproduction, --headtohead and --benchmark write different files: pass one[/]"
+            )
             raise typer.Exit(2)
+    if benchmark:
+        _report_benchmark(led, outp / "store" if with_store else None, out)
+        return
     if headtohead:
         _report_headtohead(led, outp / "store" if with_store else None, out)
         return
@@ -643,6 +654,41 @@ def _report_headtohead(led, store_dir: Path | None, out: str | None) -> None:
     )
     dest.write_text(text)
     console.print(f"written: {dest} ({len(df)} records; {stamp})")
+
+
+def _report_benchmark(led, store_dir: Path | None, out: str | None) -> None:
+    """``report --benchmark``: docs/benchmark.md, docs/benchmark/datasets.md and the CD diagrams
+    from the ledger's ``benchmark`` records (and with ``store_dir``, the local store's)."""
+    from treebench.report.benchmark import EXPERIMENT, benchmark_markdown, evaluate, suite_plan
+    from treebench.results import collect as do_collect
+    from treebench.results.ledger import records_hash
+
+    df = do_collect(store_dir, ledger=led, experiment=EXPERIMENT)
+    mine = [
+        r
+        for r in led.records()
+        if EXPERIMENT in [r.get("experiment"), *(r.get("also_experiments") or [])]
+    ]
+    records = list(mine)
+    if store_dir is not None:
+        from treebench.results.store import Store
+
+        records += [r for r in Store(store_dir).records() if r.get("experiment") == EXPERIMENT]
+    stamp = f"the ledger's `{EXPERIMENT}` records ({len(mine)} records, content hash {records_hash(mine)})"
+    if store_dir is not None:
+        stamp += " + the local store (not committed)"
+    dest = Path(out) if out else PROJECT_DIR / "docs" / "benchmark.md"
+    pages = benchmark_markdown(
+        evaluate(df, records, suite_plan(CONF_DIR)),
+        stamp,
+        figures_dir=dest.parent / dest.stem,
+        figures_link=dest.stem,
+    )
+    for rel, text in pages.items():
+        path = dest if rel == "benchmark.md" else dest.parent / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    console.print(f"written: {dest} and {dest.parent / dest.stem}/ ({len(df)} records; {stamp})")
 
 
 @app.command()
@@ -765,19 +811,21 @@ def _paper_labelled(rec: dict, wanted: set[str]) -> dict | None:
 def ledger_add(
     experiment: str = typer.Option(
         None,
-        help="only this experiment (default: every experiment with paper targets, and headtohead)",
+        help="only this experiment (default: every experiment with paper targets, headtohead "
+        "and benchmark)",
     ),
     outputs: str = typer.Option(
         None, help="outputs directory (default: $TREEBENCH_OUTPUTS or outputs)"
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="say what would be added, write nothing"),
 ) -> None:
-    """Move the local store's done records of paper experiments and of the head-to-head into the
-    committed ledger.
+    """Move the local store's done records of paper experiments, the head-to-head and the
+    benchmark into the committed ledger.
 
     A run key already in the ledger gains the record's experiment labels; one whose numbers differ
     is refused, with every such key listed, and nothing is written.
     """
+    from treebench.report.benchmark import EXPERIMENT as BENCHMARK
     from treebench.report.headtohead import EXPERIMENT as HEADTOHEAD
     from treebench.report.targets import experiment_names
     from treebench.results import LedgerConflict, Store
@@ -786,7 +834,9 @@ def ledger_add(
     if led is None:
         err.print("[red]TREEBENCH_LEDGER is off: no ledger to add to.[/]")
         raise typer.Exit(2)
-    wanted = {experiment} if experiment else {*experiment_names(_load_papers()), HEADTOHEAD}
+    wanted = (
+        {experiment} if experiment else {*experiment_names(_load_papers()), HEADTOHEAD, BENCHMARK}
+    )
     store = Store(_outputs(outputs) / "store")
     recs = [r for r in (_paper_labelled(rec, wanted) for rec in store.records()) if r is not None]
     try:

@@ -75,7 +75,9 @@ def sweep_plan(sweeper, profile=None) -> dict:
 
 
 def plan_values(plan: dict, key: str) -> list[str]:
-    """Every value a sweep plan gives ``key`` (``dataset``, ``method``), in order, each once."""
+    """Every value a sweep plan gives ``key`` (``dataset``, ``method``), in order, each once; the
+    ``dataset`` values include the members of the plan's suites of dataset configs
+    (:mod:`treebench.suites`, those whose names are ``dataset=`` choices)."""
     values = [str(plan["params"].get(key) or "")]
     rows = plan["rows"]
     for row in [r for rs in rows.values() for r in rs] if isinstance(rows, dict) else rows:
@@ -84,6 +86,13 @@ def plan_values(plan: dict, key: str) -> list[str]:
     for v in (v.strip() for vs in values for v in vs.split(",")):
         if v and v not in out:
             out.append(v)
+    if key == "dataset":
+        from treebench.suites import load
+
+        for name in plan_values(plan, "suite"):
+            suite = load(name, search_dirs())
+            if suite.dataset is None:
+                out += [m for m in suite.members if m not in out]
     return out
 
 

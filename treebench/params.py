@@ -135,6 +135,12 @@ def check_params(cfg: DictConfig, max_threads: int | None = None) -> None:
     """
     check_dataset(cfg)
     check_run_settings(cfg, max_threads)
+    check_method(cfg)
+
+
+def check_method(cfg: DictConfig) -> None:
+    """The method half of :func:`check_params`: its requirements, ``method.params`` and (with
+    ``tune``) ``search:`` block against the estimator of the dataset's task."""
     method = cfg.method.name
     missing = missing_requirements(cfg.method)
     if missing:

@@ -89,14 +89,36 @@ def reference_settings(cfg: DictConfig) -> dict | None:
     ``{"method": name, "params": {...}, "match": {param: size_field}}``: on each fold the
     reference method is fitted on the same preprocessed training part with each ``param`` set to
     the fitted model's ``size[size_field]`` (e.g. CART's ``max_leaf_nodes`` to the model's
-    ``n_leaves``: best-first CART of the same size).
+    ``n_leaves``: best-first CART of the same size). With ``grow: {measure: match}`` instead of
+    ``match``, the match is the one of the method's own ``size_measure`` (its method file), and
+    a method without one (an ensemble) gets no reference.
     """
     node = cfg.get("reference")
     if not node:
         return None
     ref = OmegaConf.to_container(node, resolve=True)
     get_entry(ref["method"])  # unknown method → error listing the choices
-    return {"method": ref["method"], "params": ref.get("params") or {}, "match": ref["match"]}
+    out = {"method": ref["method"], "params": ref.get("params") or {}}
+    if ref.get("grow") is None:
+        return {**out, "match": ref["match"]}
+    # ``grow: {measure: match}``: the reference is grown to the method's own ``size_measure``
+    # (its method file); a method without one (an ensemble) gets no same-size reference
+    measure = cfg.method.get("size_measure")
+    if measure is None:
+        return None
+    if measure not in ref["grow"]:
+        raise ValueError(
+            f"method {cfg.method.name}'s size_measure {measure!r} is not in reference.grow "
+            f"(it has: {', '.join(ref['grow'])}); add how the reference grows to it"
+        )
+    return {**out, "match": ref["grow"][measure], "measure": measure}
+
+
+def _size_value(size: dict, expr: str) -> int:
+    """A ``reference.match`` value: a size field (``n_leaves``) or a field plus a count
+    (``n_splits + 1``: a CART of s splits has s + 1 leaves)."""
+    field, _, plus = str(expr).partition("+")
+    return int(size[field.strip()]) + int(plus or 0)
 
 
 @dataclass
@@ -488,13 +510,13 @@ def fit_reference(job: Job, ff: FittedFold, size: dict, names, threads: int) -> 
     """Fit the job's reference (:func:`reference_settings`) on the fold the method was fitted on
     and measure it as the method is measured: the record's ``reference`` field."""
     ref = job.reference
-    missing = [f for f in ref["match"].values() if f not in size]
+    missing = [f for f in ref["match"].values() if str(f).partition("+")[0].strip() not in size]
     if missing:
         raise ValueError(
             f"reference.match names size fields {missing} that {job.method}'s size report lacks "
             f"(it has: {', '.join(size) or 'none'})"
         )
-    matched = {p: max(2, int(size[f])) for p, f in ref["match"].items()}
+    matched = {p: max(2, _size_value(size, f)) for p, f in ref["match"].items()}
     est = build_estimator(
         ref["method"],
         job.cfg.dataset.task,
@@ -514,6 +536,7 @@ def fit_reference(job: Job, ff: FittedFold, size: dict, names, threads: int) -> 
     return {
         "method": ref["method"],
         "match": ref["match"],
+        **({"measure": ref["measure"]} if "measure" in ref else {}),
         "params": {**ref["params"], **matched},
         "metrics": metrics,
         "size": ref_size,

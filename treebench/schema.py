@@ -63,6 +63,7 @@ class TreebenchConf:
     split: Any = None
     tune: TuneConf = field(default_factory=TuneConf)
     reference: Any = None
+    suite: Any = None
     seed: int = 0
     seeds: list[int] | None = None
     fold: int | None = None
@@ -99,6 +100,13 @@ def _path_part(name) -> str:
     return path_part(name)
 
 
+def _pmlb(name, key):
+    """``${pmlb:<name>,<field>}``: a field of the mirror's PMLB index (task, n_rows, url, sha256 ...)."""
+    from treebench.data.sources.pmlb import field
+
+    return field(name, key)
+
+
 def _by_profile(full, reduced, *, _root_):
     """``${by_profile:<full>,<reduced>}``: a method's value under ``profile=full`` or ``reduced``."""
     profile = _root_.get("profile")
@@ -117,7 +125,8 @@ def _paper_default(path, default, *, _root_):
 def register_schema() -> None:
     """Store the schema as ``treebench_schema`` (first entry of the config's defaults list) and
     register the resolvers configs use (``file_stem``, ``file_sha256`` of a user's file,
-    ``path_part`` for a name that becomes a directory (``dataset.name=../..`` stays inside), and
+    ``path_part`` for a name that becomes a directory (``dataset.name=../..`` stays inside), ``pmlb``
+    for a field of the PMLB index, and
     ``by_profile`` for a method's cheaper setting under ``profile=reduced``, ``paper_default`` for a
     paper's value an experiment states in place of a data-scaled default)."""
     ConfigStore.instance().store(name="treebench_schema", node=TreebenchConf)
@@ -128,6 +137,10 @@ def register_schema() -> None:
     ):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn, use_cache=True)
+    if not OmegaConf.has_resolver(
+        "pmlb"
+    ):  # not cached: a planned sweep changes dataset.name in place
+        OmegaConf.register_new_resolver("pmlb", _pmlb)
     if not OmegaConf.has_resolver("by_profile"):
         OmegaConf.register_new_resolver("by_profile", _by_profile)
     if not OmegaConf.has_resolver("paper_default"):

@@ -101,6 +101,15 @@ def _unseeded(overrides) -> tuple:
     return tuple(o for o in overrides if not o.startswith(("seed=", "seeds=")))
 
 
+def _undatasetted(overrides) -> tuple:
+    """A job's overrides without those choosing its data (``dataset``, ``dataset.*``, ``suite``)."""
+    return tuple(
+        o
+        for o in overrides
+        if o.lstrip("+").split("=", 1)[0].split(".")[0] not in ("dataset", "suite")
+    )
+
+
 def _core_seconds(store, keys) -> list[float]:
     """Core-seconds of the done runs among ``keys`` (:func:`treebench.results.table.core_seconds`)."""
     import pandas as pd
@@ -117,12 +126,70 @@ def _core_seconds(store, keys) -> list[float]:
     return core_seconds(pd.DataFrame(done)).tolist()
 
 
-def _estimate(costs: dict, job) -> float | None:
+def _estimate(costs: dict, job, modelled: dict) -> float | None:
     """Core-seconds a job's runs still to do will take: the mean of the done runs of the jobs that
-    differ from it only in seeds (itself included), times its runs not done; None without any."""
+    differ from it only in seeds (itself included), times its runs not done; without any, the
+    cost model's estimate of one run (``modelled``, from other datasets' runs) times them."""
     overrides, n, n_done, *_ = job
     done = costs.get(_unseeded(overrides))
-    return sum(done) / len(done) * (n - n_done) if done and n_done < n else None
+    if n_done >= n:
+        return None
+    if done:
+        return sum(done) / len(done) * (n - n_done)
+    one = modelled.get(tuple(overrides))
+    return None if one is None else one * (n - n_done)
+
+
+def _train_rows(cfg) -> tuple[float | None, float | None]:
+    """(training rows, features) a job's dataset will give, from its declared shape and split
+    (the rows left after the split's test and validation fractions); None where unknown."""
+    shape = cfg.dataset.get("shape") or {}
+    rows, feats = shape.get("n_samples"), shape.get("n_features")
+    if not rows:
+        return None, feats
+    split = cfg.get("split") or cfg.dataset.get("split") or {}
+    held = 0.0
+    for key in ("test_size", "val_size"):
+        v = split.get(key)
+        held += v if isinstance(v, float) else (v or 0) / rows
+    return rows * (1.0 - (held or 0.2)), feats
+
+
+def _cost_model():
+    """The cost model of the committed ledger's records (None with the ledger off)."""
+    from treebench.results.cost import CostModel
+    from treebench.results.ledger import open_ledger
+
+    led = open_ledger()
+    return None if led is None else CostModel.from_ledger(led)
+
+
+def _expand_suites(jobs: list[list[str]]) -> list[list[str]]:
+    """Each job with a ``suite=<name>`` override as one job per dataset the suite runs (its
+    overrides right after ``suite=``, in the suite's order; ``suite.subset=<n>`` takes its first n);
+    a job that also sets the dataset is an error (say which in one place)."""
+    from treebench.config import search_dirs
+    from treebench.suites import SuiteError, load
+
+    out = []
+    for job in jobs:
+        at = [i for i, o in enumerate(job) if o.lstrip("+").startswith("suite=")]
+        if not at:
+            out.append(job)
+            continue
+        i = at[0]
+        clash = [o for o in job if o.lstrip("+").split("=", 1)[0] in ("dataset", "dataset.name")]
+        if clash:
+            raise SuiteError(
+                f"{job[i]} and {' '.join(clash)} both choose datasets; give a suite or datasets"
+            )
+        suite = load(job[i].split("=", 1)[1], search_dirs(job))
+        for o in job:  # ``suite.subset=3``: the suite's first 3 datasets (a slice to try it on)
+            key, _, value = o.lstrip("+").partition("=")
+            if key == "suite.subset":
+                suite = suite.sliced(None if value in ("null", "None", "") else int(value))
+        out += [job[: i + 1] + suite.overrides(n) + job[i + 1 :] for n in suite.members]
+    return out
 
 
 def _plain(node):
@@ -274,13 +341,21 @@ class TreebenchSweeper(BasicSweeper):
         from treebench.data.fetch import missing_files
         from treebench.faults import clean_stale_temps, raise_env_fault
         from treebench.files import OutputsError, check_outputs
-        from treebench.params import ParamError, check_params, check_run_settings
+        from treebench.params import (
+            ParamError,
+            check_dataset,
+            check_method,
+            check_run_settings,
+        )
         from treebench.progress import SweepProgress
         from treebench.report.console import print_plan
         from treebench.resources import explicit_launcher_keys, group_by_resources, job_resources
         from treebench.runner import data_context, job_keys, plan_profile
 
-        jobs = self._ordered(self._jobs(arguments), self.order)
+        try:
+            jobs = self._ordered(_expand_suites(self._jobs(arguments)), self.order)
+        except ValueError as exc:  # SuiteError: an unknown suite
+            _fail([str(exc)])
         if not self.dry_run:
             try:
                 check_outputs(_abspath(self.config.paths.store), "store")
@@ -296,7 +371,10 @@ class TreebenchSweeper(BasicSweeper):
         adopted: dict[str, tuple] = {}  # SLURM job id -> (pending marker, state)
         composed: dict = {}
         checked: dict[tuple, str | None] = {}  # overrides without seeds -> parameter error or None
+        method_checked: dict[tuple, str | None] = {}  # (overrides but data, task) -> the same
         costs: dict[tuple, list[float]] = {}  # overrides without seeds -> done runs' core-seconds
+        modelled: dict[tuple, float | None] = {}  # a job's overrides -> the cost model's seconds
+        model = _ABSENT  # the ledger's cost model, read at the first job that needs it
         bad: dict[str, list[list[str]]] = {}  # parameter error -> the jobs it concerns
         absent: dict[str, list[str]] = {}  # dataset -> its files a run could not get
         nodata: dict[str, int] = {}  # dataset -> its jobs left out for missing files
@@ -312,9 +390,16 @@ class TreebenchSweeper(BasicSweeper):
                 continue
             if unseeded not in checked:
                 try:
-                    # threads: a cluster job's node may have more cores (the job checks there)
-                    check_params(cfg, max_threads=0 if self._hints_used() else None)
-                    checked[unseeded] = None
+                    check_dataset(cfg)
+                    # the method half once per method setting and task (a suite's datasets share it)
+                    mkey = (_undatasetted(unseeded), str(cfg.dataset.get("task")))
+                    if mkey not in method_checked:
+                        try:
+                            check_method(cfg)
+                            method_checked[mkey] = None
+                        except ParamError as exc:
+                            method_checked[mkey] = str(exc)
+                    checked[unseeded] = method_checked[mkey]
                 except ParamError as exc:
                     checked[unseeded] = str(exc)
             if checked[unseeded] is not None:
@@ -334,6 +419,19 @@ class TreebenchSweeper(BasicSweeper):
             plan.append((overrides, len(keys), n_done, res))
             if self.dry_run and n_done:
                 costs.setdefault(unseeded, []).extend(_core_seconds(store, keys))
+            if self.dry_run and n_done < len(keys):
+                if model is _ABSENT:
+                    model = _cost_model()
+                if model is not None:
+                    n_train, n_feat = _train_rows(cfg)
+                    choice = next(
+                        (o.split("=", 1)[1] for o in overrides if o.startswith("method=")),
+                        str(cfg.method.name),
+                    )
+                    tuned = bool(cfg.get("tune") and cfg.tune.get("strategy"))
+                    modelled[tuple(overrides)] = model.predict(
+                        choice, str(cfg.dataset.task), tuned, n_train, n_feat
+                    )
             holders = {held[k][0]["job_id"]: held[k] for k in keys if k in held}
             if n_done == len(keys):
                 done_keys += keys
@@ -353,7 +451,7 @@ class TreebenchSweeper(BasicSweeper):
         sweep_dir = Path(_abspath(self.config.hydra.sweep.dir))
         missing = _missing_note(nodata, absent)
         if self.dry_run:
-            print_plan(plan, [_estimate(costs, job) for job in plan], missing)
+            print_plan(plan, [_estimate(costs, job, modelled) for job in plan], missing)
             return []
         if nodata and sum(nodata.values()) == len(plan):
             _fail([missing])  # no job of the sweep could run: say so before anything starts

@@ -1,6 +1,7 @@
 """The generated reports are pure functions of the committed ledger and treebench/conf/: regenerating
-REPRODUCTION.md with its per-paper pages (``report --reproduction``) or docs/headtohead.md
-(``report --headtohead``) changes nothing, figures included."""
+REPRODUCTION.md with its per-paper pages (``report --reproduction``), docs/headtohead.md
+(``report --headtohead``) or docs/benchmark.md with its per-dataset page (``report --benchmark``)
+changes nothing, figures included."""
 
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ REPORTS = {
         True,
     ),
     "headtohead": ("--headtohead", "docs/headtohead.md", (), "docs/headtohead/*.png", False),
+    "benchmark": (
+        "--benchmark",
+        "docs/benchmark.md",
+        ("docs/benchmark/*.md",),
+        "docs/benchmark/*.png",
+        False,
+    ),
 }
 
 

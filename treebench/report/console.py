@@ -158,8 +158,9 @@ def print_plan(plan, estimates=None, missing: str = "") -> None:
         rest = todo - len(known)
         console.print(
             f"{len(known)} of them take {'' if total.startswith('under') else 'about '}{total}"
-            " (the mean core time of the done runs of jobs that differ only in seeds)"
-            + (f"; {rest} have no done seed to go by" if rest else "")
+            " (the mean core time of the done runs of jobs that differ only in seeds; without"
+            " one, the ledger's runs of the method fitted against training rows and features)"
+            + (f"; {rest} have nothing to go by" if rest else "")
         )
 
 
