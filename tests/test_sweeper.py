@@ -210,3 +210,23 @@ def test_jobs_whose_data_files_are_missing_are_named_with_the_fix_and_not_launch
     alone = run_cli(["run", "-m", "method=cart,rf", "dataset=letter"], tmp_path, env)
     assert alone.returncode == 2  # no job could run: an error before anything starts
     assert "error: 2 jobs need data files" in alone.stderr and "no job launched" in alone.stderr
+
+
+def test_the_missing_data_note_keeps_a_loaders_own_fetch_command_apart():
+    from hydra_plugins.treebench_sweeper.sweeper import _missing_note
+
+    note = _missing_note(
+        {"letter": 1, "openml_61": 2, "pendigits": 1},
+        {"letter": ["uci/letter.data"], "openml_61": ["OpenML 61"], "pendigits": ["p.tra"]},
+        {
+            "letter": "treebench fetch dataset=letter",
+            "openml_61": "treebench fetch dataset=openml dataset.data_id=61",
+            "pendigits": "treebench fetch dataset=pendigits",
+        },
+    )
+    assert note == (
+        "4 jobs need data files that are in neither the cache nor the mirror (letter, 1 job: "
+        "uci/letter.data; openml_61, 2 jobs: OpenML 61; pendigits, 1 job: p.tra); "
+        "`treebench fetch dataset=letter,pendigits` and "
+        "`treebench fetch dataset=openml dataset.data_id=61` download them"
+    )

@@ -314,3 +314,46 @@ def test_a_tuned_records_panel_shows_the_fitted_params(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert 'params (tuned) │ {"max_depth": 3, "ccp_alpha": 0.0}' in out
     assert '"max_depth": null' not in out
+
+
+class _Reporting(CARTClassifier):
+    """CART that reports an epoch per fit, as iterative methods do."""
+
+    def fit(self, X, y, **kw):
+        from treebench.methods.progress import report
+
+        report("epochs", 1, 1)
+        return super().fit(X, y, **kw)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+@pytest.mark.parametrize("strategy", ["random", "halving_random"])
+def test_tuning_progress_counts_candidates_k_of_n(strategy, n_jobs):
+    """The bar counts finished candidates of the search (per round for halving), from joblib
+    workers too; the candidates' own epochs never reach it."""
+    from sklearn.datasets import load_iris
+
+    from treebench.methods.progress import reporting
+    from treebench.tuning import tune_fit
+
+    X, y = load_iris(return_X_y=True)
+    tune = {"strategy": strategy, "n_candidates": 6, "cv": 3, "factor": 2}
+    tune["search"] = {"max_depth": {"low": 1, "high": 8, "int": True}}
+    seen = []
+    with reporting(lambda *a: seen.append(a)):
+        tune_fit(
+            _Reporting(), X, y, tune, task="classification", metric="accuracy",
+            random_state=0, n_jobs=n_jobs,
+        )  # fmt: skip
+    phases = list(dict.fromkeys(p for p, _, _ in seen))
+    if strategy == "random":
+        assert phases == ["candidates"]
+    else:  # 6 candidates, then 3, then 2 (min_resources="exhaust")
+        assert phases == ["round 1 candidates", "round 2 candidates", "round 3 candidates"]
+    for phase in phases:
+        got = [(k, n) for p, k, n in seen if p == phase]
+        n = got[0][1]
+        assert len(got) == 3 * n  # one report per finished inner fit
+        assert [k for k, _ in got] == sorted(k for k, _ in got) and got[-1] == (n, n)
+        assert {m for _, m in got} == {n}
+    assert [r for r in seen if r[0] == "epochs"] == []

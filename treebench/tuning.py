@@ -224,6 +224,57 @@ class Tuned:
     record: dict
 
 
+class CandidateProgress:
+    """A scikit-learn fit callback for a search CV: reports ``candidates`` k of n to the progress
+    callback active where the search starts (:mod:`treebench.methods.progress`), one phase per
+    halving round (``round 2 candidates``).
+
+    Candidate fits may run in joblib workers; scikit-learn's callback transport sends each finished
+    (candidate, inner fold) fit back to this process, where ``k`` is the candidates whose every
+    inner fold is done. Only the listener's handle travels to the workers.
+    """
+
+    def __init__(self, callback, n_splits: int, halving: bool):
+        self._callback, self.n_splits, self.halving = callback, int(n_splits), halving
+        self._handle = None
+
+    def __getstate__(self):  # a worker's copy only sends (the bar stays in this process)
+        return {**self.__dict__, "_callback": None}
+
+    def setup(self, estimator, context):
+        from sklearn.callback._transport import open_listener
+
+        rounds: dict[tuple, int] = {}  # a round's context path -> fits finished
+        order: list[tuple] = []
+
+        def finished(message):
+            parent, max_subtasks = tuple(message[0]), int(message[1])
+            if parent not in rounds:
+                rounds[parent] = 0
+                order.append(parent)
+            rounds[parent] += 1
+            phase = f"round {order.index(parent) + 1} candidates" if self.halving else "candidates"
+            self._callback(phase, rounds[parent] // self.n_splits, max_subtasks // self.n_splits)
+
+        self._handle = open_listener(finished)
+
+    def on_fit_task_begin(self, estimator, context, **kwargs):
+        pass
+
+    def on_fit_task_end(self, estimator, context, **kwargs):
+        from sklearn.callback._callback_context import get_context_path
+        from sklearn.callback._transport import send
+
+        if context.task_name == "candidate-split-evaluation" and context.parent is not None:
+            path = [c.task_id for c in get_context_path(context.parent)]
+            send(self._handle, (path, context.parent.max_subtasks))
+
+    def teardown(self, estimator, context):
+        from sklearn.callback._transport import close_listener
+
+        close_listener(self._handle)
+
+
 def tune_fit(
     est, X, y, tune: dict, *, task: str, metric: str, random_state: int, n_jobs: int
 ) -> Tuned:
@@ -257,14 +308,22 @@ def tune_fit(
         round), ``n_failed`` and ``seconds`` (search wall time, the refit included).
     """
     from treebench.methods.checkpoint import checkpointing
+    from treebench.methods.progress import current, reporting
     from treebench.metrics import LOWER_IS_BETTER
 
     space = search_space(tune["search"])
     sc = make_search(
         est, space, tune, task=task, metric=metric, random_state=random_state, n_jobs=n_jobs
     )
+    progress = current()
+    if progress is not None and hasattr(sc, "set_callbacks"):  # scikit-learn >= 1.9's callbacks
+        sc.set_callbacks(
+            CandidateProgress(progress, tune["cv"], tune["strategy"] == "halving_random")
+        )
     t0 = time.perf_counter()
-    with checkpointing(None):  # candidate fits must not save or resume the run's checkpoint
+    # candidate fits must not save or resume the run's checkpoint, nor draw their own bars (the
+    # bar counts candidates instead of restarting its epochs with each)
+    with checkpointing(None), reporting(None):
         sc.fit(X, y)
     seconds = time.perf_counter() - t0
 

@@ -81,18 +81,25 @@ def _fail(messages) -> None:
     sys.exit(2)
 
 
-def _missing_note(nodata: dict[str, int], absent: dict[str, list[str]]) -> str:
-    """The jobs left out because their data files are missing, per dataset, with the fix."""
+def _missing_note(
+    nodata: dict[str, int], absent: dict[str, list[str]], fixes: dict[str, str]
+) -> str:
+    """The jobs left out because their data is missing, per dataset, with the commands that fetch
+    it (the config names in one ``treebench fetch``, a loader's own command such as OpenML's apart)."""
     if not nodata:
         return ""
     sets = "; ".join(
         f"{name}, {n} job{'s' if n > 1 else ''}: {', '.join(absent[name])}"
         for name, n in sorted(nodata.items())
     )
+    by_name = [name for name in sorted(nodata) if fixes[name] == f"treebench fetch dataset={name}"]
+    commands = [f"treebench fetch dataset={','.join(by_name)}"] if by_name else []
+    commands += sorted({fixes[name] for name in nodata if name not in by_name})
     n = sum(nodata.values())
     return (
         f"{n} job{'s need' if n > 1 else ' needs'} data files that are in neither the cache nor the "
-        f"mirror ({sets}); `treebench fetch dataset={','.join(sorted(nodata))}` downloads them"
+        f"mirror ({sets}); {' and '.join(f'`{c}`' for c in commands)} "
+        f"download{'s' if len(commands) == 1 else ''} them"
     )
 
 
@@ -338,7 +345,7 @@ class TreebenchSweeper(BasicSweeper):
     def sweep(self, arguments: list[str]) -> Any:
         from treebench import slurm
         from treebench.app import _abspath, open_store
-        from treebench.data.fetch import missing_files
+        from treebench.data.fetch import fetch_command, missing_files
         from treebench.faults import clean_stale_temps, raise_env_fault
         from treebench.files import OutputsError, check_outputs
         from treebench.params import (
@@ -377,6 +384,7 @@ class TreebenchSweeper(BasicSweeper):
         model = _ABSENT  # the ledger's cost model, read at the first job that needs it
         bad: dict[str, list[list[str]]] = {}  # parameter error -> the jobs it concerns
         absent: dict[str, list[str]] = {}  # dataset -> its files a run could not get
+        fixes: dict[str, str] = {}  # dataset -> the ``treebench fetch`` that gets them
         nodata: dict[str, int] = {}  # dataset -> its jobs left out for missing files
         for overrides in jobs:
             cfg = self._job_config(overrides, composed)
@@ -411,6 +419,7 @@ class TreebenchSweeper(BasicSweeper):
                 name = str(cfg.dataset.name)
                 if name not in absent:  # a job whose data files are missing would only fail
                     absent[name] = missing_files(cfg.dataset, data_context(cfg))
+                    fixes[name] = fetch_command(cfg.dataset)
                 if absent[name]:
                     nodata[name] = nodata.get(name, 0) + 1
                     plan.append((overrides, len(keys), n_done, {}, "no data"))
@@ -449,7 +458,7 @@ class TreebenchSweeper(BasicSweeper):
                 for msg, js in bad.items()
             )
         sweep_dir = Path(_abspath(self.config.hydra.sweep.dir))
-        missing = _missing_note(nodata, absent)
+        missing = _missing_note(nodata, absent, fixes)
         if self.dry_run:
             print_plan(plan, [_estimate(costs, job, modelled) for job in plan], missing)
             return []

@@ -81,10 +81,12 @@ def test_fetch_then_run_offline_from_the_cache(fake_openml, tmp_path):
     srv, base = fake_openml
     run = ["run", "method=cart", "dataset=openml", f"dataset.data_id={DATA_ID}"]
 
-    # before any fetch: the run downloads nothing and names the fetch command that works
+    # before any fetch: the run stops before it starts (no record), downloads nothing and names
+    # the fetch command that works
     res = run_cli(run, tmp_path)
-    assert res.returncode == 1, res.stdout + res.stderr
-    text = " ".join(res.stdout.split())
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert _records(tmp_path / "out") == []
+    text = " ".join(res.stderr.split())
     assert f"download it with `treebench fetch dataset=openml dataset.data_id={DATA_ID}`" in text
     assert "dataset=openml_61`" not in text
     assert srv.hits == {}
@@ -113,3 +115,28 @@ def test_fetch_then_run_offline_from_the_cache(fake_openml, tmp_path):
     assert rec["n_train"] + rec["n_val"] + rec["n_test"] == ROWS
     assert rec["n_classes"] == len(CLASSES)
     assert rec["metrics"]["test_accuracy"] > 0.8
+
+
+def test_a_sweep_stops_before_launch_on_an_openml_dataset_not_cached(fake_openml, tmp_path):
+    """Fetching off (the default) and OpenML 61 not cached: the plan marks its jobs "no data" and
+    the sweep stops before launching, naming the fetch command; nothing asks the server, no record."""
+    srv, _ = fake_openml
+    sweep = ["run", "-m", "method=cart,rf", "dataset=openml", f"dataset.data_id={DATA_ID}"]
+    fix = f"`treebench fetch dataset=openml dataset.data_id={DATA_ID}` downloads them"
+
+    plan = run_cli([*sweep, "--dry-run"], tmp_path)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    text = " ".join(plan.stdout.split())
+    assert "no data" in text
+    assert (
+        f"2 jobs need data files that are in neither the cache nor the mirror (openml_{DATA_ID}, 2 jobs: OpenML {DATA_ID})"
+        in text
+    )
+    assert fix in text
+
+    run = run_cli(sweep, tmp_path)
+    assert run.returncode == 2, run.stdout + run.stderr
+    err = " ".join(run.stderr.split())
+    assert "error: 2 jobs need data files" in err and "no job launched" in err and fix in err
+    assert srv.hits == {}
+    assert not (tmp_path / "out" / "store").exists() or _records(tmp_path / "out") == []

@@ -148,10 +148,20 @@ def file_specs(node) -> Iterator[dict]:
             yield from file_specs(v)
 
 
+def _loader_module(loader: dict):
+    """The module of a loader's ``_target_`` (where a loader keeping its own cache says what of it
+    is missing, ``missing(ctx, **args)``, and how to fetch it, ``fetch_command(name, **args)``)."""
+    import importlib
+
+    target = loader.get("_target_")
+    return importlib.import_module(target.rsplit(".", 1)[0]) if target else None
+
+
 def missing_files(cfg, ctx: DataContext) -> list[str]:
-    """Relative paths of the files of dataset ``cfg`` that a run could not get: in neither the cache
-    nor a local mirror while fetching is off (a run would fail on them; ``treebench fetch`` gets
-    them). Empty when fetching is on, or for data without files (bundled or generated sets).
+    """What of dataset ``cfg`` a run could not get: the relative paths of its files in neither the
+    cache nor a local mirror, or what its loader's own cache lacks (an OpenML id), while fetching is
+    off (a run would fail on them; ``treebench fetch`` gets them). Empty when fetching is on, or for
+    data without files (bundled or generated sets).
     """
     from omegaconf import OmegaConf
 
@@ -160,14 +170,31 @@ def missing_files(cfg, ctx: DataContext) -> list[str]:
     if ctx.allow_fetch:
         return []
     loader = cfg.get("loader")
-    specs = file_specs(OmegaConf.to_container(loader, resolve=True) if loader is not None else {})
+    loader = OmegaConf.to_container(loader, resolve=True) if loader is not None else {}
     local = _local_dir(ctx.mirror)
     out = []
-    for spec in specs:
+    for spec in file_specs(loader):
         path = RemoteFile.of(spec).path
         if not (Path(ctx.data_dir) / path).exists() and not (local and (local / path).is_file()):
             out.append(path)
+    own = getattr(_loader_module(loader), "missing", None)
+    if own is not None:
+        args = {k: v for k, v in loader.items() if k != "_target_"}
+        out += own(ctx, **args)
     return out
+
+
+def fetch_command(cfg) -> str:
+    """The ``treebench fetch`` that gets dataset ``cfg``: by its config name, or the command its
+    loader gives (``dataset=openml dataset.data_id=61``: ``openml_61`` is no config)."""
+    from omegaconf import OmegaConf
+
+    loader = cfg.get("loader")
+    loader = OmegaConf.to_container(loader, resolve=True) if loader is not None else {}
+    own = getattr(_loader_module(loader), "fetch_command", None)
+    if own is None:
+        return f"treebench fetch dataset={cfg.name}"
+    return own(str(cfg.name), **{k: v for k, v in loader.items() if k != "_target_"})
 
 
 def require_files(cfg, ctx: DataContext) -> None:
@@ -181,7 +208,7 @@ def require_files(cfg, ctx: DataContext) -> None:
         raise DatasetUnavailableError(
             f"dataset {cfg.name!r} needs {', '.join(missing)}, which "
             f"{'is' if len(missing) == 1 else 'are'} not in the cache ({ctx.data_dir}) {where}; "
-            f"download {'it' if len(missing) == 1 else 'them'} with `treebench fetch dataset={cfg.name}`"
+            f"download {'it' if len(missing) == 1 else 'them'} with `{fetch_command(cfg)}`"
         )
 
 

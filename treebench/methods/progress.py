@@ -25,6 +25,11 @@ def report(phase: str, done: int, total: int | None = None) -> None:
         cb(phase, int(done), None if total is None else int(total))
 
 
+def current() -> Callback | None:
+    """The callback :func:`report` calls here (None outside :func:`reporting`)."""
+    return _CALLBACK.get()
+
+
 @contextmanager
 def reporting(callback: Callback | None) -> Iterator[None]:
     """Send the :func:`report` calls made inside the block (in this thread) to ``callback``."""

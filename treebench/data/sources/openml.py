@@ -45,7 +45,7 @@ def server_cache_dir(ctx) -> Path:
     return cache_dir(ctx).joinpath(*urlparse(server()).netloc.split(".")[::-1])
 
 
-def fetch_command(dataset: str, data_id: int) -> str:
+def fetch_command(dataset: str, data_id: int, **_) -> str:
     """The ``treebench fetch`` that downloads this dataset: by config name for a shipped config
     (``dataset=isolet_openml``), else through the generic one (``dataset=openml_61`` is no config)."""
     from treebench.config import CONF_DIR
@@ -53,6 +53,12 @@ def fetch_command(dataset: str, data_id: int) -> str:
     if (Path(CONF_DIR) / "dataset" / f"{dataset}.yaml").is_file():
         return f"treebench fetch dataset={dataset}"
     return f"treebench fetch dataset=openml dataset.data_id={int(data_id)}"
+
+
+def missing(ctx, data_id: int, **_) -> list[str]:
+    """What a run with fetching off could not get: ``["OpenML <id>"]`` when the dataset is not in
+    the OpenML cache (the sweeper and ``run`` stop before launching, naming :func:`fetch_command`)."""
+    return [] if is_cached(ctx, data_id) else [f"OpenML {int(data_id)}"]
 
 
 def is_cached(ctx, data_id: int) -> bool:
