@@ -162,5 +162,5 @@ def test_dry_run_estimates_core_time_from_done_seeds(tmp_path):
     assert "1 done, 5 to run" in plan.stdout
     # cart's seeds 1 and 2 take what its seed 0 took; rf has no done seed
     assert "2 of them take about 1.0 core-hours" in plan.stdout
-    assert "3 have no done seed to go by" in plan.stdout
+    assert "3 have nothing to go by" in plan.stdout
     assert plan.stdout.count("30 core-minutes") == 2

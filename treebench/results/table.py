@@ -73,7 +73,15 @@ def to_frame(records) -> pd.DataFrame:
     experiments (same run key) appears once under each of them.
     """
     rows = [_flatten(r) for rec in records for r in per_experiment(rec)]
-    return pd.DataFrame(rows)
+    return _ran_profile_last(pd.DataFrame(rows))
+
+
+def _ran_profile_last(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with ``ran_profile`` (when present) as its last column: where first appearance would
+    put it depends on which rows come first, which differs between the cached and parsed tables."""
+    if "ran_profile" not in df.columns or df.columns[-1] == "ran_profile":
+        return df
+    return df[[*(c for c in df.columns if c != "ran_profile"), "ran_profile"]]
 
 
 def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
@@ -208,7 +216,7 @@ def records_frame(
     if led.empty and local.empty:
         return pd.DataFrame()
     if led.empty or local.empty:
-        return _expand(_columns(led if local.empty else local))
+        return _ran_profile_last(_expand(_columns(led if local.empty else local)))
     in_led = local["key"].isin(set(led["key"]))
     # a key in both keeps the store's record (the newer run) unless that one failed
     mine = local[in_led & local["status"].isin(DONE_STATUSES)]
@@ -252,7 +260,7 @@ def records_frame(
         top = top.iloc[pos.loc[top["key"]].argsort(kind="stable")]
     else:
         top = led
-    return _expand(_columns(concat([top, local[~in_led]])))
+    return _ran_profile_last(_expand(_columns(concat([top, local[~in_led]]))))
 
 
 def collect(
