@@ -108,26 +108,48 @@ if HAVE_NUMBA:
         """dZ[i, s] = d/dz_s of -scale * sw[i] * sum_l h[rows[i], l] * log clamp(mu_l, lo, hi).
 
         mu_l = product of the clamped gates on l's path (float64); torch's clamp gradient rule
-        (passes where lo <= x <= hi) for the gate clamps and the path clamp."""
+        (passes where lo <= x <= hi) for the gate clamps and the path clamp.  Below a node whose
+        path probability is under the clamp's lo every leaf's mu is too (gates are < 1), so its
+        whole subtree has gradient exactly 0: it is skipped (depth-first from each root, children
+        after their parent; the subtree sums then run in reverse visiting order)."""
         B = SG.shape[0]
         V = b_split.shape[0]
         for i in numba.prange(B):  # pragma: no cover - compiled
             mu = np.empty(V, np.float64)
             G = np.empty(V, np.float64)
+            seen = np.empty(V, np.int64)
             n = rows[i]
             c = -scale * sw[i]
-            for v in range(n_trees):
-                mu[v] = 1.0
-            for v in range(V):
+            dZ[i, :] = 0.0
+            nv = 0
+            for r in range(n_trees - 1, -1, -1):
+                mu[r] = 1.0
+                seen[nv] = r
+                nv += 1
+            top = nv  # seen[:top] is the stack of nodes still to expand
+            done = V  # seen[done:] are the expanded nodes, the last expanded first
+            while top > 0:
+                top -= 1
+                v = seen[top]
+                done -= 1
+                seen[done] = v
                 s = b_split[v]
+                m = mu[v]
                 if s >= 0:
                     g = min(max(SG[i, s], _GLO), _GHI)
-                    mu[b_left[v]] = mu[v] * (1.0 - g)
-                    mu[b_right[v]] = mu[v] * g
+                    lv, rv = b_left[v], b_right[v]
+                    mu[lv] = m * (1.0 - g)
+                    mu[rv] = m * g
+                    for ch in (rv, lv):
+                        if mu[ch] >= CLAMP_LO:
+                            seen[top] = ch
+                            top += 1
+                        else:
+                            G[ch] = 0.0
                 else:
-                    m = mu[v]
                     G[v] = c * h[n, b_leaf[v]] if (m >= CLAMP_LO and m <= CLAMP_HI) else 0.0
-            for v in range(V - 1, -1, -1):
+            for q in range(done, V):  # children before their parent
+                v = seen[q]
                 s = b_split[v]
                 if s >= 0:
                     gl = G[b_left[v]]
@@ -136,8 +158,6 @@ if HAVE_NUMBA:
                     sg = SG[i, s]
                     if sg >= _GLO and sg <= _GHI:
                         dZ[i, s] = gr * (1.0 - sg) - gl * sg
-                    else:
-                        dZ[i, s] = 0.0
 
     @numba.njit(cache=True, parallel=True)
     def stump_logits(X, W, b, feat, gamma, n_idx, s_idx, out):
