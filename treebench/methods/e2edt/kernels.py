@@ -110,48 +110,37 @@ if HAVE_NUMBA:
         mu_l = product of the clamped gates on l's path (float64); torch's clamp gradient rule
         (passes where lo <= x <= hi) for the gate clamps and the path clamp.  Below a node whose
         path probability is under the clamp's lo every leaf's mu is too (gates are < 1), so its
-        whole subtree has gradient exactly 0: it is skipped (depth-first from each root, children
-        after their parent; the subtree sums then run in reverse visiting order)."""
+        whole subtree has gradient exactly 0: it is skipped (``live`` marks the nodes visited)."""
         B = SG.shape[0]
         V = b_split.shape[0]
         for i in numba.prange(B):  # pragma: no cover - compiled
             mu = np.empty(V, np.float64)
             G = np.empty(V, np.float64)
-            seen = np.empty(V, np.int64)
+            live = np.zeros(V, np.bool_)
             n = rows[i]
             c = -scale * sw[i]
-            dZ[i, :] = 0.0
-            nv = 0
-            for r in range(n_trees - 1, -1, -1):
-                mu[r] = 1.0
-                seen[nv] = r
-                nv += 1
-            top = nv  # seen[:top] is the stack of nodes still to expand
-            done = V  # seen[done:] are the expanded nodes, the last expanded first
-            while top > 0:
-                top -= 1
-                v = seen[top]
-                done -= 1
-                seen[done] = v
+            for s in range(dZ.shape[1]):
+                dZ[i, s] = 0.0
+            for v in range(n_trees):
+                mu[v] = 1.0
+                live[v] = True
+            for v in range(V):
+                if not live[v]:
+                    continue
                 s = b_split[v]
                 m = mu[v]
                 if s >= 0:
                     g = min(max(SG[i, s], _GLO), _GHI)
                     lv, rv = b_left[v], b_right[v]
-                    mu[lv] = m * (1.0 - g)
-                    mu[rv] = m * g
-                    for ch in (rv, lv):
-                        if mu[ch] >= CLAMP_LO:
-                            seen[top] = ch
-                            top += 1
-                        else:
-                            G[ch] = 0.0
+                    ml, mr = m * (1.0 - g), m * g
+                    mu[lv], mu[rv] = ml, mr
+                    live[lv], live[rv] = ml >= CLAMP_LO, mr >= CLAMP_LO
+                    G[lv], G[rv] = 0.0, 0.0  # stays 0 below a node under the clamp
                 else:
                     G[v] = c * h[n, b_leaf[v]] if (m >= CLAMP_LO and m <= CLAMP_HI) else 0.0
-            for q in range(done, V):  # children before their parent
-                v = seen[q]
+            for v in range(V - 1, -1, -1):  # children before their parent
                 s = b_split[v]
-                if s >= 0:
+                if s >= 0 and live[v]:
                     gl = G[b_left[v]]
                     gr = G[b_right[v]]
                     G[v] = gl + gr
