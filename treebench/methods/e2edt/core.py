@@ -481,7 +481,14 @@ def train_stumps(
                     o2, bounds = kn.stable_group(bid, nb)
                     order = order[o2]
                     hr_np, hl_np, wr_np = hr.numpy(), hl.numpy(), w_r.numpy()
-                    if reg > 0 and lap is not None:  # the penalty's gradient is a torch matmul
+                    penalty = reg > 0 and lap is not None  # its gradient: a torch matmul
+                    if isinstance(opt, CompiledAdam) and not penalty:
+                        kn.stump_msteps(  # every batch (gradient + Adam step) in one call
+                            X_np, W_np, b_np, feat_np, gamma_np, n_np, s_np, order, bounds,
+                            hr_np, hl_np, wr_np, gW_np, gb_np, opt.m[0], opt.v[0], opt.m[1],
+                            opt.v[1], opt.t, opt.lr, opt.b1, opt.b2, opt.eps, opt.wd, opt.sqrt,
+                        )  # fmt: skip
+                    else:  # batch by batch
                         for t in range(nb):
                             rows = order[bounds[t] : bounds[t + 1]]
                             gW = torch.zeros_like(ps[0])
@@ -490,28 +497,9 @@ def train_stumps(
                                 X_np, W_np, b_np, feat_np, gamma_np, n_np, s_np, rows, hr_np,
                                 hl_np, wr_np, S, gW.numpy(), gb.numpy(),
                             )  # fmt: skip
-                            gW += reg * (ps[0].detach() @ (lap + lap.T))  # active rows stepped
+                            if penalty:  # only the active rows are stepped
+                                gW += reg * (ps[0].detach() @ (lap + lap.T))
                             ps[0].grad, ps[1].grad = gW, gb
-                            opt.step(torch.from_numpy(np.flatnonzero(bsz)))
-                    elif isinstance(
-                        opt, CompiledAdam
-                    ):  # every batch of the epoch (gradient + Adam step) in one call
-                        kn.stump_msteps(
-                            X_np, W_np, b_np, feat_np, gamma_np, n_np, s_np, order, bounds,
-                            hr_np, hl_np, wr_np, gW_np, gb_np, opt.m[0], opt.v[0], opt.m[1],
-                            opt.v[1], opt.t, opt.lr, opt.b1, opt.b2, opt.eps, opt.wd, opt.sqrt,
-                        )  # fmt: skip
-                    else:  # torch's square root is not one the kernels know: torch's Adam
-                        for t in range(nb):
-                            rows = order[bounds[t] : bounds[t + 1]]
-                            bsz = kn.stump_mstep(
-                                X_np, W_np, b_np, feat_np, gamma_np, n_np, s_np, rows, hr_np,
-                                hl_np, wr_np, S, gW_np, gb_np,
-                            )  # fmt: skip
-                            ps[0].grad = torch.from_numpy(gW_np.copy())
-                            ps[1].grad = torch.from_numpy(gb_np.copy())
-                            gW_np[:] = 0.0
-                            gb_np[:] = 0.0
                             opt.step(torch.from_numpy(np.flatnonzero(bsz)))
         else:  # ---- E-step (no gradients), all rows
             with torch.no_grad():
