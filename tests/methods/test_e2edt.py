@@ -746,3 +746,180 @@ def test_compiled_per_node_batches_match_torch_path(torch_path):
     np.testing.assert_array_equal(fast.struct_.left, ref.struct_.left)
     torch.testing.assert_close(fast.bank_.w, ref.bank_.w, atol=2e-3, rtol=1e-2)
     assert (fast.predict(X) == ref.predict(X)).mean() > 0.99
+
+
+# ----------------------------------------------------------------------------- compiled Adam
+
+
+@pytest.mark.skipif(not kn.HAVE_NUMBA, reason="needs numba")
+def test_compiled_adam_equals_stacked_adam_bit_for_bit():
+    """CompiledAdam gives StackedAdam's (torch's) parameters bit for bit: steps on all rows and on
+    active subsets, gradients over many magnitudes, with and without weight decay."""
+    if kn.torch_sqrt() is None:
+        pytest.skip("torch's square root is not one the kernels know (StackedAdam is used)")
+    g = torch.Generator().manual_seed(0)
+    for S, k, wd in [(1, 1, 0.0), (3, 5, 0.0), (7, 61, 0.0), (40, 61, 0.1), (300, 17, 0.0)]:
+        w0, b0 = torch.randn(S, k, generator=g), torch.randn(S, generator=g)
+        ref, new = [w0.clone(), b0.clone()], [w0.clone(), b0.clone()]
+        opt_ref = core.StackedAdam(ref, lr=1e-3, weight_decay=wd)
+        opt_new = core.make_adam(new, True, lr=1e-3, weight_decay=wd)
+        assert isinstance(opt_new, core.CompiledAdam)
+        for it in range(150):
+            act = None if it % 3 == 0 else torch.nonzero(torch.rand(S, generator=g) < 0.5)[:, 0]
+            if act is not None and len(act) == 0:
+                continue
+            scale = 10.0 ** float(torch.randint(-6, 2, (1,), generator=g))
+            gw, gb = torch.randn(S, k, generator=g) * scale, torch.randn(S, generator=g)
+            for ps, opt in ((ref, opt_ref), (new, opt_new)):
+                ps[0].grad, ps[1].grad = gw.clone(), gb.clone()
+                opt.step(act)
+            assert torch.equal(ref[0], new[0]) and torch.equal(ref[1], new[1]), (S, k, wd, it)
+        np.testing.assert_array_equal(opt_ref.t.numpy(), opt_new.t)
+
+
+@pytest.mark.skipif(not kn.HAVE_NUMBA, reason="needs numba")
+def test_compiled_bias_corrections_equal_torch_up_to_two_million_steps():
+    """float32(1 - beta**t) from libm's pow equals torch's (vectorised) pow for t <= 2**21."""
+    n = 1 << 21
+    t = torch.arange(1, n + 1, dtype=torch.float64)
+    for beta in (0.9, 0.999):
+        bc1, bc2 = np.empty(n, np.float32), np.empty(n, np.float32)
+        kn.adam_tick(np.arange(n, dtype=np.float64), np.arange(n), beta, beta, bc1, bc2)
+        want = (1 - beta**t).to(torch.float32).numpy()
+        np.testing.assert_array_equal(bc1, want)
+        tail = torch.cat([(1 - beta ** t[i : i + 3]).to(torch.float32) for i in range(0, 3000, 3)])
+        np.testing.assert_array_equal(bc1[:3000], tail.numpy())  # the scalar tail of torch's loop
+
+
+@pytest.mark.skipif(not kn.HAVE_NUMBA, reason="needs numba")
+def test_fused_stump_epoch_equals_batch_by_batch_steps():
+    """stump_msteps (every minibatch of an epoch in one call) ends where the per-batch gradient
+    (stump_mstep) followed by StackedAdam.step on the batch's stumps ends, bit for bit."""
+    if kn.torch_sqrt() is None:
+        pytest.skip("torch's square root is not one the kernels know")
+    g = torch.Generator().manual_seed(1)
+    sizes = [230, 70, 9]
+    S, p, R = len(sizes), 6, sum(sizes)
+    X = torch.randn(R, p, generator=g)
+    n_idx = torch.randperm(R, generator=g).numpy()
+    s_idx = np.repeat(np.arange(S), sizes)
+    hr = torch.rand(R, generator=g).numpy()
+    hl = 1 - hr
+    w_r = torch.rand(R, generator=g).numpy()
+    gamma = np.array([1.0, 2.5, 4.0], np.float32)
+    bank = core.LinearBank.init(S, p, g)
+    order = torch.randperm(R, generator=g).numpy()
+    bounds = np.array([0, 40, 41, 120, 200, R])
+    feat = np.zeros((0, 0), np.int64)
+    ref = [bank.w.clone(), bank.b.clone()]
+    opt_ref = core.StackedAdam(ref)
+    new = [bank.w.clone(), bank.b.clone()]
+    opt_new = core.CompiledAdam(new)
+    for _epoch in range(3):
+        for q in range(len(bounds) - 1):
+            gW, gb = torch.zeros(S, p), torch.zeros(S)
+            bsz = kn.stump_mstep(
+                X.numpy(), ref[0].numpy(), ref[1].numpy(), feat, gamma, n_idx, s_idx,
+                order[bounds[q] : bounds[q + 1]], hr, hl, w_r, S, gW.numpy(), gb.numpy(),
+            )  # fmt: skip
+            ref[0].grad, ref[1].grad = gW, gb
+            opt_ref.step(torch.from_numpy(np.flatnonzero(bsz)))
+        gW_np, gb_np = np.zeros((S, p), np.float32), np.zeros(S, np.float32)
+        kn.stump_msteps(
+            X.numpy(), new[0].numpy(), new[1].numpy(), feat, gamma, n_idx, s_idx, order, bounds,
+            hr, hl, w_r, gW_np, gb_np, opt_new.m[0], opt_new.v[0], opt_new.m[1], opt_new.v[1],
+            opt_new.t, 1e-3, 0.9, 0.999, 1e-8, 0.0, opt_new.sqrt,
+        )  # fmt: skip
+        assert torch.equal(ref[0], new[0]) and torch.equal(ref[1], new[1])
+        assert not gW_np.any() and not gb_np.any()
+    np.testing.assert_array_equal(opt_ref.t.numpy(), opt_new.t)
+
+
+def _dense_mstep_grad(SG, h, rows, sw, scale, bsplit, bleft, bright, bleaf, n_trees):
+    """The Finetune M-step gradient visiting every node (the kernel before it skipped subtrees)."""
+    lo, hi = np.float32(core.CLAMP_LO), np.float32(core.CLAMP_HI)
+    dZ = np.empty(SG.shape, np.float32)
+    V = len(bsplit)
+    for i in range(SG.shape[0]):
+        mu, G = np.ones(V), np.zeros(V)
+        c = -scale * float(sw[i])
+        for v in range(V):
+            s = bsplit[v]
+            if s >= 0:
+                gt = float(min(max(SG[i, s], lo), hi))
+                mu[bleft[v]], mu[bright[v]] = mu[v] * (1.0 - gt), mu[v] * gt
+            else:
+                m = mu[v]
+                G[v] = (
+                    c * float(h[rows[i], bleaf[v]]) if core.CLAMP_LO <= m <= core.CLAMP_HI else 0.0
+                )
+        for v in range(V - 1, -1, -1):
+            s = bsplit[v]
+            if s >= 0:
+                gl, gr = G[bleft[v]], G[bright[v]]
+                G[v] = gl + gr
+                sg = SG[i, s]
+                dZ[i, s] = gr * (1.0 - float(sg)) - gl * float(sg) if lo <= sg <= hi else 0.0
+    return dZ
+
+
+@pytest.mark.skipif(not kn.HAVE_NUMBA, reason="needs numba")
+def test_mstep_gradient_skipping_improbable_subtrees_is_exact():
+    """tree_mstep_grad, which skips subtrees below a path probability < 1e-5, equals the gradient
+    computed at every node bit for bit (steep and soft gates: many subtrees skipped and none)."""
+    rng = np.random.default_rng(0)
+    struct, _ = random_structure(rng, n_trees=3, max_depth=9, p_split=0.8).canonical()
+    bs = kn.bfs_arrays(struct)
+    N, S, L = 40, struct.n_splits, struct.n_leaves
+    h = rng.random((N, L)).astype(np.float32)
+    h[:, ::7] = 0.0  # zero responsibilities (their gradient is -0.0)
+    rows = rng.permutation(N)[:30]
+    sw = rng.random(30).astype(np.float32)
+    for steep in (0.5, 4.0, 40.0):
+        SG = (1 / (1 + np.exp(-steep * rng.standard_normal((30, S))))).astype(np.float32)
+        SG[0, :] = 1.0  # gates outside the clamp
+        want = _dense_mstep_grad(SG, h, rows, sw, 1 / 30, *bs[:4], struct.n_trees)
+        got = np.full_like(SG, np.nan)
+        kn.tree_mstep_grad(SG, h, rows, sw, 1 / 30, *bs[:4], struct.n_trees, got)
+        assert got.tobytes() == want.tobytes(), steep
+
+
+# Digests of fits made with the code before the compiled Adam (main at 1ccd77c), on the machine
+# they were recorded on: torch 2.13.0+cpu with MKL, CPU capability AVX512 (other builds round
+# differently, and the digests are skipped there; the tests above hold everywhere).
+DIGESTS_BEFORE = {
+    "e2edt_iris": "8df692f2a7e45472",
+    "e2edf_breast_cancer": "b81499d5c4007daa",
+    "e2edt_breast_cancer_weight_decay": "f5e4db9d7d429180",
+}
+
+
+def _fit_digest(est, X):
+    import hashlib
+
+    h = hashlib.sha256()
+    for a in (est.bank_.w, est.bank_.b, est.gamma_, est.pi_, est.predict_proba(X)):
+        h.update(np.ascontiguousarray(np.asarray(a)).tobytes())
+    return h.hexdigest()[:16]
+
+
+@pytest.mark.skipif(
+    torch.__version__ != "2.13.0+cpu" or torch.backends.cpu.get_cpu_capability() != "AVX512",
+    reason="digests recorded with torch 2.13.0+cpu on AVX512",
+)
+@pytest.mark.parametrize("name", sorted(DIGESTS_BEFORE))
+def test_fits_bit_identical_to_before_the_compiled_adam(name):
+    from sklearn.datasets import load_breast_cancer
+
+    if name == "e2edt_iris":
+        X, y = load_iris(return_X_y=True)
+        est = E2EDTClassifier(random_state=0, n_jobs=1)
+    elif name == "e2edf_breast_cancer":
+        X, y = load_breast_cancer(return_X_y=True)
+        est = E2EDFClassifier(
+            n_estimators=3, max_depth=6, epochs=6, max_features=0.5, random_state=0, n_jobs=1
+        )
+    else:
+        X, y = load_breast_cancer(return_X_y=True)
+        est = E2EDTClassifier(max_depth=4, epochs=5, weight_decay=0.01, random_state=1, n_jobs=1)
+    assert _fit_digest(est.fit(X, y), X) == DIGESTS_BEFORE[name]

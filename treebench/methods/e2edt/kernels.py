@@ -16,6 +16,12 @@ are built and no autograd graph is recorded:
   (n_r, s_r), and per minibatch the gradient of the stump loss scattered into dL/dw, dL/db
   (z_r = gamma_s (w_s . x_n[feat_s] + b_s) computed on the fly: no [R, k] gathered copies);
   :func:`stable_group` groups the shuffled rows by minibatch; :func:`stump_logits` for routing.
+* :func:`adam_rows` — the Adam update of :class:`treebench.methods.e2edt.core.StackedAdam` on some
+  rows of a stacked parameter, bit for bit: torch's ``add_(alpha=)`` and ``addcmul_`` round as one
+  fused multiply-add (:func:`fma32`), the bias corrections are float64 ``1 - beta**t`` rounded to
+  float32 (torch's vectorised pow and libm's agree after that rounding for every t <= 2**21,
+  ``tests/methods/test_e2edt.py``); :func:`stump_msteps` runs all minibatches of a greedy epoch
+  (gradient and Adam step of the batch's stumps) in one call.
 
 Nodes are given in breadth-first order (``bfs_split``, ``bfs_left``, ``bfs_right``, ``bfs_leaf``,
 ``bfs_tree`` indexed by BFS position; children after parents; the roots are positions 0..T-1).
@@ -34,6 +40,10 @@ try:
 except ImportError:  # pragma: no cover - depends on the environment
     numba = None
     HAVE_NUMBA = False
+else:
+    from llvmlite import ir as _ir
+    from numba.core import types as _types
+    from numba.extending import intrinsic as _intrinsic
 
 CLAMP_LO = 1e-5
 CLAMP_HI = 1.0 - 1e-5
@@ -98,36 +108,45 @@ if HAVE_NUMBA:
         """dZ[i, s] = d/dz_s of -scale * sw[i] * sum_l h[rows[i], l] * log clamp(mu_l, lo, hi).
 
         mu_l = product of the clamped gates on l's path (float64); torch's clamp gradient rule
-        (passes where lo <= x <= hi) for the gate clamps and the path clamp."""
+        (passes where lo <= x <= hi) for the gate clamps and the path clamp.  Below a node whose
+        path probability is under the clamp's lo every leaf's mu is too (gates are < 1), so its
+        whole subtree has gradient exactly 0: it is skipped (``live`` marks the nodes visited)."""
         B = SG.shape[0]
         V = b_split.shape[0]
         for i in numba.prange(B):  # pragma: no cover - compiled
             mu = np.empty(V, np.float64)
             G = np.empty(V, np.float64)
+            live = np.zeros(V, np.bool_)
             n = rows[i]
             c = -scale * sw[i]
+            for s in range(dZ.shape[1]):
+                dZ[i, s] = 0.0
             for v in range(n_trees):
                 mu[v] = 1.0
+                live[v] = True
             for v in range(V):
+                if not live[v]:
+                    continue
                 s = b_split[v]
+                m = mu[v]
                 if s >= 0:
                     g = min(max(SG[i, s], _GLO), _GHI)
-                    mu[b_left[v]] = mu[v] * (1.0 - g)
-                    mu[b_right[v]] = mu[v] * g
+                    lv, rv = b_left[v], b_right[v]
+                    ml, mr = m * (1.0 - g), m * g
+                    mu[lv], mu[rv] = ml, mr
+                    live[lv], live[rv] = ml >= CLAMP_LO, mr >= CLAMP_LO
+                    G[lv], G[rv] = 0.0, 0.0  # stays 0 below a node under the clamp
                 else:
-                    m = mu[v]
                     G[v] = c * h[n, b_leaf[v]] if (m >= CLAMP_LO and m <= CLAMP_HI) else 0.0
-            for v in range(V - 1, -1, -1):
+            for v in range(V - 1, -1, -1):  # children before their parent
                 s = b_split[v]
-                if s >= 0:
+                if s >= 0 and live[v]:
                     gl = G[b_left[v]]
                     gr = G[b_right[v]]
                     G[v] = gl + gr
                     sg = SG[i, s]
                     if sg >= _GLO and sg <= _GHI:
                         dZ[i, s] = gr * (1.0 - sg) - gl * sg
-                    else:
-                        dZ[i, s] = 0.0
 
     @numba.njit(cache=True, parallel=True)
     def stump_logits(X, W, b, feat, gamma, n_idx, s_idx, out):
@@ -217,3 +236,144 @@ if HAVE_NUMBA:
             perm[pos[bid[i]]] = i
             pos[bid[i]] += 1
         return perm, counts
+
+    @_intrinsic
+    def fma32(typingctx, a, b, c):
+        """a * b + c in float32 with one rounding (LLVM's ``llvm.fma.f32``), as torch's CPU kernels
+        compute ``add_(other, alpha=)`` and ``addcmul_``."""
+        sig = _types.float32(_types.float32, _types.float32, _types.float32)
+
+        def codegen(context, builder, signature, args):  # pragma: no cover - compiled
+            f32 = _ir.FloatType()
+            fn = builder.module.declare_intrinsic(
+                "llvm.fma", [f32], _ir.FunctionType(f32, [f32] * 3)
+            )
+            return builder.call(fn, args)
+
+        return sig, codegen
+
+    @numba.njit(cache=True)
+    def adam_tick(t, rows, b1, b2, bc1, bc2):
+        """One more step for each of ``rows``: t[s] += 1 and the float32 bias corrections
+        bc1[q] = 1 - b1**t, bc2[q] = 1 - b2**t (computed in float64, as StackedAdam)."""
+        for q in range(rows.shape[0]):  # pragma: no cover - compiled
+            s = rows[q]
+            t[s] += 1.0
+            bc1[q] = np.float32(1.0 - b1 ** t[s])
+            bc2[q] = np.float32(1.0 - b2 ** t[s])
+
+    @numba.njit(cache=True)
+    def adam_rows(P, G, M, V, rows, bc1, bc2, lr, b1, b2, eps, wd, sqrt, buf):
+        """StackedAdam's update of rows ``rows`` of P [S, k] (float32) from the gradient G, with
+        the moments M, V and the rows' bias corrections bc1, bc2 (:func:`adam_tick`), in torch's
+        rounding: m = fma(g, 1 - b1, m b1), v = fma(g (1 - b2), g, v b2),
+        p -= ((m / bc1) / (sqrt(v / bc2) + eps)) lr; with wd, g = g + wd p first.  ``sqrt(n, x,
+        out)`` is the square root torch computes (:func:`torch_sqrt`), applied to all rows at
+        once in ``buf`` (>= len(rows) * k floats)."""
+        f1, a1 = np.float32(b1), np.float32(1.0 - b1)
+        f2, a2 = np.float32(b2), np.float32(1.0 - b2)
+        fe, fl, fw = np.float32(eps), np.float32(lr), np.float32(wd)
+        k = P.shape[1]
+        for q in range(rows.shape[0]):  # pragma: no cover - compiled
+            s = rows[q]
+            c2 = bc2[q]
+            for j in range(k):
+                g = G[s, j]
+                if wd != 0.0:
+                    g = np.float32(g + np.float32(fw * P[s, j]))
+                M[s, j] = fma32(g, a1, np.float32(M[s, j] * f1))
+                v = fma32(np.float32(g * a2), g, np.float32(V[s, j] * f2))
+                V[s, j] = v
+                buf[q * k + j] = np.float32(v / c2)
+        sqrt(rows.shape[0] * k, buf.ctypes, buf.ctypes)
+        for q in range(rows.shape[0]):  # pragma: no cover - compiled
+            s = rows[q]
+            c1 = bc1[q]
+            for j in range(k):
+                den = np.float32(buf[q * k + j] + fe)
+                P[s, j] = np.float32(
+                    P[s, j] - np.float32(np.float32(np.float32(M[s, j] / c1) / den) * fl)
+                )
+
+    @numba.njit(cache=True)
+    def stump_msteps(
+        X, W, b, feat, gamma, n_idx, s_idx, order, bounds, hr, hl, w_r, gW, gb,
+        mW, vW, mb, vb, t, lr, beta1, beta2, eps, wd, sqrt,
+    ):  # fmt: skip
+        """All minibatches of one greedy epoch: per batch ``order[bounds[q]:bounds[q + 1]]`` the
+        gradient of :func:`stump_mstep`, then the Adam step (:func:`adam_rows`) of the stumps the
+        batch holds rows of, each with its own step count t[s]; W, b, the moments and t are
+        updated in place.  The gradient buffers gW [S, k], gb [S] are zero on entry and on return."""
+        S = W.shape[0]
+        act = np.empty(S, np.int64)
+        bc1 = np.empty(S, np.float32)
+        bc2 = np.empty(S, np.float32)
+        buf = np.empty(S * W.shape[1], np.float32)
+        b2, g2, m2, v2 = b.reshape(S, 1), gb.reshape(S, 1), mb.reshape(S, 1), vb.reshape(S, 1)
+        for q in range(bounds.shape[0] - 1):  # pragma: no cover - compiled
+            rows = order[bounds[q] : bounds[q + 1]]
+            bsz = stump_mstep(X, W, b, feat, gamma, n_idx, s_idx, rows, hr, hl, w_r, S, gW, gb)
+            na = 0
+            for s in range(S):
+                if bsz[s] > 0:
+                    act[na] = s
+                    na += 1
+            a = act[:na]
+            adam_tick(t, a, beta1, beta2, bc1, bc2)
+            adam_rows(W, gW, mW, vW, a, bc1, bc2, lr, beta1, beta2, eps, wd, sqrt, buf)
+            adam_rows(b2, g2, m2, v2, a, bc1, bc2, lr, beta1, beta2, eps, wd, sqrt, buf)
+            for s in a:
+                gb[s] = 0.0
+                for j in range(gW.shape[1]):
+                    gW[s, j] = 0.0
+
+    @numba.cfunc(_types.void(_types.int64, _types.voidptr, _types.voidptr), cache=True)
+    def _ieee_sqrt(n, x, out):  # pragma: no cover - compiled
+        a = numba.carray(x, n, np.float32)
+        r = numba.carray(out, n, np.float32)
+        for i in range(n):
+            r[i] = np.sqrt(a[i])
+
+
+_SQRT = []
+
+
+def torch_sqrt():
+    """The float32 square root of torch's CPU kernels as a C function ``(n, x, out)`` for the
+    kernels above, or None when it is neither of the two known ones.
+
+    torch computes ``sqrt`` through MKL's ``vsSqrt`` where it is built with MKL (on x86 it is not
+    correctly rounded: 1 ulp off for ~20 % of inputs, elementwise and independent of the array's
+    length), else with the IEEE square root; the one that equals torch's on a probe of 2**16
+    values over the whole float32 range is used (computed once per process)."""
+    if _SQRT:
+        return _SQRT[0]
+    import ctypes
+    import os
+
+    import torch
+
+    rng = np.random.default_rng(0)
+    x = np.abs(rng.standard_normal(1 << 16)).astype(np.float32)
+    x *= np.float32(2.0) ** rng.integers(-120, 120, len(x)).astype(np.float32)
+    want = torch.from_numpy(x).sqrt().numpy()
+    proto = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
+    cands = []
+    libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    for name in ("libtorch_cpu.so", "libtorch_cpu.dylib", "torch_cpu.dll"):
+        path = os.path.join(libdir, name)
+        if os.path.exists(path):
+            try:
+                cands.append(proto(("vsSqrt", ctypes.CDLL(path))))
+            except (OSError, AttributeError):
+                pass
+    cands.append(_ieee_sqrt.ctypes)
+    found = None
+    for fn in cands:
+        out = np.empty_like(x)
+        fn(len(x), x.ctypes.data, out.ctypes.data)
+        if np.array_equal(out, want):
+            found = fn
+            break
+    _SQRT.append(found)
+    return found
