@@ -1033,10 +1033,10 @@ def _inspect_model(target: str, outputs: str | None, refit: bool):
     """(model, record, how it was obtained) of a run key, a record file or a saved model file."""
     import numpy as np
 
+    from treebench.graph.model import GraphEnsemble
+    from treebench.graph.saved import model_path, name_graph
     from treebench.inspect import export_graph
-    from treebench.inspect.graph import GraphEnsemble
-    from treebench.inspect.saved import name_graph
-    from treebench.inspect.show import RefitError, find_record, model_path, refit_record
+    from treebench.inspect.show import RefitError, find_record, refit_record
 
     out = _outputs(outputs)
     rec, saved = find_record(target, out / "store", _ledger(True))

@@ -682,7 +682,7 @@ def _model_saver(cfg: DictConfig, store: Store, key: str):
     record (models without ``to_graph`` get a ``model_error`` field instead)."""
     if not cfg.get("save_model"):
         return None
-    from treebench.inspect.saved import save_fitted_model
+    from treebench.graph.saved import save_fitted_model
 
     return lambda ff, ds: save_fitted_model(
         store.root, key, ff.est, ff.X_train, ff.y_train, *display_names(ff, ds)

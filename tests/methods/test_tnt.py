@@ -10,7 +10,7 @@ from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
 from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeClassifier
 
-from treebench.methods._flatgraph import compact, dag_depth
+from treebench.graph.flat import compact, dag_depth
 from treebench.methods.base import get_method
 from treebench.methods.tnt import (
     NDGClassifier,

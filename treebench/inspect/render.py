@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from treebench.graph.model import DecisionGraph, GraphEnsemble
 from treebench.inspect.explain import leaf_parts, node_class, oblique_terms, split_text
-from treebench.inspect.graph import DecisionGraph, GraphEnsemble
 
 PALETTE = (
     "#1f77b4",

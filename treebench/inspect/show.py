@@ -1,4 +1,4 @@
-"""Finding and refitting a stored run, and the ``show`` report files (saved models: ``saved``)."""
+"""Finding and refitting a stored run, and the ``show`` report files (saved models: :mod:`treebench.graph.saved`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from treebench.graph.model import GraphEnsemble
+from treebench.graph.saved import MODEL_SUFFIX
 from treebench.inspect.explain import feature_importances, importances_text, rules_text
-from treebench.inspect.graph import GraphEnsemble
 from treebench.inspect.render import plot_importances, render
-from treebench.inspect.saved import MODEL_SUFFIX, model_path, save_fitted_model  # noqa: F401
 
 # ----------------------------------------------------------------------------- targets
 

@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import (  # noqa: F401 - re-exported
 )
 from sklearn.utils.validation import _check_sample_weight
 
-from treebench.methods._flatgraph import node_depths
+from treebench.graph.flat import node_depths
 from treebench.methods._index import (  # noqa: F401 - the task names are re-exported
     CLASSIFICATION,
     REGRESSION,
