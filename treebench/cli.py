@@ -854,33 +854,6 @@ def ledger_add(
         console.print(f"ledger {led.content_hash()} ({len(led)} records)")
 
 
-@ledger_app.command("migrate")
-def ledger_migrate(
-    dry_run: bool = typer.Option(False, "--dry-run", help="say what would change, write nothing"),
-) -> None:
-    """Rewrite old config names in the ledger records' overrides (one-time after #27; idempotent).
-
-    Each rewritten record's overrides must compose to its stored run key; if any does not, nothing
-    is written.
-    """
-    from treebench.results.migrate import MigrationError
-
-    led = _ledger(True)
-    if led is None:
-        err.print("[red]TREEBENCH_LEDGER is off: no ledger to migrate.[/]")
-        raise typer.Exit(2)
-    try:
-        n, files = led.migrate(dry_run=dry_run)
-    except MigrationError as exc:
-        err.print(f"[red]Refused:[/] {exc}")
-        raise typer.Exit(1) from exc
-    verb = "would rewrite" if dry_run else "rewrote"
-    console.print(
-        f"{verb} the overrides of {n} of {len(led)} records, run keys unchanged "
-        f"({', '.join(files) or 'no file changed'})"
-    )
-
-
 @ledger_app.command("show")
 def ledger_show() -> None:
     """Files, record counts and content hash of the committed ledger."""

@@ -178,20 +178,12 @@ class Ledger:
     def add(self, records: Iterable[dict], dry_run: bool = False) -> AddResult:
         """Add done records; merge experiment labels of known keys; refuse conflicting results.
 
-        Records composed from config files that no longer exist get today's names in their
-        ``overrides`` first (:func:`~treebench.results.migrate.migrate_records`).
-
         Raises
         ------
         LedgerConflict
             If any record's key is in the ledger (or twice in ``records``) with a different status,
             metrics or size. Nothing is written then.
-        MigrationError
-            If a record's overrides in today's names compose to another run key.
         """
-        from treebench.results.migrate import migrate_records
-
-        records, _ = migrate_records(records)
         current = dict(self._by_key)
         res = AddResult()
         conflicts: list[str] = []
@@ -234,37 +226,6 @@ class Ledger:
                 self._write(exp, [r for r in current.values() if r["experiment"] == exp])
             self.__dict__.pop("_by_key", None)
         return res
-
-    def migrate(self, dry_run: bool = False) -> tuple[int, list[str]]:
-        """Rewrite old config names in every record's ``overrides`` (the run keys proven unchanged).
-
-        Returns the number of records rewritten and the files that changed (written unless
-        ``dry_run``). Raises :class:`~treebench.results.migrate.MigrationError` if any key would change.
-        """
-        from treebench.results.migrate import migrate_records
-
-        n, changed = 0, []
-        new_files = {}
-        for p in self.files():
-            recs, k = migrate_records(self.read_file(p))
-            if k:
-                n += k
-                new_files[p] = recs
-        if new_files:
-            changed = [p.name for p in new_files]
-        if new_files and not dry_run:  # written only when every file migrated
-            for exp in sorted({experiment_of(p) for p in new_files}):
-                self._refuse_damaged(exp)
-            for exp in sorted({experiment_of(p) for p in new_files}):
-                recs = [
-                    r
-                    for p in self.files()
-                    if experiment_of(p) == exp
-                    for r in new_files.get(p) or self.read_file(p)
-                ]
-                self._write(exp, recs)
-            self.__dict__.pop("_by_key", None)
-        return n, changed
 
     def _write(self, experiment: str, records: list[dict]) -> list[Path]:
         """Write one experiment's records atomically, lines sorted by key, gzip without timestamp:
