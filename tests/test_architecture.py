@@ -23,11 +23,11 @@ LAYERS = {
     "config and data": ["config", "data", "schema", "suites"],
     "models and records": ["methods", "results"],
     "running": [
-        *("api", "overrides", "params", "progress", "resources", "runner", "slurm", "tuning"),
-        "warmup",
+        *("api", "catalog", "overrides", "params", "progress", "resources", "runner", "slurm"),
+        *("tuning", "warmup"),
     ],
     "reading results": ["bench", "inspect", "report"],
-    "interface": ["app", "cli", "hydra_plugins"],
+    "interface": ["app", "cli", "hydra_plugins", "launch"],
 }
 LEVEL = {unit: i for i, units in enumerate(LAYERS.values()) for unit in units}
 NAMES = list(LAYERS)

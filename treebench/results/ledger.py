@@ -175,6 +175,15 @@ class Ledger:
                 h.update(f.read())
         return h.hexdigest()[:16]
 
+    def file_counts(self) -> list[tuple[str, int, int, int, float]]:
+        """Per ledger file: its name, records, ``ok`` records, the others, and its size in KiB."""
+        rows = []
+        for p in self.files():
+            recs = self.read_file(p)
+            n_ok = sum(r["status"] == "ok" for r in recs)
+            rows.append((p.name, len(recs), n_ok, len(recs) - n_ok, p.stat().st_size / 1024))
+        return rows
+
     def add(self, records: Iterable[dict], dry_run: bool = False) -> AddResult:
         """Add done records; merge experiment labels of known keys; refuse conflicting results.
 
@@ -300,3 +309,20 @@ def open_ledger() -> Ledger | None:
 
     d = ledger_dir()
     return Ledger(d) if d is not None else None
+
+
+def labelled(records: Iterable[dict], wanted: set[str]) -> list[dict]:
+    """The records with a label in ``wanted``, each filed under its first such label (the
+    experiment ``ledger add`` files it under; its other labels kept in ``also_experiments``)."""
+    out = []
+    for rec in records:
+        labels = [rec.get("experiment"), *(rec.get("also_experiments") or [])]
+        hits = [lab for lab in labels if lab in wanted]
+        if not hits:
+            continue
+        if rec.get("experiment") in wanted:
+            out.append(rec)
+            continue
+        also = sorted({lab for lab in labels if lab and lab != hits[0]})
+        out.append({**rec, "experiment": hits[0], "also_experiments": also})
+    return out
