@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {
     "foundation": [
         "__init__",
-        *("compiletime", "cputime", "faults", "files", "gcpause", "lifeline", "metrics", "term"),
+        *("compiletime", "cputime", "errors", "faults", "files", "gcpause", "lifeline", "metrics"),
+        "term",
         "graph",
     ],
     "config and data": ["config", "data", "schema", "suites"],

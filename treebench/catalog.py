@@ -9,12 +9,13 @@ from pathlib import Path
 import yaml
 
 from treebench.config import CONF_DIR, load_yaml
+from treebench.errors import TreebenchError
 
 GROUPS = ("method", "dataset", "experiment", "split", "tune")
 CHOICE_RE = re.compile(r"^(method|dataset|experiment|split|tune)=(.+)$")
 
 
-class UnknownChoiceError(ValueError):
+class UnknownChoiceError(ValueError, TreebenchError):
     """A ``group=name`` override naming no config of the group; the message lists the choices."""
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from treebench.errors import TreebenchError
 from treebench.graph import flat as flatgraph
 
 FORMAT = "treebench.decision_graph/1"
@@ -36,7 +37,7 @@ _ARRAYS = (
 _INT_ARRAYS = ("left", "right", "feature", "weight_feature")
 
 
-class NotExportableError(TypeError):
+class NotExportableError(TypeError, TreebenchError):
     """A fitted model whose splits a decision graph cannot represent (e.g. CNN-feature splits)."""
 
 

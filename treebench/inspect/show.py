@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from treebench.errors import TreebenchError
 from treebench.graph.model import GraphEnsemble
 from treebench.graph.saved import MODEL_SUFFIX
 from treebench.inspect.explain import feature_importances, importances_text, rules_text
@@ -64,7 +65,7 @@ def find_record(target: str, store_root, ledger=None) -> tuple[dict | None, Path
 # ----------------------------------------------------------------------------- refit
 
 
-class RefitError(ValueError):
+class RefitError(ValueError, TreebenchError):
     """A record cannot be refitted as the run that wrote it (its run key would differ)."""
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from treebench.errors import TreebenchError
 from treebench.files import atomic_write_bytes
 from treebench.results.store import DONE_STATUSES, parse_record, profile_of_record
 
@@ -39,11 +40,11 @@ LOCAL_FIELDS = ("model_path",)
 RESULT_FIELDS = ("status", "metrics", "size")
 
 
-class LedgerConflict(ValueError):
+class LedgerConflict(ValueError, TreebenchError):
     """Records whose key is in the ledger with other results; the message lists every one."""
 
 
-class LedgerFileError(ValueError):
+class LedgerFileError(ValueError, TreebenchError):
     """A ledger file that cannot be read whole; the message names the file, the line and the fix."""
 
 
