@@ -70,7 +70,7 @@ def test_single_run_without_its_data_files_names_the_fetch_and_writes_no_record(
 
 
 def test_check_params_uses_declared_constraints_only():
-    with pytest.raises(ParamError, match="'n_estimators' parameter of GBDT"):
+    with pytest.raises(ParamError, match="'n_estimators' parameter of GBDTClassifier"):
         check_params(compose(["method=gbdt", "dataset=iris", "method.params.n_estimators=0"]))
     # every treebench estimator declares its constraints: tnt's N1 is checked while planning
     with pytest.raises(ParamError, match="'N1' parameter of TnTClassifier"):

@@ -359,7 +359,7 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
     CLASSIFICATION,
     "TnT-bagging: BaggingClassifier (bootstrap, all features) of TnT graphs",
 )
-class TnTBagging(_TnTEnsemble):
+class TnTBaggingClassifier(_TnTEnsemble):
     """Bagging (scikit-learn ``BaggingClassifier``, bootstrap samples, all features) of TnT graphs."""
 
     _expected_failed_checks = {
@@ -426,7 +426,7 @@ class _SearchFromPreviousAdaBoost(AdaBoostClassifier):
 
 
 @register("tnt_adaboost", CLASSIFICATION, "TnT-AdaBoost: AdaBoostClassifier (SAMME) of TnT graphs")
-class TnTAdaBoost(_TnTEnsemble):
+class TnTAdaBoostClassifier(_TnTEnsemble):
     """AdaBoost (scikit-learn ``AdaBoostClassifier``, SAMME) of TnT graphs.
 
     Parameters
