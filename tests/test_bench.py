@@ -172,7 +172,7 @@ def test_only_update_or_out_write_committed_files(tmp_path, monkeypatch):
 
 
 def test_store_section_writes_its_table_plot_and_csv(tmp_path):
-    """The store section (issue #24) at a tiny size: output files and columns, not timings."""
+    """The store section at a tiny size: output files and columns, not timings."""
     import yaml
 
     from treebench.bench.config import CONF_DIR

@@ -70,9 +70,9 @@ def test_single_run_without_its_data_files_names_the_fetch_and_writes_no_record(
 
 
 def test_check_params_uses_declared_constraints_only():
-    with pytest.raises(ParamError, match="'n_estimators' parameter of GBDT"):
+    with pytest.raises(ParamError, match="'n_estimators' parameter of GBDTClassifier"):
         check_params(compose(["method=gbdt", "dataset=iris", "method.params.n_estimators=0"]))
-    # every treebench estimator declares its constraints (#27): tnt's N1 is checked while planning
+    # every treebench estimator declares its constraints: tnt's N1 is checked while planning
     with pytest.raises(ParamError, match="'N1' parameter of TnTClassifier"):
         check_params(compose(["method=tnt", "dataset=iris", "++method.params.N1=-3"]))
     # a parameter without a declared constraint is left to fit

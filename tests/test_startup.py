@@ -1,4 +1,4 @@
-"""Startup discipline (issues #24, #26): what ``--help``, ``list``, ``status`` and a CART run import,
+"""Startup discipline: what ``--help``, ``list``, ``status`` and a CART run import,
 the source index of the method registrations, the YAML reader, and the bench's startup section.
 
 No timings are asserted: the import checks run in fresh subprocesses and look at ``sys.modules``.

@@ -301,7 +301,7 @@ def test_cli_fails_before_work_and_suggests_a_budget(tmp_path):
 
 
 def test_a_tuned_records_panel_shows_the_fitted_params(capsys):
-    from treebench.report.console import print_records
+    from treebench.results.console import print_records
 
     rec = {
         "method": "cart", "dataset": "iris", "seed": 0, "fold": 0, "status": "ok", "key": "k",

@@ -1,6 +1,8 @@
 """treebench: reproduce non-greedy and differentiable decision-tree papers side by side with CART."""
 
-__all__ = ["__version__"]
+from treebench.errors import TreebenchError
+
+__all__ = ["TreebenchError", "__version__"]
 
 
 def __getattr__(name: str):

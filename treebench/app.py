@@ -74,7 +74,7 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
     from treebench.files import check_outputs
     from treebench.lifeline import watch_parent
     from treebench.params import check_params
-    from treebench.report.console import print_records
+    from treebench.results.console import print_records
     from treebench.runner import job_keys, run_job
 
     watch_parent()  # in a joblib worker: die with the sweep's driver

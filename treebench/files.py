@@ -7,6 +7,8 @@ import re
 import tempfile
 from pathlib import Path
 
+from treebench.errors import TreebenchError
+
 
 def path_part(name) -> str:
     """``name`` made one safe path component (no separator, no ``..``, no leading dot): a dataset
@@ -85,7 +87,7 @@ def unwritable_reason(path: str | os.PathLike) -> str | None:
     return None
 
 
-class OutputsError(OSError):
+class OutputsError(OSError, TreebenchError):
     """The outputs (or store) directory cannot be written; the message says what to set."""
 
 

@@ -1,4 +1,4 @@
-"""The cyclic garbage collector paused while ``treebench run`` starts up (issues #24, #26).
+"""The cyclic garbage collector paused while ``treebench run`` starts up.
 
 Importing scikit-learn, SciPy, pandas and Hydra creates ~150,000 objects and no garbage worth
 collecting, yet the collector traverses them again and again while they are created (about a

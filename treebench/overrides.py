@@ -7,11 +7,13 @@ import dataclasses
 import os
 import re
 
+from treebench.errors import TreebenchError
+
 _VALUE_HOME = re.compile(r"^(\+{0,2}[A-Za-z_][\w.]*=)~(/.*)?$")
 _NEW_TOP = re.compile(r"^\+{1,2}([A-Za-z_]\w*)(?:[.=]|$)")
 
 
-class OverrideError(ValueError):
+class OverrideError(ValueError, TreebenchError):
     """An override that would be ignored or misread, naming the fix."""
 
 

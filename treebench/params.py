@@ -9,11 +9,12 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
+from treebench.errors import TreebenchError
 from treebench.methods._requires import install_hint, missing_requirements
 from treebench.methods.base import get_entry, suggest
 
 
-class ParamError(ValueError):
+class ParamError(ValueError, TreebenchError):
     """A method parameter the estimator does not take, a value its declared constraints reject, or
     a dataset setting that is missing or names no usable file."""
 

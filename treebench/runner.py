@@ -569,6 +569,37 @@ def job_keys(cfg: DictConfig) -> list[str]:
     return [job.key(f) for job in Job.all_from_config(cfg) for f in job.folds()]
 
 
+def recompute_keys(records) -> dict[str, str]:
+    """The run key composed from each record's ``overrides`` (by stored key); one composition per
+    override set minus ``seed=``, in one Hydra context (what proves a config change kept the
+    ledger's keys)."""
+    from collections import defaultdict
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from treebench.config import CONF_DIR
+    from treebench.schema import register_schema
+
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for rec in records:
+        groups[tuple(o for o in rec["overrides"] if not o.startswith("seed="))].append(rec)
+    if not groups:
+        return {}
+    register_schema()
+    GlobalHydra.instance().clear()
+    out = {}
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            for overrides, recs in groups.items():
+                cfg = compose("config", overrides=list(overrides))
+                for rec in recs:
+                    out[rec["key"]] = Job.from_config(cfg, rec["seed"]).key(rec["fold"])
+    finally:
+        GlobalHydra.instance().clear()
+    return out
+
+
 def run_job(
     cfg: DictConfig, store: Store, data_ctx: DataContext, log=print, parallel: int = 1
 ) -> list[dict]:
@@ -682,7 +713,7 @@ def _model_saver(cfg: DictConfig, store: Store, key: str):
     record (models without ``to_graph`` get a ``model_error`` field instead)."""
     if not cfg.get("save_model"):
         return None
-    from treebench.inspect.saved import save_fitted_model
+    from treebench.graph.saved import save_fitted_model
 
     return lambda ff, ds: save_fitted_model(
         store.root, key, ff.est, ff.X_train, ff.y_train, *display_names(ff, ds)

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from treebench.errors import TreebenchError
 
-class SuiteError(ValueError):
+
+class SuiteError(ValueError, TreebenchError):
     """An unknown suite or a suite file that cannot be used; the message names the fix."""
 
 

@@ -23,10 +23,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from treebench.errors import TreebenchError
+
 _RANGE_KEYS = {"low", "high", "log", "int"}
 
 
-class SearchSpaceError(ValueError):
+class SearchSpaceError(ValueError, TreebenchError):
     """A ``search:`` dimension outside the grammar of ``docs/tuning.md``."""
 
 

@@ -79,7 +79,7 @@ def test_wrong_target_column_suggests_the_close_name(flowers, tmp_path):
 
 
 def test_verify_leaves_out_the_own_data_configs():
-    from treebench.cli import _needs_settings
+    from treebench.catalog import needs_settings
 
-    assert _needs_settings("csv") and _needs_settings("openml")
-    assert not _needs_settings("iris") and not _needs_settings("isolet_openml")
+    assert needs_settings("csv") and needs_settings("openml")
+    assert not needs_settings("iris") and not needs_settings("isolet_openml")

@@ -263,7 +263,7 @@ def test_render_with_graphviz(tmp_path, data):
 
 
 def test_save_model_hook_never_fails_the_run(tmp_path, data):
-    from treebench.inspect.show import model_path, save_fitted_model
+    from treebench.graph.saved import model_path, save_fitted_model
 
     X, y = data["classification"]
     assert "model_error" in save_fitted_model(tmp_path, "ab" * 12, object(), X, y)
@@ -300,7 +300,7 @@ def test_render_calls_dot_in_the_dot_files_folder(tmp_path, monkeypatch, data, w
 def test_cnn_split_tree_is_not_exportable():
     from types import SimpleNamespace
 
-    from treebench.inspect.export import NotExportableError
+    from treebench.graph.export import NotExportableError
     from treebench.methods.e2edt.export import e2edt_graph
 
     est = SimpleNamespace(struct_=None, bank_=SimpleNamespace(kind="cnn"), n_features_in_=4)
@@ -330,7 +330,7 @@ def test_refit_passes_the_test_part_to_a_method_that_asks_for_it(tmp_path):
 def _dag_with_a_contradiction() -> GraphEnsemble:
     """x0 <= 3.5 at the root, both branches into one node x0 <= 2.5: the root's right branch
     (x0 > 3.5) then that node's left (x0 <= 2.5) is a path no input follows."""
-    from treebench.inspect.graph import DecisionGraph
+    from treebench.graph.model import DecisionGraph
 
     g = DecisionGraph(
         left=np.array([1, 2, -1, -1]),

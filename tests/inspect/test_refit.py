@@ -237,7 +237,7 @@ def test_experiment_rows_and_params_refit(tmp_path):
 
 
 def test_saved_and_refitted_models_use_the_dataset_names(tmp_path, outputs):
-    from treebench.inspect.graph import GraphEnsemble
+    from treebench.graph.model import GraphEnsemble
 
     r = run_cli(
         ["run", "method=cart", "dataset=iris", "save_model=true", "threads=1"], cwd=tmp_path

@@ -271,7 +271,7 @@ def test_stacked_adam_matches_torch_adam_and_skips_inactive():
 @pytest.mark.parametrize("kernels", [True, False])
 def test_stumps_trained_together_equal_stumps_trained_alone(monkeypatch, kernels):
     """A level's stumps trained side by side (unequal batch counts, partial last batches) end where
-    each stump trained alone from the same init and the same minibatch order ends (issue #24)."""
+    each stump trained alone from the same init and the same minibatch order ends."""
     monkeypatch.setattr(core, "KERNELS_ENABLED", kernels)
     g = torch.Generator().manual_seed(0)
     sizes = [230, 70, 9]  # 8, 3 and 1 batches of 32 rows per epoch

@@ -2,19 +2,34 @@
 
 import numpy as np
 import pytest
+from sklearn import neural_network
 from sklearn.base import clone
 from sklearn.datasets import load_diabetes, load_wine
-from sklearn.neural_network import MLPClassifier, MLPRegressor
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC, LinearSVR
 
-from treebench.methods.nontree import MLP, LinearSVM, LinearSVMReg, MLPReg
+from treebench.methods.nontree import (
+    LinearSVMClassifier,
+    LinearSVMRegressor,
+    MLPClassifier,
+    MLPRegressor,
+)
 
 CASES = [  # (ours, scikit-learn's, data, settings)
-    (MLP, MLPClassifier, load_wine, {"max_iter": 30, "hidden_layer_sizes": (8,)}),
-    (MLPReg, MLPRegressor, load_diabetes, {"max_iter": 30, "hidden_layer_sizes": (8,)}),
-    (LinearSVM, LinearSVC, load_wine, {"C": 0.1, "max_iter": 5000}),
-    (LinearSVMReg, LinearSVR, load_diabetes, {"C": 0.1, "max_iter": 5000}),
+    (
+        MLPClassifier,
+        neural_network.MLPClassifier,
+        load_wine,
+        {"max_iter": 30, "hidden_layer_sizes": (8,)},
+    ),
+    (
+        MLPRegressor,
+        neural_network.MLPRegressor,
+        load_diabetes,
+        {"max_iter": 30, "hidden_layer_sizes": (8,)},
+    ),
+    (LinearSVMClassifier, LinearSVC, load_wine, {"C": 0.1, "max_iter": 5000}),
+    (LinearSVMRegressor, LinearSVR, load_diabetes, {"C": 0.1, "max_iter": 5000}),
 ]
 
 
@@ -31,7 +46,7 @@ def test_predictions_equal_the_plain_model_on_the_same_inputs(ours, plain, load,
     np.testing.assert_allclose(est.predict(X), ref.predict(Z))
     if hasattr(ref, "decision_function"):
         np.testing.assert_allclose(est.decision_function(X), ref.decision_function(Z))
-    if isinstance(ref, MLPClassifier):
+    if isinstance(ref, neural_network.MLPClassifier):
         np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(Z))
 
 
@@ -44,7 +59,7 @@ def test_parameters_are_the_scikit_learn_parents_plus_standardize(ours, plain):
 
 def test_the_raw_and_the_standardised_model_differ_where_the_units_do():
     X, y = load_wine(return_X_y=True)  # proline is in the hundreds, hue below 2
-    on = LinearSVM(C=0.1, max_iter=5000, random_state=0).fit(X, y)
+    on = LinearSVMClassifier(C=0.1, max_iter=5000, random_state=0).fit(X, y)
     off = clone(on).set_params(standardize=False).fit(X, y)
     assert off.get_params()["standardize"] is False
     np.testing.assert_allclose(off.scaler_.transform(X), X)  # the raw inputs reach the model
@@ -54,20 +69,22 @@ def test_the_raw_and_the_standardised_model_differ_where_the_units_do():
 def test_a_non_boolean_standardize_is_refused_naming_the_parameter():
     X, y = load_wine(return_X_y=True)
     with pytest.raises(ValueError, match="'standardize' parameter"):
-        MLP(standardize="yes").fit(X, y)
+        MLPClassifier(standardize="yes").fit(X, y)
 
 
 def test_linear_svm_scores_are_normalised_and_agree_with_predict():
     X, y = load_wine(return_X_y=True)
-    est = LinearSVM(C=0.1, max_iter=5000, random_state=0).fit(X, y)
+    est = LinearSVMClassifier(C=0.1, max_iter=5000, random_state=0).fit(X, y)
     P = est.predict_proba(X)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
     np.testing.assert_array_equal(est.classes_[P.argmax(axis=1)], est.predict(X))
     yb = (y == 0).astype(int)  # binary: one decision value, two columns
-    Pb = LinearSVM(C=0.1, max_iter=5000, random_state=0).fit(X, yb).predict_proba(X)
+    Pb = LinearSVMClassifier(C=0.1, max_iter=5000, random_state=0).fit(X, yb).predict_proba(X)
     assert Pb.shape == (len(X), 2)
     np.testing.assert_allclose(Pb.sum(axis=1), 1.0)
 
 
 def test_partial_fit_is_not_offered():
-    assert not hasattr(MLP(), "partial_fit") and not hasattr(MLPReg(), "partial_fit")
+    assert not hasattr(MLPClassifier(), "partial_fit") and not hasattr(
+        MLPRegressor(), "partial_fit"
+    )

@@ -12,7 +12,7 @@ from sklearn.tree import DecisionTreeClassifier
 pytest.importorskip("gosdt")
 pytest.importorskip("pystreed")
 
-from treebench.methods.optimal import GOSDT, STreeD  # noqa: E402
+from treebench.methods.optimal import GOSDTClassifier, STreeDClassifier  # noqa: E402
 from treebench.methods.optimal.binarize import quantile_thresholds  # noqa: E402
 from treebench.methods.optimal.deadline import DeadlineExceeded, call_with_deadline  # noqa: E402
 
@@ -46,7 +46,7 @@ def test_streed_is_at_least_as_accurate_as_cart_of_the_same_depth(name, depth):
     """On STreeD's binary columns, CART of depth d (any tie-break) never beats STreeD's depth-d tree
     on the training data: STreeD searched all trees of that depth."""
     X, y = SETS[name]
-    est = STreeD(max_depth=depth, n_thresholds=5, random_state=0).fit(X, y)
+    est = STreeDClassifier(max_depth=depth, n_thresholds=5, random_state=0).fit(X, y)
     assert est.fit_info_["optimal"] and not est.fit_info_["timed_out"]
     Z = est.bins_.transform(X)
     for seed in range(3):  # CART's ties between equal-gain columns go by its seed
@@ -59,7 +59,7 @@ def test_streed_is_at_least_as_accurate_as_cart_of_the_same_depth(name, depth):
 
 def test_streed_beats_cart_where_greedy_is_short_sighted():
     X, y = SETS["xor"]
-    est = STreeD(max_depth=2, random_state=0).fit(X, y)
+    est = STreeDClassifier(max_depth=2, random_state=0).fit(X, y)
     cart = DecisionTreeClassifier(max_depth=2, random_state=0).fit(est.bins_.transform(X), y)
     assert _accuracy(est.predict(X), y) > _accuracy(cart.predict(est.bins_.transform(X)), y)
 
@@ -71,7 +71,9 @@ def test_gosdt_objective_is_no_worse_than_cart_pruned_to_the_same_leaves(name):
     first) for every L up to the depth's maximum, has an objective at least as large."""
     X, y = SETS[name]
     lam, depth = 0.01, 3
-    est = GOSDT(regularization=lam, depth_budget=depth, time_limit=120, random_state=0).fit(X, y)
+    est = GOSDTClassifier(
+        regularization=lam, depth_budget=depth, time_limit=120, random_state=0
+    ).fit(X, y)
     info = est.fit_info_
     assert info["status"] == "CONVERGED" and info["optimality_gap"] == pytest.approx(0, abs=1e-6)
     # our tree's objective is the solver's (its bounds meet at it)
@@ -97,7 +99,7 @@ def test_gosdt_time_limit_stops_a_hard_instance_and_the_record_says_so():
     grace) and the fit keeps the one-leaf tree or the solver's timed-out tree, saying so."""
     X, y = _hard()
     limit = 2.0
-    est = GOSDT(
+    est = GOSDTClassifier(
         regularization=1e-4,
         depth_budget=6,
         time_limit=limit,
@@ -117,7 +119,7 @@ def test_streed_time_limit_stops_a_hard_instance_and_the_record_says_so():
     X, y = _hard()
     limit = 1.0
     t0 = time.perf_counter()
-    est = STreeD(max_depth=5, n_thresholds=20, time_limit=limit, random_state=0).fit(X, y)
+    est = STreeDClassifier(max_depth=5, n_thresholds=20, time_limit=limit, random_state=0).fit(X, y)
     elapsed = time.perf_counter() - t0
     assert est.fit_info_["timed_out"] is True and est.fit_info_["optimal"] is False
     assert est.fit_info_["solver_seconds"] <= limit + 1.0
@@ -139,7 +141,7 @@ def test_deadline_kills_the_child_and_leaves_no_process():
 
 def test_binary_columns_are_fitted_on_the_training_part_only():
     X, y = SETS["breast_cancer"]
-    est = STreeD(max_depth=2, random_state=0).fit(X[:300], y[:300])
+    est = STreeDClassifier(max_depth=2, random_state=0).fit(X[:300], y[:300])
     ref = quantile_thresholds(X[:300], 5)
     np.testing.assert_array_equal(est.bins_.threshold, ref.threshold)
     assert est.fit_info_["n_binary_features"] == len(ref)

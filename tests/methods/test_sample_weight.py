@@ -15,7 +15,12 @@ from sklearn.utils.validation import has_fit_parameter
 from tests.methods.test_contract import CASES, CHECK_PARAMS, smoke_estimator
 from treebench.methods.base import discover
 from treebench.methods.redt.softcart import build_tree
-from treebench.methods.tnt import NDGClassifier, TnTAdaBoost, TnTBagging, TnTClassifier
+from treebench.methods.tnt import (
+    NDGClassifier,
+    TnTAdaBoostClassifier,
+    TnTBaggingClassifier,
+    TnTClassifier,
+)
 
 
 def _graph(est):
@@ -97,10 +102,13 @@ def _digest(*arrays) -> str:
 UNWEIGHTED_BEFORE = {
     "tnt": ("1e2577cbd6ee3472", lambda: TnTClassifier(random_state=0)),
     "ndg": ("3af619fb089ffaac", lambda: NDGClassifier(random_state=0)),
-    "tnt_bagging": ("01ed2ef0ee3e5d5b", lambda: TnTBagging(n_estimators=3, random_state=0)),
+    "tnt_bagging": (
+        "01ed2ef0ee3e5d5b",
+        lambda: TnTBaggingClassifier(n_estimators=3, random_state=0),
+    ),
     "tnt_adaboost": (
         "37d04f0330afbb54",
-        lambda: TnTAdaBoost(n_estimators=3, ccp_alpha=3e-3, random_state=0),
+        lambda: TnTAdaBoostClassifier(n_estimators=3, ccp_alpha=3e-3, random_state=0),
     ),
 }
 

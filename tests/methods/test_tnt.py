@@ -10,12 +10,12 @@ from sklearn.ensemble import AdaBoostClassifier, BaggingClassifier
 from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeClassifier
 
-from treebench.methods._flatgraph import compact, dag_depth
+from treebench.graph.flat import compact, dag_depth
 from treebench.methods.base import get_method
 from treebench.methods.tnt import (
     NDGClassifier,
-    TnTAdaBoost,
-    TnTBagging,
+    TnTAdaBoostClassifier,
+    TnTBaggingClassifier,
     TnTClassifier,
     graph_predict_nodes,
 )
@@ -353,12 +353,12 @@ def test_inside_sklearn_bagging_and_adaboost(digits):
 
 def test_registered_ensembles_report_summed_sizes(digits):
     Xtr, Xte, ytr, yte = digits
-    assert get_method("tnt_bagging", "classification") is TnTBagging
-    bag = TnTBagging(n_estimators=3, ccp_alpha=5e-3, random_state=0).fit(Xtr, ytr)
+    assert get_method("tnt_bagging", "classification") is TnTBaggingClassifier
+    bag = TnTBaggingClassifier(n_estimators=3, ccp_alpha=5e-3, random_state=0).fit(Xtr, ytr)
     rep = bag.size_report(Xte)
     assert rep["n_trees"] == 3
     assert rep["n_splits"] == sum(e.n_splits_ for e in bag.estimators_)
-    ada = TnTAdaBoost(n_estimators=3, ccp_alpha=5e-3, random_state=0).fit(Xtr, ytr)
+    ada = TnTAdaBoostClassifier(n_estimators=3, ccp_alpha=5e-3, random_state=0).fit(Xtr, ytr)
     rep = ada.size_report(Xte)
     assert rep["n_splits"] == sum(e.n_splits_ for e in ada.estimators_)
     assert ada.score(Xte, yte) > 0.7
@@ -370,8 +370,8 @@ def test_adaboost_members_search_c_from_the_previous_members_c(digits):
     member still meets the #S target, and the walk is not repeated per member."""
     Xtr, _, ytr, _ = digits
     kw = dict(n_estimators=4, ccp_alpha=1e-4, target_splits=30, random_state=0)
-    cold = TnTAdaBoost(**kw).fit(Xtr, ytr)
-    warm = TnTAdaBoost(**kw, search_start="previous").fit(Xtr, ytr)
+    cold = TnTAdaBoostClassifier(**kw).fit(Xtr, ytr)
+    warm = TnTAdaBoostClassifier(**kw, search_start="previous").fit(Xtr, ytr)
     assert [e.ccp_alpha for e in cold.estimators_] == [1e-4] * 4
     starts = [e.ccp_alpha for e in warm.estimators_]
     ends = [e.fit_info_["ccp_alpha_used"] for e in warm.estimators_]
@@ -384,7 +384,7 @@ def test_adaboost_members_search_c_from_the_previous_members_c(digits):
         assert all(abs(e.n_splits_ - 30) <= 0.05 * 30 for e in m.estimators_)
     assert warm.fit_info_["member_search_fits"] < cold.fit_info_["member_search_fits"]
     with pytest.raises(ValueError, match="search_start"):
-        TnTAdaBoost(search_start="last").fit(Xtr, ytr)
+        TnTAdaBoostClassifier(search_start="last").fit(Xtr, ytr)
 
 
 def test_ndg_splits_and_merges(digits):

@@ -129,9 +129,7 @@ def planned_frame(experiment: str) -> pd.DataFrame:
 def availability(experiment: str) -> Availability:
     """What ``treebench check`` knows exists (dataset configs, registered methods) plus the papers'
     ``unavailable`` datasets for the experiment: the report's reasons for a target without data."""
-    from treebench.cli import _availability
-
-    avail = _availability()
+    avail = Availability.local()
     avail.unavailable.update(for_experiment(PAPERS, experiment)[2])
     return avail
 

@@ -56,7 +56,7 @@ def test_percent_converted_and_sizes_expanded():
     t = by_id["t1/tnt/mnist"]
     assert t.units == "percent" and t.paper_value == 90.87
     assert t.value == pytest.approx(0.9087) and t.sd == pytest.approx(0.0031)
-    # issue #4: within 1.0 pp, or 2 paper SDs where larger (0.62 pp here)
+    # TnT's tolerance: within 1.0 pp, or 2 paper SDs where larger (0.62 pp here)
     assert t.tolerance == pytest.approx(0.01) and t.tolerance_abs() == pytest.approx(0.01)
     assert t.runs == 5 and t.profile == "full"
     s = by_id["t1/tnt/mnist/n_splits"]

@@ -432,7 +432,7 @@ class Bench:
             finally:
                 self.release(w)
 
-    # -- result store scale (issue #24)
+    # -- result store scale
     def store(self) -> None:
         from treebench.bench.store import run_store_section
 
@@ -442,7 +442,7 @@ class Bench:
         self.store_rows = run_store_section(self.cfg, log=self.log)
 
     # -- threads
-    # -- process start to first useful work (issues #24, #26)
+    # -- process start to first useful work
     def startup(self) -> None:
         from treebench.bench.startup import run_startup_section
 

@@ -1,4 +1,4 @@
-"""The ``startup`` bench section (issues #24, #26): process start to first useful work.
+"""The ``startup`` bench section: process start to first useful work.
 
 ``treebench --help``, ``treebench list``, ``treebench status`` and ``treebench run method=cart
 dataset=iris`` are each run as a separate process (``python -m treebench.cli``, interpreter start-up

@@ -1,4 +1,4 @@
-"""The ``store`` bench section (issue #24): ``treebench status``, ``collect`` and ``check`` against
+"""The ``store`` bench section: ``treebench status``, ``collect`` and ``check`` against
 synthetic result stores of growing size, each command a separate process, cold (no row cache
 ``<store>/.rows.parquet``) and warm (cache present): wall seconds and peak RSS. In the largest store,
 ``plan``: a sweep of ``plan_jobs`` jobs whose records are all there, planned and skipped (nothing to

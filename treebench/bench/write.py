@@ -226,7 +226,7 @@ def _scaling(bench, raw: pd.DataFrame, d: Path, files: dict) -> str:
 
 
 def _store(bench, d: Path, files: dict) -> str:
-    """The store section: ``store.csv``, ``store.png`` and a table per command (issue #24)."""
+    """The store section: ``store.csv``, ``store.png`` and a table per command."""
     sc = bench.cfg.get("store") or {}
     target = float(sc.get("target_seconds", 10))
     target_n = int(sc.get("target_records", 100000))
@@ -290,7 +290,7 @@ def _store(bench, d: Path, files: dict) -> str:
 
 
 def _startup(bench, d: Path) -> str:
-    """The startup section: ``startup.csv`` and its table (issues #24, #26)."""
+    """The startup section: ``startup.csv`` and its table."""
     sc = bench.cfg.get("startup") or {}
     target = float(sc.get("target_seconds", 1.0))
     st = startup_frame(bench.startup_rows)

@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from treebench.errors import TreebenchError
 
-class DataError(ValueError):
+
+class DataError(ValueError, TreebenchError):
     """Bad or unusable data: the message names the dataset, file or fix."""
 
 

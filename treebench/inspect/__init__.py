@@ -1,11 +1,6 @@
-"""Model inspection: decision-graph export (JSON), rendering, rules and feature importances."""
+"""Model inspection: rendering, rules and feature importances of decision graphs (the model and
+its JSON are :mod:`treebench.graph`, re-exported here as the documented entry point)."""
 
-from treebench.inspect.export import export_graph
-from treebench.inspect.graph import DecisionGraph, GraphEnsemble, apply_transform
+from treebench.graph import DecisionGraph, GraphEnsemble, apply_transform, export_graph, load_graph
 
 __all__ = ["DecisionGraph", "GraphEnsemble", "apply_transform", "export_graph", "load_graph"]
-
-
-def load_graph(path) -> GraphEnsemble:
-    """Load a model saved with :meth:`GraphEnsemble.save` (``.json`` or ``.json.gz``)."""
-    return GraphEnsemble.load(path)

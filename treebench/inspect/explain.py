@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from treebench.inspect.graph import DecisionGraph, GraphEnsemble
+from treebench.graph.model import DecisionGraph, GraphEnsemble
 
 _AFFINE_OPS = ("cast", "standardize", "batchnorm")
 
@@ -36,7 +36,7 @@ def split_space(model: GraphEnsemble) -> tuple[list[str], tuple[np.ndarray, np.n
 
 
 def _learned_width(model):
-    from treebench.inspect.graph import apply_transform
+    from treebench.graph.model import apply_transform
 
     return int(apply_transform(model.transform, np.zeros((1, model.n_features))).shape[1])
 

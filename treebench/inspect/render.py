@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from treebench.errors import TreebenchError
+from treebench.graph.model import DecisionGraph, GraphEnsemble
 from treebench.inspect.explain import leaf_parts, node_class, oblique_terms, split_text
-from treebench.inspect.graph import DecisionGraph, GraphEnsemble
 
 PALETTE = (
     "#1f77b4",
@@ -310,7 +311,7 @@ def _layout(g: DecisionGraph, depth: dict, cut: set):
     return x, level
 
 
-class DrawingTooLarge(ValueError):
+class DrawingTooLarge(ValueError, TreebenchError):
     """A drawing that would not fit :data:`MAX_PIXELS` even at :data:`MIN_DPI`."""
 
 

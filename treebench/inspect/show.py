@@ -1,4 +1,4 @@
-"""Finding and refitting a stored run, and the ``show`` report files (saved models: ``saved``)."""
+"""Finding and refitting a stored run, and the ``show`` report files (saved models: :mod:`treebench.graph.saved`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from treebench.errors import TreebenchError
+from treebench.graph.model import GraphEnsemble
+from treebench.graph.saved import MODEL_SUFFIX
 from treebench.inspect.explain import feature_importances, importances_text, rules_text
-from treebench.inspect.graph import GraphEnsemble
 from treebench.inspect.render import plot_importances, render
-from treebench.inspect.saved import MODEL_SUFFIX, model_path, save_fitted_model  # noqa: F401
 
 # ----------------------------------------------------------------------------- targets
 
@@ -64,7 +65,7 @@ def find_record(target: str, store_root, ledger=None) -> tuple[dict | None, Path
 # ----------------------------------------------------------------------------- refit
 
 
-class RefitError(ValueError):
+class RefitError(ValueError, TreebenchError):
     """A record cannot be refitted as the run that wrote it (its run key would differ)."""
 
 
@@ -354,6 +355,55 @@ def refit_record(rec: dict, threads: int | None = None) -> Refit:
 
 
 # ----------------------------------------------------------------------------- report files
+
+
+def load_model(target: str, store_root, ledger=None, refit: bool = False):
+    """``(model, record, how)`` of a run key, a record file or a saved model file: the saved model
+    unless ``refit``, else the run refitted from its record and exported, its test metric
+    rescored on the graph beside the record's (``how`` says which, in one line).
+
+    Raises
+    ------
+    FileNotFoundError
+        When no record or model matches ``target``.
+    ValueError
+        When the record is not ``ok`` (nothing was fitted).
+    RefitError
+        When refitting would fit something else than the run (see :func:`refit_record`).
+    """
+    from treebench.graph import export_graph
+    from treebench.graph.saved import model_path, name_graph
+
+    rec, saved = find_record(target, store_root, ledger)
+    if saved is None and rec is not None and not refit:
+        cand = model_path(store_root, rec["key"])
+        saved = cand if cand.exists() else None
+    if saved is not None and not refit:
+        return GraphEnsemble.load(saved), rec, f"saved model {saved}"
+    if rec is None:
+        raise FileNotFoundError(f"no record for {target}")
+    if rec.get("status") != "ok":
+        raise ValueError(f"record {rec['key']} has status {rec.get('status')!r}, nothing to show")
+    fit = refit_record(rec)
+    X_tr, X_te, y_te = fit.X_train, fit.X_test, fit.y_test
+    model = export_graph(fit.est, X_tr, fit.y_train)
+    name_graph(model, fit.feature_names, fit.class_names)
+    if model.image_shape is None and fit.image_shape is not None:
+        model.image_shape = [int(v) for v in fit.image_shape]
+    metric = "test_accuracy" if rec["task"] == "classification" else "test_r2"
+    if rec["task"] == "classification":
+        got = float(np.mean(model.predict(X_te) == y_te))
+    else:
+        from sklearn.metrics import r2_score
+
+        got = float(r2_score(y_te, model.predict(X_te)))
+    want = (rec.get("metrics") or {}).get(metric)
+    how = f"refitted {rec['method']} on {rec['dataset']} (seed {rec['seed']}, fold {rec['fold']}, "
+    how += f"{X_tr.shape[1]} features, run key verified): "
+    how += f"exported graph {metric}={got:.4f}"
+    if want is not None:
+        how += f", record {metric}={want:.4f}"
+    return model, rec, how
 
 
 def write_report(

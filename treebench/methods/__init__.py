@@ -2,10 +2,9 @@
 
 ``treebench/methods/<method>/`` holds everything about one method: its estimator(s) (registered with
 :func:`register` when the package is imported), kernels and cores, and its graph export
-(``to_graph()`` builds a :class:`treebench.inspect.GraphEnsemble` in the package's ``export.py``).
+(``to_graph()`` builds a :class:`treebench.graph.GraphEnsemble` in the package's ``export.py``).
 :func:`discover` imports every subpackage whose name does not start with ``_``. Modules beside the
-packages are shared: ``base`` (the contract, registry, size helpers), ``_flatgraph`` (structure of
-flat trees and graphs), ``_routing`` (compiled routing), ``_export`` (graph-export helpers) and
+packages are shared: ``base`` (the contract, registry, size helpers), ``_routing`` (compiled routing), ``_export`` (graph-export helpers) and
 ``_index`` (which module registers which method, read from the source without importing it). The
 registry functions below are imported from ``base`` on first use, so that importing a light module
 of this package does not import scikit-learn.

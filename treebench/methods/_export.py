@@ -1,6 +1,6 @@
 """Helpers shared by the methods' graph exports: metadata, input transforms, scikit-learn trees.
 
-Every method's ``to_graph()`` builds a :class:`treebench.inspect.graph.GraphEnsemble` from its own
+Every method's ``to_graph()`` builds a :class:`treebench.graph.model.GraphEnsemble` from its own
 fitted attributes in its package's ``export.py``; the scikit-learn tree and ensemble converters here
 serve the baselines and the methods that wrap scikit-learn ensembles (TnT bagging / AdaBoost).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from treebench.inspect.graph import DecisionGraph, GraphEnsemble, NotExportableError
+from treebench.graph.model import DecisionGraph, GraphEnsemble, NotExportableError
 
 __all__ = [
     "CAST32",

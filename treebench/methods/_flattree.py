@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from treebench.methods._flatgraph import node_depths
+from treebench.graph.flat import node_depths
 from treebench.methods._routing import route_axis
 
 

@@ -19,7 +19,8 @@ from sklearn.utils._param_validation import (  # noqa: F401 - re-exported
 )
 from sklearn.utils.validation import _check_sample_weight
 
-from treebench.methods._flatgraph import node_depths
+from treebench.errors import TreebenchError
+from treebench.graph.flat import node_depths
 from treebench.methods._index import (  # noqa: F401 - the task names are re-exported
     CLASSIFICATION,
     REGRESSION,
@@ -85,14 +86,14 @@ _REGISTRY: dict[str, MethodEntry] = {}
 _DISCOVERED = False
 
 
-class UnknownMethodError(KeyError):
+class UnknownMethodError(KeyError, TreebenchError):
     """Raised for a method name that is not registered; the message lists the choices."""
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise
         return str(self.args[0])
 
 
-class UnsupportedTaskError(ValueError):
+class UnsupportedTaskError(ValueError, TreebenchError):
     """Raised when a method has no estimator for the dataset's task (recorded as a skip)."""
 
 

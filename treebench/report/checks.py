@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -78,6 +79,18 @@ class Availability:
         # experiment -> the sweep plan of its full profile, to see whether a best-of-configs
         # number chose among the whole grid (:func:`missing_configs`)
         self.plans = dict(plans or {})
+
+    @classmethod
+    def local(cls) -> Availability:
+        """The packaged dataset configs, the registered methods and the method configs' names,
+        and each experiment's full plan (read without importing the methods: seconds)."""
+        from treebench.catalog import full_plans, method_config_names
+        from treebench.config import CONF_DIR
+        from treebench.methods._catalog import method_names
+
+        datasets = [p.stem for p in (Path(CONF_DIR) / "dataset").glob("*.yaml")]
+        methods = set(method_names()) | method_config_names()
+        return cls(datasets=datasets, methods=methods, plans=full_plans())
 
     def grid(self, sel: Selector) -> set[tuple[str, ...]] | None:
         """The configs of ``sel.best_over`` the full plan of ``sel.experiment`` sweeps for its

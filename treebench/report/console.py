@@ -1,4 +1,4 @@
-"""Terminal output with rich: one run's records, and the summary table at the end of a sweep."""
+"""Terminal output with rich: summary tables (of a sweep, ``collect``, ``report``), plans and checks."""
 
 from __future__ import annotations
 
@@ -11,57 +11,12 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from treebench.results.console import fmt as _fmt
 from treebench.results.store import Store
 from treebench.results.table import to_frame
 from treebench.term import make_console
 
 console = make_console()
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return "-" if math.isnan(v) else f"{v:.4g}"
-    return str(v)
-
-
-def print_records(records: list[dict]) -> None:
-    """Print each record's identity, metrics, size and timing as a two-column table."""
-    for rec in records:
-        t = Table(
-            title=f"{rec['method']} on {rec['dataset']} (seed {rec['seed']}, fold {rec['fold']})",
-            show_header=False,
-        )
-        t.add_column("field", style="bold")
-        t.add_column("value")
-        t.add_row(
-            "status",
-            rec["status"]
-            + (f": {rec.get('reason') or rec.get('error')}" if rec["status"] != "ok" else ""),
-        )
-        for k, v in (rec.get("metrics") or {}).items():
-            t.add_row(k, _fmt(v))
-        for k, v in (rec.get("size") or {}).items():
-            t.add_row(k, _fmt(v))
-        for k in ("fit_seconds", "predict_seconds", "n_train", "n_test", "n_features", "split_id"):
-            if k in rec:
-                t.add_row(k, _fmt(rec[k]))
-        tuning = rec.get("tuning")
-        if tuning:  # the configuration that was fitted: the search's choice over the config's
-            fitted = {**(rec.get("params") or {}), **tuning["best_params"]}
-            t.add_row("params (tuned)", json.dumps(fitted, default=str))
-        else:
-            t.add_row("params", json.dumps(rec.get("params"), default=str))
-        if tuning:  # what the search chose, on what budget, and what it cost
-            cv = tuning["cv"]
-            t.add_row(
-                "tuned",
-                f"{json.dumps(tuning['best_params'], default=str)}: inner {tuning['scoring']} "
-                f"{_fmt(tuning['best_score'])} ({tuning['search_cv']}, {tuning['n_candidates']} "
-                f"candidates, {cv['n_splits']}-fold {cv['splitter']}, "
-                f"{tuning['seconds']:.1f}s)",
-            )
-        t.add_row("key", rec["key"])
-        console.print(t)
 
 
 def _num(v) -> str:

@@ -50,6 +50,7 @@ import yaml
 from pydantic import ValidationError
 
 from treebench.config import load_yaml
+from treebench.errors import TreebenchError
 from treebench.report.target_schema import (  # noqa: F401 - KINDS ... SIZE_FIELDS re-exported
     ENTRIES,
     KINDS,
@@ -69,7 +70,7 @@ from treebench.report.target_schema import (  # noqa: F401 - KINDS ... SIZE_FIEL
 )
 
 
-class TargetError(ValueError):
+class TargetError(ValueError, TreebenchError):
     """A paper target file is malformed; the message names the file, the entry and the field."""
 
 

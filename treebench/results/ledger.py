@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from treebench.errors import TreebenchError
 from treebench.files import atomic_write_bytes
 from treebench.results.store import DONE_STATUSES, parse_record, profile_of_record
 
@@ -39,11 +40,11 @@ LOCAL_FIELDS = ("model_path",)
 RESULT_FIELDS = ("status", "metrics", "size")
 
 
-class LedgerConflict(ValueError):
+class LedgerConflict(ValueError, TreebenchError):
     """Records whose key is in the ledger with other results; the message lists every one."""
 
 
-class LedgerFileError(ValueError):
+class LedgerFileError(ValueError, TreebenchError):
     """A ledger file that cannot be read whole; the message names the file, the line and the fix."""
 
 
@@ -175,23 +176,24 @@ class Ledger:
                 h.update(f.read())
         return h.hexdigest()[:16]
 
+    def file_counts(self) -> list[tuple[str, int, int, int, float]]:
+        """Per ledger file: its name, records, ``ok`` records, the others, and its size in KiB."""
+        rows = []
+        for p in self.files():
+            recs = self.read_file(p)
+            n_ok = sum(r["status"] == "ok" for r in recs)
+            rows.append((p.name, len(recs), n_ok, len(recs) - n_ok, p.stat().st_size / 1024))
+        return rows
+
     def add(self, records: Iterable[dict], dry_run: bool = False) -> AddResult:
         """Add done records; merge experiment labels of known keys; refuse conflicting results.
-
-        Records composed from config files that no longer exist get today's names in their
-        ``overrides`` first (:func:`~treebench.results.migrate.migrate_records`).
 
         Raises
         ------
         LedgerConflict
             If any record's key is in the ledger (or twice in ``records``) with a different status,
             metrics or size. Nothing is written then.
-        MigrationError
-            If a record's overrides in today's names compose to another run key.
         """
-        from treebench.results.migrate import migrate_records
-
-        records, _ = migrate_records(records)
         current = dict(self._by_key)
         res = AddResult()
         conflicts: list[str] = []
@@ -234,37 +236,6 @@ class Ledger:
                 self._write(exp, [r for r in current.values() if r["experiment"] == exp])
             self.__dict__.pop("_by_key", None)
         return res
-
-    def migrate(self, dry_run: bool = False) -> tuple[int, list[str]]:
-        """Rewrite old config names in every record's ``overrides`` (the run keys proven unchanged).
-
-        Returns the number of records rewritten and the files that changed (written unless
-        ``dry_run``). Raises :class:`~treebench.results.migrate.MigrationError` if any key would change.
-        """
-        from treebench.results.migrate import migrate_records
-
-        n, changed = 0, []
-        new_files = {}
-        for p in self.files():
-            recs, k = migrate_records(self.read_file(p))
-            if k:
-                n += k
-                new_files[p] = recs
-        if new_files:
-            changed = [p.name for p in new_files]
-        if new_files and not dry_run:  # written only when every file migrated
-            for exp in sorted({experiment_of(p) for p in new_files}):
-                self._refuse_damaged(exp)
-            for exp in sorted({experiment_of(p) for p in new_files}):
-                recs = [
-                    r
-                    for p in self.files()
-                    if experiment_of(p) == exp
-                    for r in new_files.get(p) or self.read_file(p)
-                ]
-                self._write(exp, recs)
-            self.__dict__.pop("_by_key", None)
-        return n, changed
 
     def _write(self, experiment: str, records: list[dict]) -> list[Path]:
         """Write one experiment's records atomically, lines sorted by key, gzip without timestamp:
@@ -339,3 +310,20 @@ def open_ledger() -> Ledger | None:
 
     d = ledger_dir()
     return Ledger(d) if d is not None else None
+
+
+def labelled(records: Iterable[dict], wanted: set[str]) -> list[dict]:
+    """The records with a label in ``wanted``, each filed under its first such label (the
+    experiment ``ledger add`` files it under; its other labels kept in ``also_experiments``)."""
+    out = []
+    for rec in records:
+        labels = [rec.get("experiment"), *(rec.get("also_experiments") or [])]
+        hits = [lab for lab in labels if lab in wanted]
+        if not hits:
+            continue
+        if rec.get("experiment") in wanted:
+            out.append(rec)
+            continue
+        also = sorted({lab for lab in labels if lab and lab != hits[0]})
+        out.append({**rec, "experiment": hits[0], "also_experiments": also})
+    return out

@@ -13,6 +13,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from treebench.errors import TreebenchError
 from treebench.faults import raise_env_fault, temp_prefix
 from treebench.files import apply_umask
 from treebench.results.validate import record_problem
@@ -55,7 +56,7 @@ def run_key(spec: dict) -> str:
     return hashlib.sha256(_canonical(spec).encode()).hexdigest()[:24]
 
 
-class JobBusyError(RuntimeError):
+class JobBusyError(RuntimeError, TreebenchError):
     """Another process holds the lock of this run key."""
 
 

@@ -7,6 +7,8 @@ with its path and the reason instead of counting as done or entering a summary.
 
 from __future__ import annotations
 
+from treebench.errors import TreebenchError
+
 STATUSES = ("ok", "skipped", "failed")
 
 #: fields every record holds, with their type (``int`` accepts no bool)
@@ -23,7 +25,7 @@ _BY_STATUS = {
 _NUMERIC = ("wall_seconds", "cpu_seconds", "fit_seconds", "predict_seconds")
 
 
-class RecordError(ValueError):
+class RecordError(ValueError, TreebenchError):
     """A record that fails :func:`record_problem`; the message names the file and the reason."""
 
 

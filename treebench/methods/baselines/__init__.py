@@ -1,27 +1,27 @@
 """scikit-learn baselines: CART, random forest, bagged CART, gradient boosting, AdaBoost."""
 
 from treebench.methods.baselines.estimator import (
-    GBDT,
-    AdaBoost,
-    AdaBoostReg,
-    BaggedCART,
-    BaggedCARTReg,
+    AdaBoostClassifier,
+    AdaBoostRegressor,
+    BaggedCARTClassifier,
+    BaggedCARTRegressor,
     CARTClassifier,
     CARTRegressor,
-    GBDTReg,
-    RandomForest,
-    RandomForestReg,
+    GBDTClassifier,
+    GBDTRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
 )
 
 __all__ = [
-    "GBDT",
-    "AdaBoost",
-    "AdaBoostReg",
-    "BaggedCART",
-    "BaggedCARTReg",
+    "GBDTClassifier",
+    "AdaBoostClassifier",
+    "AdaBoostRegressor",
+    "BaggedCARTClassifier",
+    "BaggedCARTRegressor",
     "CARTClassifier",
     "CARTRegressor",
-    "GBDTReg",
-    "RandomForest",
-    "RandomForestReg",
+    "GBDTRegressor",
+    "RandomForestClassifier",
+    "RandomForestRegressor",
 ]

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 from joblib import parallel_config
+from sklearn import ensemble
 from sklearn.ensemble import (
-    AdaBoostClassifier,
-    AdaBoostRegressor,
     BaggingClassifier,
     BaggingRegressor,
     GradientBoostingClassifier,
     GradientBoostingRegressor,
-    RandomForestClassifier,
-    RandomForestRegressor,
 )
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -80,12 +77,12 @@ _RF = "Random forest (scikit-learn), bootstrap + random feature subsets"
 
 
 @register("rf", CLASSIFICATION, _RF)
-class RandomForest(_EnsembleSize, RandomForestClassifier):
+class RandomForestClassifier(_EnsembleSize, ensemble.RandomForestClassifier):
     """Random forest classifier with a size report."""
 
 
 @register("rf", REGRESSION)
-class RandomForestReg(_EnsembleSize, RandomForestRegressor):
+class RandomForestRegressor(_EnsembleSize, ensemble.RandomForestRegressor):
     """Random forest regressor with a size report."""
 
 
@@ -118,12 +115,12 @@ _BAG = "Bagged full CART without feature subsampling (TnT paper's 'Random Forest
 
 
 @register("bagged_cart", CLASSIFICATION, _BAG)
-class BaggedCART(_ThreadedProba, _EnsembleSize, BaggingClassifier):
+class BaggedCARTClassifier(_ThreadedProba, _EnsembleSize, BaggingClassifier):
     """Bagging of CART classifiers (``estimator=None`` means a full-depth CART)."""
 
 
 @register("bagged_cart", REGRESSION)
-class BaggedCARTReg(_Threaded, _EnsembleSize, BaggingRegressor):
+class BaggedCARTRegressor(_Threaded, _EnsembleSize, BaggingRegressor):
     """Bagging of CART regressors."""
 
 
@@ -131,12 +128,12 @@ _GBDT = "Gradient-boosted trees (scikit-learn GradientBoosting, 100 trees of dep
 
 
 @register("gbdt", CLASSIFICATION, _GBDT)
-class GBDT(_EnsembleSize, GradientBoostingClassifier):
+class GBDTClassifier(_EnsembleSize, GradientBoostingClassifier):
     """Gradient boosting classifier with a size report (K trees per stage for K > 2 classes)."""
 
 
 @register("gbdt", REGRESSION)
-class GBDTReg(_EnsembleSize, GradientBoostingRegressor):
+class GBDTRegressor(_EnsembleSize, GradientBoostingRegressor):
     """Gradient boosting regressor with a size report."""
 
 
@@ -144,10 +141,10 @@ _ADA = "AdaBoost (SAMME) over CART; estimator=null means decision stumps"
 
 
 @register("adaboost", CLASSIFICATION, _ADA)
-class AdaBoost(_EnsembleSize, AdaBoostClassifier):
+class AdaBoostClassifier(_EnsembleSize, ensemble.AdaBoostClassifier):
     """AdaBoost (SAMME) classifier with a size report."""
 
 
 @register("adaboost", REGRESSION)
-class AdaBoostReg(_EnsembleSize, AdaBoostRegressor):
+class AdaBoostRegressor(_EnsembleSize, ensemble.AdaBoostRegressor):
     """AdaBoost.R2 regressor with a size report."""

@@ -1,5 +1,5 @@
 """Glass-box baselines: the Explainable Boosting Machine and FIGS (the ``optimal`` extra)."""
 
-from treebench.methods.glassbox.estimator import EBM, FIGS
+from treebench.methods.glassbox.estimator import EBMClassifier, FIGSClassifier
 
-__all__ = ["EBM", "FIGS"]
+__all__ = ["EBMClassifier", "FIGSClassifier"]

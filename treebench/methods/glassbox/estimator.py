@@ -159,7 +159,7 @@ class _EBM(SizeMixin, BaseEstimator):
     "Explainable Boosting Machine (interpret-core): additive shape functions + pairwise "
     "interactions; size = terms and bins, not comparable with leaves",
 )
-class EBM(ClassifierMixin, _EBM):
+class EBMClassifier(ClassifierMixin, _EBM):
     """Explainable Boosting Machine classifier (see :class:`_EBM` for the parameters)."""
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -279,7 +279,7 @@ class _FIGS(SizeMixin, BaseEstimator):
     CLASSIFICATION,
     "FIGS (Tan et al. 2022, imodels): a sum of greedily grown CART trees, max_rules splits in all",
 )
-class FIGS(ClassifierMixin, _FIGS):
+class FIGSClassifier(ClassifierMixin, _FIGS):
     """FIGS classifier: one output per class (one-hot targets); see :class:`_FIGS`."""
 
     @_fit_context(prefer_skip_nested_validation=True)

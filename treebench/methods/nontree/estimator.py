@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.neural_network import MLPClassifier, MLPRegressor
+from sklearn import neural_network
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC, LinearSVR
 from sklearn.utils.metaestimators import available_if
@@ -57,11 +57,14 @@ _MLP = "MLP (scikit-learn, Adam, stops when the training loss stalls), standardi
 
 
 @register("mlp", CLASSIFICATION, _MLP)
-class MLP(_ScaledPredict, _Standardized, MLPClassifier):
+class MLPClassifier(_ScaledPredict, _Standardized, neural_network.MLPClassifier):
     """Multi-layer perceptron classifier on standardised inputs (no ``partial_fit``: the scaler is
     fitted once, in ``fit``)."""
 
-    _parameter_constraints = {**MLPClassifier._parameter_constraints, "standardize": ["boolean"]}
+    _parameter_constraints = {
+        **neural_network.MLPClassifier._parameter_constraints,
+        "standardize": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -127,10 +130,13 @@ class MLP(_ScaledPredict, _Standardized, MLPClassifier):
 
 
 @register("mlp", REGRESSION)
-class MLPReg(_ScaledPredict, _Standardized, MLPRegressor):
+class MLPRegressor(_ScaledPredict, _Standardized, neural_network.MLPRegressor):
     """Multi-layer perceptron regressor on standardised inputs (no ``partial_fit``)."""
 
-    _parameter_constraints = {**MLPRegressor._parameter_constraints, "standardize": ["boolean"]}
+    _parameter_constraints = {
+        **neural_network.MLPRegressor._parameter_constraints,
+        "standardize": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -198,7 +204,7 @@ _SVM = "Linear SVM (scikit-learn liblinear: hinge loss / epsilon-insensitive), s
 
 
 @register("linear_svm", CLASSIFICATION, _SVM)
-class LinearSVM(_Standardized, LinearSVC):
+class LinearSVMClassifier(_Standardized, LinearSVC):
     """Linear support vector classifier (one-vs-rest) on standardised inputs."""
 
     _parameter_constraints = {**LinearSVC._parameter_constraints, "standardize": ["boolean"]}
@@ -253,7 +259,7 @@ class LinearSVM(_Standardized, LinearSVC):
 
 
 @register("linear_svm", REGRESSION)
-class LinearSVMReg(_ScaledPredict, _Standardized, LinearSVR):
+class LinearSVMRegressor(_ScaledPredict, _Standardized, LinearSVR):
     """Linear support vector regressor on standardised inputs."""
 
     _parameter_constraints = {**LinearSVR._parameter_constraints, "standardize": ["boolean"]}

@@ -1,5 +1,5 @@
 """Optimal sparse decision trees on binarised features: GOSDT and STreeD (the ``optimal`` extra)."""
 
-from treebench.methods.optimal.estimator import GOSDT, STreeD
+from treebench.methods.optimal.estimator import GOSDTClassifier, STreeDClassifier
 
-__all__ = ["GOSDT", "STreeD"]
+__all__ = ["GOSDTClassifier", "STreeDClassifier"]

@@ -98,7 +98,7 @@ class _OptimalTree(SizeMixin, ClassifierMixin, BaseEstimator):
     "GOSDT (Lin et al. 2020; McTavish et al. 2022): optimal sparse tree, misclassification + "
     "lambda * leaves, on thresholds guessed from a boosted reference",
 )
-class GOSDT(_OptimalTree):
+class GOSDTClassifier(_OptimalTree):
     """GOSDT optimal sparse decision tree on threshold-guessed binary columns.
 
     Parameters
@@ -278,7 +278,7 @@ def _gosdt_search(Z, codes, y_ref, config: dict) -> dict:
     "STreeD (van der Linden et al. 2023): the most accurate tree of depth <= max_depth "
     "(dynamic programming with bounds) on quantile thresholds",
 )
-class STreeD(_OptimalTree):
+class STreeDClassifier(_OptimalTree):
     """STreeD optimal classification tree of bounded depth and size on quantile thresholds.
 
     Parameters

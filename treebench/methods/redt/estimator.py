@@ -47,8 +47,8 @@ from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from treebench.graph.flat import node_depths
 from treebench.methods import checkpoint
-from treebench.methods._flatgraph import node_depths
 from treebench.methods.base import (
     CLASSIFICATION,
     OPEN_UNIT,

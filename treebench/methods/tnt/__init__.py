@@ -2,10 +2,16 @@
 
 from treebench.methods.tnt.estimator import (
     NDGClassifier,
-    TnTAdaBoost,
-    TnTBagging,
+    TnTAdaBoostClassifier,
+    TnTBaggingClassifier,
     TnTClassifier,
 )
 from treebench.methods.tnt.graph import graph_predict_nodes
 
-__all__ = ["NDGClassifier", "TnTAdaBoost", "TnTBagging", "TnTClassifier", "graph_predict_nodes"]
+__all__ = [
+    "NDGClassifier",
+    "TnTAdaBoostClassifier",
+    "TnTBaggingClassifier",
+    "TnTClassifier",
+    "graph_predict_nodes",
+]

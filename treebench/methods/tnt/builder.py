@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.tree import DecisionTreeClassifier
 
-from treebench.methods._flatgraph import compact, topo_order, waves
+from treebench.graph.flat import compact, topo_order, waves
 from treebench.methods.progress import report
 from treebench.methods.tnt.graph import graph_predict_nodes
 

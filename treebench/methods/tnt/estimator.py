@@ -14,7 +14,7 @@ How it is computed (grow / prune / merge: :mod:`.builder`; the fitted graph: :mo
 * micro trees (gini) are grown and exactly pruned by numba kernels (:mod:`.core`) on rank-coded
   features, equal to ``DecisionTreeClassifier(ccp_alpha=C_i)`` up to ties between equally good splits;
   the scikit-learn builder remains for other criteria and as the reference-exact debug path;
-* the graph is flat integer arrays (:mod:`treebench.methods._flatgraph`), routed by the compiled router
+* the graph is flat integer arrays (:mod:`treebench.graph.flat`), routed by the compiled router
   of :mod:`treebench.methods._routing`; a micro tree is refitted only if its samples or targets changed;
 * a grow sweep visits the graph in waves of equal longest-path depth, whose micro trees are
   independent and fitted in ``n_jobs`` threads (the graph does not depend on ``n_jobs``);
@@ -35,7 +35,7 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from treebench.methods._flatgraph import compact
+from treebench.graph.flat import compact
 from treebench.methods.base import (
     CLASSIFICATION,
     NON_NEGATIVE,
@@ -359,7 +359,7 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
     CLASSIFICATION,
     "TnT-bagging: BaggingClassifier (bootstrap, all features) of TnT graphs",
 )
-class TnTBagging(_TnTEnsemble):
+class TnTBaggingClassifier(_TnTEnsemble):
     """Bagging (scikit-learn ``BaggingClassifier``, bootstrap samples, all features) of TnT graphs."""
 
     _expected_failed_checks = {
@@ -426,7 +426,7 @@ class _SearchFromPreviousAdaBoost(AdaBoostClassifier):
 
 
 @register("tnt_adaboost", CLASSIFICATION, "TnT-AdaBoost: AdaBoostClassifier (SAMME) of TnT graphs")
-class TnTAdaBoost(_TnTEnsemble):
+class TnTAdaBoostClassifier(_TnTEnsemble):
     """AdaBoost (scikit-learn ``AdaBoostClassifier``, SAMME) of TnT graphs.
 
     Parameters

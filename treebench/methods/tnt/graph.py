@@ -1,7 +1,7 @@
 """A fitted TnT / NDG decision graph: routing, predict / predict_proba / size report, input checks.
 
 The graph is flat arrays (node 0 = root, ``left[i] < 0`` at leaves, shared children allowed); its
-structure utilities are :mod:`treebench.methods._flatgraph`, its routing :mod:`treebench.methods._routing`.
+structure utilities are :mod:`treebench.graph.flat`, its routing :mod:`treebench.methods._routing`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from treebench.methods._flatgraph import compact, dag_depth
+from treebench.graph.flat import compact, dag_depth
 from treebench.methods.base import (
     SizeMixin,
     validate_sample_weight,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from treebench.files import atomic_write_bytes
-from treebench.inspect.export import export_graph
+from treebench.graph.export import export_graph
 
 MODEL_SUFFIX = ".model.json.gz"
 

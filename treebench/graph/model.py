@@ -1,4 +1,4 @@
-"""The inspectable decision-graph structure every hard-routed model exports, with JSON and predict."""
+"""The decision-graph model every hard-routed method exports: structure, routing, predict, JSON load/save."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from treebench.methods import _flatgraph as flatgraph
+from treebench.errors import TreebenchError
+from treebench.graph import flat as flatgraph
 
 FORMAT = "treebench.decision_graph/1"
 COMBINES = ("mean", "sum", "linear", "samme", "median")
@@ -36,7 +37,7 @@ _ARRAYS = (
 _INT_ARRAYS = ("left", "right", "feature", "weight_feature")
 
 
-class NotExportableError(TypeError):
+class NotExportableError(TypeError, TreebenchError):
     """A fitted model whose splits a decision graph cannot represent (e.g. CNN-feature splits)."""
 
 

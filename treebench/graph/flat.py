@@ -1,7 +1,7 @@
 """Structure of flat trees and decision graphs: reachability, topological order, depth, compaction.
 
 One node layout everywhere (TnT's graphs, scikit-learn trees, ReDT's soft-label CART, the
-inspectable :class:`treebench.inspect.graph.DecisionGraph`): nodes ``0 .. n-1``, ``left[v] < 0``
+inspectable :class:`treebench.graph.model.DecisionGraph`): nodes ``0 .. n-1``, ``left[v] < 0``
 marks a leaf, an internal node's children are ``left[v]`` / ``right[v]``; a node may have several
 parents (a DAG). Routing samples through such a graph is :mod:`treebench.methods._routing`.
 """

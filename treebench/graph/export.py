@@ -6,7 +6,7 @@ module only calls the protocol and annotates the result with training statistics
 
 from __future__ import annotations
 
-from treebench.inspect.graph import GraphEnsemble, NotExportableError
+from treebench.graph.model import GraphEnsemble, NotExportableError
 
 __all__ = ["NotExportableError", "export_graph"]
 

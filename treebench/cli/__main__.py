@@ -1,0 +1,5 @@
+"""``python -m treebench.cli``: the ``treebench`` command (what sweeps' background processes run)."""
+
+from treebench.cli import main
+
+main()
