@@ -348,9 +348,16 @@ def test_auto_iterations_budget_by_task():
         40,
         160000,
     )
-    assert HingeForestClassifier()._budget() == (40000, 10)
-    assert HingeFernRegressor()._budget() == (160000, 40)
-    assert HingeForestClassifier(n_iterations=300)._budget() == (300, None)
+    # classification snapshots at most 10 passes over the training rows apart (batch 53)
+    assert hinge.AUTO_SNAPSHOT_EPOCHS == 10
+    assert HingeForestClassifier()._budget(600) == (40000, 10, 113)  # german's training part
+    assert HingeFernClassifier()._budget(75) == (40000, 10, 14)  # iris'
+    assert HingeFernClassifier()._budget(30) == (40000, 10, 10)  # one batch of 30 is an epoch
+    assert HingeForestClassifier()._budget(2650) == HingeForestClassifier()._budget(10**5)
+    assert HingeForestClassifier()._budget(10**5) == (40000, 10, 500)
+    assert HingeForestClassifier(snapshot_every=50)._budget(600) == (40000, 10, 50)
+    assert HingeFernRegressor()._budget(600) == (160000, 40, 500)
+    assert HingeForestClassifier(n_iterations=300)._budget(600) == (300, None, 500)
     X, y = load_iris(return_X_y=True)
     with pytest.raises(InvalidParameterError, match="n_iterations='auto'"):
         HingeForestClassifier(selection="last").fit(X, y)
@@ -376,6 +383,32 @@ def test_auto_iterations_stop_early_and_restore_the_best_snapshot():
     ref = HingeForestClassifier(n_iterations=best, **kw).fit(X, y)
     assert ref.fit_info_["best_iteration"] == best and not ref.fit_info_["stopped_early"]
     np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(X), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["hinge_forest", "hinge_fern"])
+def test_paper_experiments_keep_the_papers_40000_steps(method):
+    """The auto budget is the default; the paper experiments state the paper's fixed 40 000."""
+    from tests.conftest import compose_config
+
+    assert compose_config([f"method={method}"]).method.params.n_iterations == "auto"
+    for exp in ("rhf_table2", "rhf_table3"):
+        cfg = compose_config([f"experiment={exp}", f"method={method}"])
+        assert cfg.method.params.n_iterations == 40000, exp
+
+
+def test_auto_iterations_snapshot_on_the_epoch_grid():
+    """A classifier on 600 training rows (800 given, a quarter held out) snapshots every 113 steps
+    (10 epochs of batches of 53) and stops 10 snapshots after its best, 1 243 steps at the
+    earliest; random labels, so the best comes early."""
+    rng = np.random.RandomState(1)
+    X, y = rng.randn(800, 4), rng.randint(0, 2, 800)
+    est = HingeFernClassifier(n_estimators=4, max_depth=2, random_state=0, n_jobs=1).fit(X, y)
+    info = est.fit_info_
+    assert (info["n_train_used"], info["snapshot_every"]) == (600, 113)
+    steps = [int(c.split(":")[0]) for c in info["validation_loss_curve"].split()]
+    assert steps == list(range(113, info["n_iterations"] + 1, 113))
+    assert info["stopped_early"] and info["n_iterations"] == info["best_iteration"] + 10 * 113
+    assert info["n_iterations"] >= 1243
 
 
 def test_auto_iterations_end_at_the_budget(monkeypatch):
