@@ -10,13 +10,12 @@ imported only inside ``fit``/``predict`` (see ``net.py`` for the modules).
 Model selection: minibatch training for ``n_iterations`` steps with a snapshot every
 ``snapshot_every`` steps. ``n_iterations="auto"`` (the default; needs ``selection="validation"``)
 stops once ``AUTO_PATIENCE_SNAPSHOTS`` snapshots in a row have not lowered the validation loss, within
-a budget of ``AUTO_MAX_ITERATIONS`` steps (classification, the paper's 40 000). The first snapshot
-is at ``snapshot_every`` steps (the paper's first model state, 500); after it a classifier snapshots
-every ``AUTO_SNAPSHOT_EPOCHS`` passes over its training rows when that is sooner than
-``snapshot_every`` steps, so the patience follows the data: with n training rows and batch b
-(b <= n) a snapshot every ``s = min(snapshot_every, max(1, round(10 n / b)))`` steps and the
-earliest stop at ``snapshot_every + 10 s`` steps (german's 600 training rows: s = 113, from 1 630
-steps on; iris' 75: s = 14, from 640; from 2 650 rows on, the ``snapshot_every`` grid). Regression
+a budget of ``AUTO_MAX_ITERATIONS`` steps (classification, the paper's 40 000); a classifier then
+snapshots every ``AUTO_SNAPSHOT_EPOCHS`` passes over its training rows when that is sooner than
+``snapshot_every`` steps, so the budget follows the data: with n training rows and batch b
+(b <= n) a snapshot every ``min(snapshot_every, max(1, round(10 n / b)))`` steps, the earliest stop
+after 11 snapshots (german's 600 training rows: every 113 steps, from 1 243 steps on; iris' 75:
+every 14, from 154; from 2 650 rows on, the ``snapshot_every`` grid). Regression
 (``AUTO_PATIENCE_SNAPSHOTS_REGRESSION`` within ``AUTO_MAX_ITERATIONS_REGRESSION``) keeps the
 ``snapshot_every`` grid. ``fit_info_`` records the budget, the snapshot interval, the steps run and
 whether the fit stopped early (``docs/methods/hinge.md``).
@@ -77,9 +76,8 @@ from treebench.methods.base import (
 from treebench.methods.progress import report
 
 #: n_iterations="auto": snapshots without a lower validation loss before the fit stops, and the budget
-#: of steps (classification: the paper's 40 000); after the first snapshot (at snapshot_every steps)
-#: classification snapshots every AUTO_SNAPSHOT_EPOCHS passes over the training rows when that is
-#: sooner than snapshot_every steps;
+#: of steps (classification: the paper's 40 000); classification snapshots every
+#: AUTO_SNAPSHOT_EPOCHS passes over the training rows when that is sooner than snapshot_every steps;
 #: regression improves slowly with plateaus, and is still improving at 40 000: 4x the patience and
 #: the budget, on the snapshot_every grid (docs/methods/hinge.md)
 AUTO_PATIENCE_SNAPSHOTS = 10
@@ -368,10 +366,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
         t0 = time.perf_counter()
         net.train()
         while it < max_it:
-            # the first snapshot at snapshot_every steps, then every snap steps
-            first = self.snapshot_every
-            stop = first if it < first else first + ((it - first) // snap + 1) * snap
-            stop = min(stop, max_it)
+            stop = min((it // snap + 1) * snap, max_it)
             batches = next_batches(stop - it)
             if compiled is not None:
                 # one BLAS thread: the kernel's [B, P] x [P, F] products are tiny, and extra BLAS
