@@ -348,9 +348,16 @@ def test_auto_iterations_budget_by_task():
         40,
         160000,
     )
-    assert HingeForestClassifier()._budget() == (40000, 10)
-    assert HingeFernRegressor()._budget() == (160000, 40)
-    assert HingeForestClassifier(n_iterations=300)._budget() == (300, None)
+    # classification snapshots at most 10 passes over the training rows apart (batch 53)
+    assert hinge.AUTO_SNAPSHOT_EPOCHS == 10
+    assert HingeForestClassifier()._budget(600) == (40000, 10, 113)  # german's training part
+    assert HingeFernClassifier()._budget(75) == (40000, 10, 14)  # iris'
+    assert HingeFernClassifier()._budget(30) == (40000, 10, 10)  # one batch of 30 is an epoch
+    assert HingeForestClassifier()._budget(2650) == HingeForestClassifier()._budget(10**5)
+    assert HingeForestClassifier()._budget(10**5) == (40000, 10, 500)
+    assert HingeForestClassifier(snapshot_every=50)._budget(600) == (40000, 10, 50)
+    assert HingeFernRegressor()._budget(600) == (160000, 40, 500)
+    assert HingeForestClassifier(n_iterations=300)._budget(600) == (300, None, 500)
     X, y = load_iris(return_X_y=True)
     with pytest.raises(InvalidParameterError, match="n_iterations='auto'"):
         HingeForestClassifier(selection="last").fit(X, y)
@@ -376,6 +383,32 @@ def test_auto_iterations_stop_early_and_restore_the_best_snapshot():
     ref = HingeForestClassifier(n_iterations=best, **kw).fit(X, y)
     assert ref.fit_info_["best_iteration"] == best and not ref.fit_info_["stopped_early"]
     np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(X), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["hinge_forest", "hinge_fern"])
+def test_paper_experiments_keep_the_papers_40000_steps(method):
+    """The auto budget is the default; the paper experiments state the paper's fixed 40 000."""
+    from tests.conftest import compose_config
+
+    assert compose_config([f"method={method}"]).method.params.n_iterations == "auto"
+    for exp in ("rhf_table2", "rhf_table3"):
+        cfg = compose_config([f"experiment={exp}", f"method={method}"])
+        assert cfg.method.params.n_iterations == 40000, exp
+
+
+def test_auto_iterations_snapshot_on_the_epoch_grid():
+    """A classifier on 600 training rows (800 given, a quarter held out) snapshots every 113 steps
+    (10 epochs of batches of 53) and stops 10 snapshots after its best, 1 243 steps at the
+    earliest; random labels, so the best comes early."""
+    rng = np.random.RandomState(1)
+    X, y = rng.randn(800, 4), rng.randint(0, 2, 800)
+    est = HingeFernClassifier(n_estimators=4, max_depth=2, random_state=0, n_jobs=1).fit(X, y)
+    info = est.fit_info_
+    assert (info["n_train_used"], info["snapshot_every"]) == (600, 113)
+    steps = [int(c.split(":")[0]) for c in info["validation_loss_curve"].split()]
+    assert steps == list(range(113, info["n_iterations"] + 1, 113))
+    assert info["stopped_early"] and info["n_iterations"] == info["best_iteration"] + 10 * 113
+    assert info["n_iterations"] >= 1243
 
 
 def test_auto_iterations_end_at_the_budget(monkeypatch):
@@ -440,6 +473,50 @@ def test_compiled_path_equals_gather_path(kind):
     rows = (g._indices()[0] * 32 + g._indices()[1]).numpy()
     assert g.is_sparse and g._nnz() <= 33 * 6
     assert (np.diff(rows) > 0).all()  # sorted and unique (what HingeAdam consumes)
+
+
+@pytest.mark.parametrize("kind", ["tree", "fern"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_forward_is_bitwise_the_papers_walk(kind, dtype):
+    """The compiled forward (ferns: level-wise on z transposed, branch-free) gives exactly the leaf,
+    v*, r* and output bits of the paper's walk written out per sample (Alg. 3: right iff r > 0,
+    strict < keeps the shallower decision), ties and zero margins included."""
+    from treebench.methods.hinge.net import _kernels
+
+    if _kernels is None:
+        pytest.skip("numba not installed")
+    rng = np.random.default_rng(5)
+    B, F, M, D, K = 37, 7, 9, 6, 3
+    N = 2**D - 1 if kind == "tree" else D
+    z = rng.normal(size=(B, F)).astype(dtype)
+    feats = rng.integers(0, F, (M, N))
+    thr = rng.normal(size=(M, N)).astype(dtype)
+    thr[:, 1::3] = z[0, feats[:, 1::3]]  # zero margins for sample 0
+    z[1] = z[1, 0]  # equal margins at nodes with equal thresholds
+    thr[:, ::4] = thr[:, :1]
+    w = rng.normal(size=(M, 2**D, K)).astype(dtype)
+    for reduce in (False, True):
+        got = [np.empty((B, M), np.int64), np.empty((B, M), np.int64), np.empty((B, M), dtype)]
+        out = np.zeros((B, 1, K) if reduce else (B, M, K), dtype)
+        _kernels.forest_forward(z, feats, thr, w, D, kind == "fern", reduce, *got, out)
+        ref = np.zeros_like(out)
+        for b in range(B):
+            for t in range(M):
+                g, node, best, rbest, vbest = 0, 0, np.inf, None, 0
+                for d in range(D):
+                    node = d if kind == "fern" else g
+                    r = z[b, feats[t, node]] - thr[t, node]
+                    if rbest is None or abs(r) < best:
+                        best, rbest, vbest = abs(r), r, node
+                    g = 2 * g + 1 + int(r > 0)
+                leaf = g - (2**D - 1)
+                assert (got[0][b, t], got[1][b, t]) == (leaf, vbest)
+                assert got[2][b, t].tobytes() == rbest.tobytes()
+                if reduce:
+                    ref[b, 0] += w[t, leaf] * abs(rbest)
+                else:
+                    ref[b, t] = w[t, leaf] * abs(rbest)
+        assert out.tobytes() == ref.tobytes()
 
 
 def _leaf_step_grads(gen, step: int, n_rows: int):

@@ -27,50 +27,70 @@ def forest_forward(z, feats, thr, w, depth, fern, reduce, leaf_out, vstar_out, r
     the caller) or [B, M, K]. Trees: heap nodes (children 2g+1, 2g+2); ferns: node = level. Right
     iff r > 0; strict < keeps the shallower decision on |r| ties. Tree-major (one tree's arrays stay
     cached) and level-synchronous over the batch: the samples' walks are independent, so their
-    memory loads overlap instead of forming one dependent chain per sample."""
+    memory loads overlap instead of forming one dependent chain per sample. A fern's level reads
+    one feature of every sample: from z transposed, one contiguous row, with branch-free selects
+    (the same comparisons and values, ~2.5x faster at depth 10)."""
     B = z.shape[0]
     M = feats.shape[0]
-    K = w.shape[2]
     g = np.empty(B, np.int64)
     best = np.empty(B, z.dtype)
     rbest = np.empty(B, z.dtype)
     vbest = np.empty(B, np.int64)
+    zT = np.ascontiguousarray(z.T) if fern else z[:0]
     for t in range(M):
         f = feats[t]
         th = thr[t]
-        wt = w[t]
         for b in range(B):
             g[b] = 0
             best[b] = np.inf
             rbest[b] = z[b, f[0]] - th[0]
             vbest[b] = 0
-        for d in range(depth):
-            for b in range(B):
-                gb = g[b]
-                node = d if fern else gb
-                r = z[b, f[node]] - th[node]
-                a = abs(r)
-                if a < best[b]:
-                    best[b] = a
-                    rbest[b] = r
-                    vbest[b] = node
-                g[b] = 2 * gb + 1 + (1 if r > 0 else 0)
-        first_leaf = 2**depth - 1
-        for b in range(B):
-            leaf = g[b] - first_leaf
-            leaf_out[b, t] = leaf
-            vstar_out[b, t] = vbest[b]
-            rstar_out[b, t] = rbest[b]
-            a = abs(rbest[b])
-            wl = wt[leaf]
-            if reduce:
-                ob = out[b, 0]
-                for k in range(K):
-                    ob[k] += wl[k] * a
-            else:
-                obt = out[b, t]
-                for k in range(K):
-                    obt[k] = wl[k] * a
+        if fern:
+            for d in range(depth):
+                zd = zT[f[d]]
+                td = th[d]
+                for b in range(B):
+                    r = zd[b] - td
+                    a = abs(r)
+                    c = a < best[b]
+                    best[b] = a if c else best[b]
+                    rbest[b] = r if c else rbest[b]
+                    vbest[b] = d if c else vbest[b]
+                    g[b] = 2 * g[b] + 1 + np.int64(r > 0)
+        else:
+            for _ in range(depth):
+                for b in range(B):
+                    gb = g[b]
+                    r = z[b, f[gb]] - th[gb]
+                    a = abs(r)
+                    if a < best[b]:
+                        best[b] = a
+                        rbest[b] = r
+                        vbest[b] = gb
+                    g[b] = 2 * gb + 1 + (1 if r > 0 else 0)
+        _write_leaves(w[t], t, g, rbest, vbest, depth, reduce, leaf_out, vstar_out, rstar_out, out)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _write_leaves(wt, t, g, rbest, vbest, depth, reduce, leaf_out, vstar_out, rstar_out, out):
+    """Tree t's leaf, v*, r* and output ``w[leaf] * |r*|`` (added to the sum with ``reduce``)."""
+    K = wt.shape[1]
+    first_leaf = 2**depth - 1
+    for b in range(g.shape[0]):
+        leaf = g[b] - first_leaf
+        leaf_out[b, t] = leaf
+        vstar_out[b, t] = vbest[b]
+        rstar_out[b, t] = rbest[b]
+        a = abs(rbest[b])
+        wl = wt[leaf]
+        if reduce:
+            ob = out[b, 0]
+            for k in range(K):
+                ob[k] += wl[k] * a
+        else:
+            obt = out[b, t]
+            for k in range(K):
+                obt[k] = wl[k] * a
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
