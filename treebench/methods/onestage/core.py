@@ -18,7 +18,6 @@ def n_internal(depth: int) -> int:
 
 
 _NUMBA_ROUTE = None
-_NUMBA_MIN_ROWS = 4096
 
 
 def _route_kernel(Xa, WdT, depth, paths, r):
@@ -41,14 +40,11 @@ def _route_kernel(Xa, WdT, depth, paths, r):
 
 
 def _numba_route():
-    """Compiled routers (numba, imported lazily): (serial, parallel), or ``False`` without numba."""
+    """Compiled routers (numba, imported lazily): (serial, parallel)."""
     global _NUMBA_ROUTE
     if _NUMBA_ROUTE is None:
-        try:
-            import numba
-        except ImportError:  # pragma: no cover - numba is a treebench dependency
-            _NUMBA_ROUTE = False
-            return _NUMBA_ROUTE
+        import numba
+
         kernel = numba.njit(inline="always", nogil=True)(_route_kernel)
 
         def route(Xa, WdT, depth, paths):
@@ -66,6 +62,11 @@ def _numba_route():
     return _NUMBA_ROUTE
 
 
+def router_rows(Wd: np.ndarray) -> np.ndarray:
+    """``Wd`` (d+1, n_int) as the compiled kernels read it: one contiguous float32 row per router."""
+    return np.ascontiguousarray(Wd.T, dtype=np.float32)
+
+
 def route_paths(
     Xa: np.ndarray, Wd: np.ndarray, depth: int, leaves_only: bool = False, n_threads: int = 1
 ) -> np.ndarray:
@@ -73,20 +74,15 @@ def route_paths(
 
     ``Xa`` is ``[x; 1]`` (n, d+1) and ``Wd`` the logit differences ``w_0 - w_1`` (d+1, n_internal).
     Rows go left iff the difference is > 0 (Eq. 18). With ``leaves_only`` only the depth-``depth``
-    node of each row is returned, shape (n,). Each row evaluates only the ``depth`` routers on its path
-    (compiled with numba, for at least 4096 rows); fewer rows use one numpy matmul over all routers.
+    node of each row is returned, shape (n,). Each row evaluates only the ``depth`` routers on its
+    path (compiled with numba, cached on disk), at every size: training, the gamma step and
+    prediction route a row the same way.
     """
     n = Xa.shape[0]
-    n_int = Wd.shape[1]
     paths = np.zeros((n, depth + 1), dtype=np.int64)
-    route = _numba_route() if n >= _NUMBA_MIN_ROWS else False  # compiling costs seconds once
-    if route:
-        args = (
-            np.ascontiguousarray(Xa, dtype=np.float32),
-            np.ascontiguousarray(Wd.T, dtype=np.float32),
-            depth,
-            paths,
-        )
+    if n:
+        args = (np.ascontiguousarray(Xa, dtype=np.float32), router_rows(Wd), depth, paths)
+        route = _numba_route()
         if n_threads > 1 and n >= 4096:
             from treebench.methods._threads import set_numba_threads
 
@@ -94,13 +90,6 @@ def route_paths(
             route[1](*args)
         else:
             route[0](*args)
-    elif n:
-        Z = (Xa @ Wd).ravel()
-        base = np.arange(0, n * n_int, n_int, dtype=np.int64)
-        idx = np.zeros(n, dtype=np.int64)
-        for lvl in range(depth):
-            idx = 2 * idx + 1 + (Z[base + idx] <= 0)
-            paths[:, lvl + 1] = idx
     return paths[:, depth] if leaves_only else paths
 
 
@@ -185,6 +174,151 @@ def _values_kernel():
 
         _NUMBA_VALUES = numba.njit(cache=True, nogil=True)(_values_loops)
     return _NUMBA_VALUES
+
+
+_NUMBA_STEP = None
+
+
+def _step_kernels():
+    """The compiled per-step passes over all rows (numba, imported lazily; cached on disk):
+    ``(refresh, gamma_grad)``, both routing each row with :func:`route_paths`'s kernel."""
+    global _NUMBA_STEP
+    if _NUMBA_STEP is None:
+        import numba
+
+        route_row = numba.njit(inline="always", nogil=True)(_route_kernel)
+        values = numba.njit(inline="always", nogil=True)(_values_loops)
+
+        def refresh(Xa, WdT, depth, codes, Y, w, leaf, V):
+            n, k = Xa.shape[0], Y.shape[1]
+            n_int = WdT.shape[0]
+            paths = np.zeros((n, depth + 1), dtype=np.int64)
+            sums = np.zeros((n_int + 1, k))
+            cnt = np.zeros(n_int + 1)
+            for r in range(n):  # rows in order: the sums of leaf_stats' bincounts
+                route_row(Xa, WdT, depth, paths, r)
+                leaf[r] = paths[r, depth]
+                li = leaf[r] - n_int
+                cnt[li] += w[r]
+                if codes.size:
+                    sums[li, codes[r]] += w[r]
+                else:
+                    for j in range(k):
+                        sums[li, j] += Y[r, j] * w[r]
+            values(sums, cnt, depth, V)
+
+        def gamma_grad(Xa, WdT, depth, keep, V, cls, codes, t, w, floor, flip, g):
+            n = Xa.shape[0]
+            paths = np.zeros((n, depth + 1), dtype=np.int64)
+            for r in range(n):
+                route_row(Xa, WdT, depth, paths, r)
+                s1 = depth  # first and second stop level (stop_positions)
+                for lvl in range(depth):
+                    if not keep[paths[r, lvl]]:
+                        s1 = lvl
+                        break
+                s2 = depth
+                for lvl in range(s1 + 1, depth):
+                    if not keep[paths[r, lvl]]:
+                        s2 = lvl
+                        break
+                c = codes[r] if cls else 0
+                f = V[paths[r, s1], c]
+                if cls:  # loss and d loss / d f as _loss_and_grad
+                    fc = max(f, floor)
+                    lf = -np.log(fc) * w[r]
+                    dl = -w[r] / fc
+                else:
+                    e = f - t[r]
+                    lf = e * e * w[r]
+                    dl = 2.0 * e * w[r]
+                sub = V[paths[r, s2], c]
+                if flip:
+                    if cls:
+                        lsub = -np.log(max(sub, floor)) * w[r]
+                    else:
+                        e = sub - t[r]
+                        lsub = e * e * w[r]
+                for lvl in range(min(s1 + 1, depth)):  # the levels the row reaches
+                    node = paths[r, lvl]
+                    if lvl == s1:
+                        g[node] += (lsub - lf) if flip else (sub - f) * dl
+                        continue
+                    v = V[node, c]
+                    if flip:
+                        if cls:
+                            lnode = -np.log(max(v, floor)) * w[r]
+                        else:
+                            e = v - t[r]
+                            lnode = e * e * w[r]
+                        g[node] += lf - lnode
+                    else:
+                        g[node] += (f - v) * dl
+            for i in range(g.size):
+                g[i] = g[i] / n
+
+        _NUMBA_STEP = (
+            numba.njit(cache=True, nogil=True)(refresh),
+            numba.njit(cache=True, nogil=True)(gamma_grad),
+        )
+    return _NUMBA_STEP
+
+
+def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1):
+    """Node values (Eq. 17) of the rows ``Xa`` under the routers ``Wd`` and each row's leaf.
+
+    One compiled pass routes every row and sums it into its leaf; the same numbers as
+    ``node_values(route_paths(Xa, Wd, depth, True), Y, w, depth, codes)``, without its
+    intermediate arrays (it runs after every router step). From 4,096 rows with ``n_threads > 1``
+    the rows are routed in parallel first (same routing, same sums).
+    """
+    n = Xa.shape[0]
+    if n_threads > 1 and n >= 4096:
+        leaf = route_paths(Xa, Wd, depth, True, n_threads)
+        return node_values(leaf, Y, w, depth, codes), leaf
+    leaf = np.empty(n, dtype=np.int64)
+    V = np.zeros((2 ** (depth + 1) - 1, Y.shape[1]))
+    c = np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes, dtype=np.int64)
+    _step_kernels()[0](
+        np.ascontiguousarray(Xa, dtype=np.float32),
+        router_rows(Wd),
+        depth,
+        c,
+        np.ascontiguousarray(Y, dtype=np.float64),
+        np.ascontiguousarray(w, dtype=np.float64),
+        leaf,
+        V,
+    )
+    return V, leaf
+
+
+def gamma_gradient(Xa, Wd, keep, V, depth: int, t, w, cls: bool, floor: float, flip: bool):
+    """Gradient of the mean validation loss w.r.t. the discrete ``gamma_bar`` (Eq. 15), one
+    compiled pass over the rows (see ``_OneStageBase._gamma_grad`` for the two gradients).
+
+    ``t`` holds class codes (``cls``) or the standardised targets; ``floor`` is ``prob_floor``.
+    Each row's contributions are added to its path's nodes in the order of ``np.bincount`` over
+    the row-major (row, level) paths.
+    """
+    n_int = keep.size
+    g = np.zeros(n_int)
+    t = np.asarray(t)
+    codes = t.astype(np.int64) if cls else np.zeros(0, dtype=np.int64)
+    _step_kernels()[1](
+        np.ascontiguousarray(Xa, dtype=np.float32),
+        router_rows(Wd),
+        depth,
+        np.ascontiguousarray(keep, dtype=np.bool_),
+        np.ascontiguousarray(V, dtype=np.float64),
+        cls,
+        codes,
+        t.astype(np.float64),
+        np.ascontiguousarray(w, dtype=np.float64),
+        float(floor),
+        flip,
+        g,
+    )
+    return g
 
 
 class LeafSums:

@@ -60,6 +60,7 @@ from treebench.methods.onestage.core import (
     LeafSums,
     center_router_biases,
     collapse_neutral_splits,
+    gamma_gradient,
     n_internal,
     node_values,
     reachable,
@@ -295,7 +296,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             gamma=gamma,
             Wd=None,
             V=None,
-            adam={"m": np.zeros_like(W), "v": np.zeros_like(W), "t": 0},
+            adam={"m": np.zeros(W.shape[:2]), "v": np.zeros(W.shape[:2]), "t": 0},
             gadam={"m": np.zeros(n_int), "v": np.zeros(n_int), "t": 0},
         )
         batch_rows = self.step_rows == "batch"
@@ -414,8 +415,28 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         vhat = st["v"] / (1 - b2**t)
         p -= lr * mhat / (np.sqrt(vhat) + eps)
 
+    @staticmethod
+    def _adam_routers(W, g0, st, lr, b1, b2, eps):
+        """Adam on the routers ``W`` (d+1, n_int, 2) from ``g0``, the gradient of the first logits.
+
+        The second logits' gradient is always ``-g0``, so their moments are the first ones negated
+        (``m``) and equal (``v``) and their step is the first one's negated, exactly (IEEE rounding
+        is symmetric in sign): the same numbers as :meth:`_adam` on the stacked gradient, at half
+        the cost. ``st`` holds the first logits' moments.
+        """
+        m, v = st["m"], st["v"]
+        m *= b1
+        m += (1 - b1) * g0
+        v *= b2
+        v += (1 - b2) * (g0 * g0)
+        t = st["t"]
+        u = lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
+        W[:, :, 0] -= u
+        W[:, :, 1] += u
+
     def _router_grad(self, Xb, tb, wb, noise, W, V, keep, tau, D, with_gamma=False):
-        """Gradient of the minibatch loss w.r.t. the routers under one Gumbel-softmax path sample.
+        """Gradient of the minibatch loss w.r.t. the routers' first logits under one Gumbel-softmax
+        path sample, (d+1, n_int): the second logits' gradient is its negation.
 
         Straight-through: the forward pass follows the hard sample; the backward pass differentiates
         Eq. (2) with the soft Gumbel-softmax weights ``y0 = sigmoid((z + g0 - g1) / tau)``.
@@ -440,10 +461,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             right, np.ascontiguousarray(Vb), mix, D, cls, t, wb, floor, tau, y0, R, SUB, gz
         )
         g0 = Xb.T.astype(np.float64) @ gz
-        gW = np.stack([g0, -g0], axis=2)
         if not with_gamma:
-            return gW
-        return gW, SUB.sum(axis=0)
+            return g0
+        return g0, SUB.sum(axis=0)
 
     def _relaxed_loss(self, Xs, ts, ws, W, V, gamma, D):
         """Mean loss of the relaxed model (Eq. 2 with continuous ``gamma``, argmax routing)."""
@@ -469,27 +489,10 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         loss between gamma_bar_i = 1 and 0 (the slope of the secant over [0, 1]; for MSE exactly the
         relaxed derivative at gamma_i = 1/2, the prox_C1 threshold).
         """
-        n = len(ts)
-        paths = route_paths(Xs, Wd, D, n_threads=getattr(self, "_nth", 1))
-        s1, s2 = stop_positions(keep[paths[:, :D]])
-        rows = np.arange(n)
-        Rp = self._resp(V, paths, ts)  # (n, D+1) responses of the path nodes
-        f = Rp[rows, s1]
-        _, dl = self._loss_and_grad(f, ts, ws)
-        lv = np.arange(D)
-        above = lv[None, :] < s1[:, None]
-        at_stop = lv[None, :] == s1[:, None]
-        if self.gamma_gradient == "flip":
-            lf, _ = self._loss_and_grad(f, ts, ws)
-            lnode, _ = self._loss_and_grad(Rp[:, :D], ts[:, None], ws[:, None])
-            lsub, _ = self._loss_and_grad(Rp[rows, s2], ts, ws)
-            contrib = np.where(at_stop, (lsub - lf)[:, None], (lf[:, None] - lnode) * above)
-        else:
-            contrib = (f[:, None] - Rp[:, :D]) * above
-            alt = Rp[rows, s2] - f  # pruned stop node: subtree response minus own value
-            contrib = np.where(at_stop, alt[:, None], contrib) * dl[:, None]
-        g = np.bincount(paths[:, :D].ravel(), weights=contrib.ravel(), minlength=n_int)
-        return g[:n_int] / n
+        cls = self._task == CLASSIFICATION
+        floor = float(self.prob_floor) if cls else 0.0
+        flip = self.gamma_gradient == "flip"
+        return gamma_gradient(Xs, Wd, keep, V, D, ts, ws, cls, floor, flip)[:n_int]
 
     # ------------------------------------------------------------------ inference
     def _transform(self, X):
