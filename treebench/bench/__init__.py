@@ -10,7 +10,8 @@ samples/s and against CART, profiled when below), **threads** (1 and 2 threads) 
 (``treebench status``/``collect``/``check`` as processes against synthetic result stores of growing
 size, cold and warm row cache: seconds and peak RSS; issue #24) and **startup** (``--help``,
 ``list``, ``status`` and a CART run on iris as processes: seconds to first useful work against 1 s;
-issues #24, #26). BENCHMARKS.md also carries the **comparison with the authors' code**, rendered from
+issues #24, #26) and **small** (every method at its own defaults: CPU per fit on 150 to 5,000 rows
+and of one ``tune=small`` job against CART, One-Stage's fit time vs rows; issue #55). BENCHMARKS.md also carries the **comparison with the authors' code**, rendered from
 the committed ``docs/bench/references.csv`` that ``scripts/reference/compare.py all`` writes.
 
 Modules: :mod:`~treebench.bench.config` (bench config, method settings), :mod:`~.data` (the
