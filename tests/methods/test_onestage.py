@@ -20,6 +20,8 @@ from treebench.methods.onestage.core import (
     reachable,
     refresh_values,
     route_paths,
+    stop_nodes,
+    stop_positions,
 )
 
 torch = pytest.importorskip("torch")
@@ -537,3 +539,19 @@ def test_batch_step_rows_learns_and_leaves_the_default_paper_rule(cls):
     assert acc["batch"] > 0.85 and acc["batch"] >= acc["all"] - 0.02
     a, b = (cls(random_state=0, step_rows="batch", max_epochs=5).fit(X, y) for _ in range(2))
     np.testing.assert_array_equal(a.W_, b.W_)
+
+
+def test_stop_nodes_equal_full_paths_then_stop_positions():
+    """Prediction's kernel walks each row only through the kept splits it passes and stops where
+    route_paths + stop_positions stop it."""
+    rng = np.random.RandomState(5)
+    D, n, d = 6, 3000, 9
+    Xa = np.hstack([rng.randn(n, d), np.ones((n, 1))]).astype(np.float32)
+    Wd = rng.randn(d + 1, 2**D - 1).astype(np.float32)
+    keep = rng.rand(2**D - 1) < 0.8
+    keep[0] = True
+    stop, level = stop_nodes(Xa, Wd, keep, D)
+    paths = route_paths(Xa, Wd, D)
+    s1, _ = stop_positions(keep[paths[:, :D]])
+    assert (level == s1).all() and (stop == paths[np.arange(n), s1]).all()
+    assert 0 < level.mean() < D

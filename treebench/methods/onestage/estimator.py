@@ -66,6 +66,7 @@ from treebench.methods.onestage.core import (
     reachable,
     route_paths,
     router_backward,
+    stop_nodes,
     stop_positions,
 )
 from treebench.methods.onestage.strategies import (
@@ -434,7 +435,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         W[:, :, 0] -= u
         W[:, :, 1] += u
 
-    def _router_grad(self, Xb, tb, wb, noise, W, V, keep, tau, D, with_gamma=False):
+    def _router_grad(self, Xb, tb, wb, noise, W, V, keep, tau, D, with_gamma=False, Wd=None):
         """Gradient of the minibatch loss w.r.t. the routers' first logits under one Gumbel-softmax
         path sample, (d+1, n_int): the second logits' gradient is its negation.
 
@@ -447,7 +448,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         B = len(tb)
         n_int = keep.size
         mix = keep.astype(np.float64)
-        Z = Xb @ (W[:, :, 0] - W[:, :, 1]).astype(np.float32)  # (B, n_int) logit differences
+        if Wd is None:  # the routers' logit differences (the fit keeps them as wdiff(W))
+            Wd = (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
+        Z = Xb @ Wd  # (B, n_int) logit differences
         a = (Z + noise) / tau
         right = a <= 0  # hard sample: 0 = left, 1 = right
         cls = self._task == CLASSIFICATION
@@ -503,10 +506,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         )
 
     def _stops(self, X):
-        Xa = self._transform(X)
-        paths = route_paths(Xa, self.Wdiff_, self.depth_)
-        s1, _ = stop_positions(self.keep_[paths[:, : self.depth_]])
-        return paths[np.arange(len(Xa)), s1], s1
+        return stop_nodes(self._transform(X), self.Wdiff_, self.keep_, self.depth_)
 
     def apply(self, X):
         """Index (level order) of the node where each row stops (deterministic routing)."""

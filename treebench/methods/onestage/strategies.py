@@ -116,7 +116,9 @@ class BilevelSearch:
         # (a) lazy proximal step (or a Gumbel sample of the architecture for the ablation)
         keep = self.architecture(s.gamma, step, arch_noise)
         # (b) router step on the minibatch with straight-through Gumbel path samples
-        gW = est._router_grad(s.Xtr[b], s.ttr[b], s.wtr[b], s.noise[b], s.W, s.V, keep, s.tau, s.D)
+        gW = est._router_grad(
+            s.Xtr[b], s.ttr[b], s.wtr[b], s.noise[b], s.W, s.V, keep, s.tau, s.D, Wd=s.Wd
+        )
         s.adam["t"] += 1
         est._adam_routers(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS)
         # (c) closed-form node values on the training part, deterministic routing
@@ -164,7 +166,17 @@ class JointRelaxation:
     def step(self, est, s: FitState, b: np.ndarray, step: int, arch_noise) -> None:
         b1, b2 = ADAM_BETAS
         gW, gg = est._router_grad(
-            s.Xtr[b], s.ttr[b], s.wtr[b], s.noise[b], s.W, s.V, s.gamma, s.tau, s.D, with_gamma=True
+            s.Xtr[b],
+            s.ttr[b],
+            s.wtr[b],
+            s.noise[b],
+            s.W,
+            s.V,
+            s.gamma,
+            s.tau,
+            s.D,
+            with_gamma=True,
+            Wd=s.Wd,
         )
         s.adam["t"] += 1
         est._adam_routers(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS)
