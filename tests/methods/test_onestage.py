@@ -550,8 +550,22 @@ def test_stop_nodes_equal_full_paths_then_stop_positions():
     Wd = rng.randn(d + 1, 2**D - 1).astype(np.float32)
     keep = rng.rand(2**D - 1) < 0.8
     keep[0] = True
-    stop, level = stop_nodes(Xa, Wd, keep, D)
+    stop, level = stop_nodes(Xa[:, :d], np.zeros(d), np.ones(d), Wd, keep, D)
     paths = route_paths(Xa, Wd, D)
     s1, _ = stop_positions(keep[paths[:, :D]])
     assert (level == s1).all() and (stop == paths[np.arange(n), s1]).all()
     assert 0 < level.mean() < D
+    # raw features: standardised inside as fit standardises them (float64, then float32)
+    mu, sd = rng.randn(d), rng.rand(d) + 0.5
+    X = Xa[:, :d].astype(np.float64) * sd + mu
+    Xs = np.hstack([(X - mu) / sd, np.ones((n, 1))]).astype(np.float32)
+    paths = route_paths(Xs, Wd, D)
+    s1, _ = stop_positions(keep[paths[:, :D]])
+    stop, level = stop_nodes(X, mu, sd, Wd, keep, D)
+    assert (level == s1).all() and (stop == paths[np.arange(n), s1]).all()
+    X32 = X.astype(np.float32)  # float32 rows, widened exactly as validate_data would
+    Xs = np.hstack([(X32.astype(np.float64) - mu) / sd, np.ones((n, 1))]).astype(np.float32)
+    paths = route_paths(Xs, Wd, D)
+    s1, _ = stop_positions(keep[paths[:, :D]])
+    stop, level = stop_nodes(X32, mu, sd, Wd, keep, D)
+    assert (level == s1).all() and (stop == paths[np.arange(n), s1]).all()

@@ -65,21 +65,25 @@ def _numba_route():
 _NUMBA_STOPS = None
 
 
-def _stops_kernel(Xa, WdT, keep, depth, stop, level):
-    p = Xa.shape[1]
+def _stops_kernel(X, mean, scale, WdT, keep, depth, stop, level):
+    d = X.shape[1]
+    p = d + 1
     p4 = p - p % 4
-    for r in range(Xa.shape[0]):
+    xa = np.ones(p, dtype=np.float32)
+    for r in range(X.shape[0]):
+        for j in range(d):  # [x; 1] standardised as fit does: in float64, then float32
+            xa[j] = np.float32((np.float64(X[r, j]) - mean[j]) / scale[j])
         i = 0
         lvl = 0
         while lvl < depth and keep[i]:  # the split's logit difference, as _route_kernel sums it
             z0 = z1 = z2 = z3 = np.float32(0.0)
             for j in range(0, p4, 4):
-                z0 += Xa[r, j] * WdT[i, j]
-                z1 += Xa[r, j + 1] * WdT[i, j + 1]
-                z2 += Xa[r, j + 2] * WdT[i, j + 2]
-                z3 += Xa[r, j + 3] * WdT[i, j + 3]
+                z0 += xa[j] * WdT[i, j]
+                z1 += xa[j + 1] * WdT[i, j + 1]
+                z2 += xa[j + 2] * WdT[i, j + 2]
+                z3 += xa[j + 3] * WdT[i, j + 3]
             for j in range(p4, p):
-                z0 += Xa[r, j] * WdT[i, j]
+                z0 += xa[j] * WdT[i, j]
             z = (z0 + z1) + (z2 + z3)
             i = 2 * i + 1 + (1 if z <= 0 else 0)
             lvl += 1
@@ -87,23 +91,28 @@ def _stops_kernel(Xa, WdT, keep, depth, stop, level):
         level[r] = lvl
 
 
-def stop_nodes(Xa: np.ndarray, Wd: np.ndarray, keep: np.ndarray, depth: int):
-    """The node where each row stops (the first that is not a kept split) and its level.
+def stop_nodes(X, mean, scale, Wd: np.ndarray, keep: np.ndarray, depth: int):
+    """The node where each row of raw features ``X`` stops (the first that is not a kept split)
+    and its level.
 
-    The same decisions as :func:`route_paths` followed by :func:`stop_positions` (each split's
-    logit difference summed in the same order), but a row evaluates only the splits it passes
-    and no (n, depth + 1) paths are built: prediction's cost per split.
+    The same decisions as standardising ``[(X - mean) / scale; 1]`` to float32, then
+    :func:`route_paths` and :func:`stop_positions` (the same operations in the same order), in one
+    compiled pass: a row evaluates only the splits it passes, and neither the standardised
+    copy nor the (n, depth + 1) paths are built (prediction's cost per split). ``X`` may be
+    float32 or float64.
     """
     global _NUMBA_STOPS
     if _NUMBA_STOPS is None:
         import numba
 
         _NUMBA_STOPS = numba.njit(cache=True, nogil=True)(_stops_kernel)
-    n = Xa.shape[0]
+    n = X.shape[0]
     stop, level = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     if n:
         _NUMBA_STOPS(
-            np.ascontiguousarray(Xa, dtype=np.float32),
+            np.ascontiguousarray(X),
+            np.asarray(mean, dtype=np.float64),
+            np.asarray(scale, dtype=np.float64),
             router_rows(Wd),
             np.ascontiguousarray(keep, dtype=np.bool_),
             depth,

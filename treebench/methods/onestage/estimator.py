@@ -506,7 +506,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         )
 
     def _stops(self, X):
-        return stop_nodes(self._transform(X), self.Wdiff_, self.keep_, self.depth_)
+        check_is_fitted(self, "values_")
+        X = validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
+        return stop_nodes(X, self.x_mean_, self.x_scale_, self.Wdiff_, self.keep_, self.depth_)
 
     def apply(self, X):
         """Index (level order) of the node where each row stops (deterministic routing)."""
@@ -553,8 +555,8 @@ class _ClassifierPart(ClassifierMixin):
         return self.values_[node]
 
     def predict(self, X):
-        proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
+        node = self.apply(X)  # the class of each node's value, not an (n, classes) copy
+        return self.classes_[np.argmax(self.values_, axis=1)[node]]
 
 
 class _RegressorPart(RegressorMixin):
