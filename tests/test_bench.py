@@ -403,10 +403,13 @@ def test_repeated_measurements_time_the_whole_fit(monkeypatch):
     assert len(calls) == 2
 
 
-def test_small_section_fits_defaults_tunes_once_and_states_the_slope(tmp_path):
-    """The small section (issue #55): each method at its own defaults on the pooled datasets of
-    the stated sizes, ratios to the same run's CART, one tune=small job, One-Stage's slope."""
+def test_small_section_fits_tunes_once_and_states_the_slope(tmp_path):
+    """The small section (issue #55): each method on the pooled datasets of the stated sizes,
+    ratios to the same run's CART, one tune=small job, One-Stage's slope; the full profile fits
+    the methods' own defaults, --quick (this smoke run) their bench profiles."""
+    assert bench.load_config()["small"]["params"] == "defaults"
     cfg = bench.load_config(quick=True)
+    assert cfg["small"]["params"] == "bench"
     # the method's own defaults, not the bench profile's 3 epochs
     assert bench.method_settings("onestage", cfg, "iris")["params"]["max_epochs"] == 3
     assert bench.config.default_params("onestage", cfg, "iris")["max_epochs"] is None
@@ -431,5 +434,5 @@ def test_small_section_fits_defaults_tunes_once_and_states_the_slope(tmp_path):
     assert list(slope["variant"]) == ["defaults"] and slope["points"].iloc[0] == 3
     assert np.isfinite(slope["slope"].iloc[0])
     md = (out / "BENCHMARKS.md").read_text()
-    assert "## Small data: every method at its defaults" in md
+    assert "## Small data: per-fit cost where benchmark suites live" in md
     assert "iris (150 rows): s" in md and "tune=small job on iris" in md

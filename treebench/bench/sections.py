@@ -386,6 +386,13 @@ class Bench:
                 DATA[skey] = synthetic_data(skey[1], skey[2], self.seed)
         return keys, tkey, skey
 
+    def _small_params(self, method: str, dataset: str | None) -> dict:
+        """The small section's settings of ``method``: its own defaults, or with ``params: bench``
+        (the quick profile's smoke run) the bench profile's."""
+        if self.cfg["small"].get("params", "defaults") == "bench":
+            return self.params(method, dataset)
+        return default_params(method, self.cfg, dataset)
+
     def small(self) -> None:
         """Where benchmark suites live: every method at its own defaults (the method config, not the
         bench profile), CPU per fit on datasets of a few hundred to a few thousand rows, the cost
@@ -402,7 +409,7 @@ class Bench:
             for i, (ds, key) in enumerate(keys.items()):
                 n = len(DATA[key].y_train)
                 self.log(f"[small] {ds}: {n} rows, {DATA[key].X_train.shape[1]} features")
-                params = {m: default_params(m, self.cfg, ds) for m in self.methods}
+                params = {m: self._small_params(m, ds) for m in self.methods}
                 first = 0 if i == 0 and not self.first_call else 1
                 for r in range(first, reps + 1):
                     for m in self.methods:
@@ -434,7 +441,7 @@ class Bench:
                     "small_tune",
                     m,
                     tkey,
-                    default_params(m, self.cfg, tc["dataset"]),
+                    self._small_params(m, tc["dataset"]),
                     param=f"tune={tc['tune']}",
                     fn=measure_tuned,
                     args=(tune, metric),
@@ -450,7 +457,7 @@ class Bench:
         if not sl or sl["method"] not in self.methods:
             return
         m = sl["method"]
-        base = {**default_params(m, self.cfg), **(sl.get("params") or {})}
+        base = {**self._small_params(m, None), **(sl.get("params") or {})}
         for label, over in (sl.get("variants") or {"defaults": {}}).items():
             pts = [(label, n, {**base, **(over or {})}, n) for n in sl["sizes"]]
             self._series("small_slope", m, skey, pts, float("inf"))

@@ -274,6 +274,9 @@ def _small(bench, raw: pd.DataFrame, d: Path) -> str:
         tune=(sc.get("tune") or {}).get("tune", "-"),
         tune_dataset=(sc.get("tune") or {}).get("dataset", "-"),
         repeats=sc.get("repeats", 3),
+        settings="its own default settings (the method config as `treebench run method=<name>` fits it, not the bench profiles above)"
+        if sc.get("params", "defaults") == "defaults"
+        else "its bench profile (`methods:` in bench.yaml; a smoke run of the section, not its defaults)",
         basis=bench.basis,
         table=md_table(wide, columns) if wide is not None else "(no rows)",
         slope_method=sl.get("method", "-"),
