@@ -270,6 +270,11 @@ def _step_kernels():
         def gamma_grad(Xa, WdT, depth, keep, V, cls, codes, t, w, floor, flip, g):
             n = Xa.shape[0]
             paths = np.zeros((n, depth + 1), dtype=np.int64)
+            L = np.zeros(V.shape)  # classification: -log(max(v, floor)) of every node and class
+            if cls:
+                for i in range(V.shape[0]):
+                    for j in range(V.shape[1]):
+                        L[i, j] = -np.log(max(V[i, j], floor))
             for r in range(n):
                 route_row(Xa, WdT, depth, paths, r)
                 s1 = depth  # first and second stop level (stop_positions)
@@ -284,21 +289,17 @@ def _step_kernels():
                         break
                 c = codes[r] if cls else 0
                 f = V[paths[r, s1], c]
+                sub = V[paths[r, s2], c]
                 if cls:  # loss and d loss / d f as _loss_and_grad
-                    fc = max(f, floor)
-                    lf = -np.log(fc) * w[r]
-                    dl = -w[r] / fc
+                    lf = L[paths[r, s1], c] * w[r]
+                    dl = -w[r] / max(f, floor)
+                    lsub = L[paths[r, s2], c] * w[r]
                 else:
                     e = f - t[r]
                     lf = e * e * w[r]
                     dl = 2.0 * e * w[r]
-                sub = V[paths[r, s2], c]
-                if flip:
-                    if cls:
-                        lsub = -np.log(max(sub, floor)) * w[r]
-                    else:
-                        e = sub - t[r]
-                        lsub = e * e * w[r]
+                    e = sub - t[r]
+                    lsub = e * e * w[r]
                 for lvl in range(min(s1 + 1, depth)):  # the levels the row reaches
                     node = paths[r, lvl]
                     if lvl == s1:
@@ -307,7 +308,7 @@ def _step_kernels():
                     v = V[node, c]
                     if flip:
                         if cls:
-                            lnode = -np.log(max(v, floor)) * w[r]
+                            lnode = L[node, c] * w[r]
                         else:
                             e = v - t[r]
                             lnode = e * e * w[r]
@@ -557,3 +558,33 @@ def router_backward():
 
         _NUMBA_BACKWARD = numba.njit(cache=True, nogil=True)(_backward_kernel)
     return _NUMBA_BACKWARD
+
+
+_NUMBA_ADAM = None
+
+
+def _adam_pair_loops(W, g0, m, v, lr, b1, b2, eps, c1, c2):
+    for a in range(g0.shape[0]):
+        for i in range(g0.shape[1]):
+            g = g0[a, i]
+            mm = m[a, i] * b1  # the numpy expressions' operations, in their order
+            mm = mm + (1 - b1) * g
+            vv = v[a, i] * b2
+            vv = vv + (1 - b2) * (g * g)
+            m[a, i] = mm
+            v[a, i] = vv
+            u = lr * (mm / c1) / (np.sqrt(vv / c2) + eps)
+            W[a, i, 0] -= u
+            W[a, i, 1] += u
+
+
+def adam_pair():
+    """The compiled Adam step of a router pair (numba, lazily; cached on disk):
+    ``kernel(W, g0, m, v, lr, b1, b2, eps, 1 - b1**t, 1 - b2**t)`` moves the first logits by
+    ``-u`` and the second by ``+u``, ``u`` Adam's step from ``g0``, in place."""
+    global _NUMBA_ADAM
+    if _NUMBA_ADAM is None:
+        import numba
+
+        _NUMBA_ADAM = numba.njit(cache=True, nogil=True)(_adam_pair_loops)
+    return _NUMBA_ADAM

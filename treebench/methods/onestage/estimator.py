@@ -58,6 +58,7 @@ from treebench.methods.base import (
 )
 from treebench.methods.onestage.core import (
     LeafSums,
+    adam_pair,
     center_router_biases,
     collapse_neutral_splits,
     gamma_gradient,
@@ -423,17 +424,11 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         The second logits' gradient is always ``-g0``, so their moments are the first ones negated
         (``m``) and equal (``v``) and their step is the first one's negated, exactly (IEEE rounding
         is symmetric in sign): the same numbers as :meth:`_adam` on the stacked gradient, at half
-        the cost. ``st`` holds the first logits' moments.
+        the cost, in one compiled pass (:func:`~.core.adam_pair`). ``st`` holds the first logits'
+        moments.
         """
-        m, v = st["m"], st["v"]
-        m *= b1
-        m += (1 - b1) * g0
-        v *= b2
-        v += (1 - b2) * (g0 * g0)
         t = st["t"]
-        u = lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
-        W[:, :, 0] -= u
-        W[:, :, 1] += u
+        adam_pair()(W, g0, st["m"], st["v"], lr, b1, b2, eps, 1 - b1**t, 1 - b2**t)
 
     def _router_grad(self, Xb, tb, wb, noise, W, V, keep, tau, D, with_gamma=False, Wd=None):
         """Gradient of the minibatch loss w.r.t. the routers' first logits under one Gumbel-softmax
