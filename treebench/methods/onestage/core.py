@@ -20,23 +20,42 @@ def n_internal(depth: int) -> int:
 _NUMBA_ROUTE = None
 
 
-def _route_kernel(Xa, WdT, depth, paths, r):
-    p = Xa.shape[1]
+def _split_z(A, ra, WdT, i):
+    """Row ``ra`` of ``A`` times router ``i``: the logit difference every compiled pass routes by
+    (training, the gamma step and prediction sum it in this one order)."""
+    p = A.shape[1]
     p4 = p - p % 4
-    i = 0
-    for lvl in range(depth):
-        # four accumulators break the add dependency chain
-        z0 = z1 = z2 = z3 = np.float32(0.0)
-        for j in range(0, p4, 4):
-            z0 += Xa[r, j] * WdT[i, j]
-            z1 += Xa[r, j + 1] * WdT[i, j + 1]
-            z2 += Xa[r, j + 2] * WdT[i, j + 2]
-            z3 += Xa[r, j + 3] * WdT[i, j + 3]
-        for j in range(p4, p):
-            z0 += Xa[r, j] * WdT[i, j]
-        z = (z0 + z1) + (z2 + z3)
-        i = 2 * i + 1 + (1 if z <= 0 else 0)
-        paths[r, lvl + 1] = i
+    z0 = z1 = z2 = z3 = np.float32(0.0)  # four accumulators break the add dependency chain
+    for j in range(0, p4, 4):
+        z0 += A[ra, j] * WdT[i, j]
+        z1 += A[ra, j + 1] * WdT[i, j + 1]
+        z2 += A[ra, j + 2] * WdT[i, j + 2]
+        z3 += A[ra, j + 3] * WdT[i, j + 3]
+    for j in range(p4, p):
+        z0 += A[ra, j] * WdT[i, j]
+    return (z0 + z1) + (z2 + z3)
+
+
+_NUMBA_ROW = None
+
+
+def _route_row():
+    """The compiled (inlined) row routers: ``(split_z, route_row)``; ``route_row(Xa, WdT, depth,
+    paths, r)`` writes row ``r``'s full-depth path into ``paths[r, 1:]``."""
+    global _NUMBA_ROW
+    if _NUMBA_ROW is None:
+        import numba
+
+        split_z = numba.njit(inline="always", nogil=True)(_split_z)
+
+        def route_row(Xa, WdT, depth, paths, r):
+            i = 0
+            for lvl in range(depth):
+                i = 2 * i + 1 + (1 if split_z(Xa, r, WdT, i) <= 0 else 0)
+                paths[r, lvl + 1] = i
+
+        _NUMBA_ROW = (split_z, numba.njit(inline="always", nogil=True)(route_row))
+    return _NUMBA_ROW
 
 
 def _numba_route():
@@ -45,7 +64,7 @@ def _numba_route():
     if _NUMBA_ROUTE is None:
         import numba
 
-        kernel = numba.njit(inline="always", nogil=True)(_route_kernel)
+        kernel = _route_row()[1]
 
         def route(Xa, WdT, depth, paths):
             for r in range(Xa.shape[0]):
@@ -65,30 +84,26 @@ def _numba_route():
 _NUMBA_STOPS = None
 
 
-def _stops_kernel(X, mean, scale, WdT, keep, depth, stop, level):
-    d = X.shape[1]
-    p = d + 1
-    p4 = p - p % 4
-    xa = np.ones(p, dtype=np.float32)
-    for r in range(X.shape[0]):
-        for j in range(d):  # [x; 1] standardised as fit does: in float64, then float32
-            xa[j] = np.float32((np.float64(X[r, j]) - mean[j]) / scale[j])
-        i = 0
-        lvl = 0
-        while lvl < depth and keep[i]:  # the split's logit difference, as _route_kernel sums it
-            z0 = z1 = z2 = z3 = np.float32(0.0)
-            for j in range(0, p4, 4):
-                z0 += xa[j] * WdT[i, j]
-                z1 += xa[j + 1] * WdT[i, j + 1]
-                z2 += xa[j + 2] * WdT[i, j + 2]
-                z3 += xa[j + 3] * WdT[i, j + 3]
-            for j in range(p4, p):
-                z0 += xa[j] * WdT[i, j]
-            z = (z0 + z1) + (z2 + z3)
-            i = 2 * i + 1 + (1 if z <= 0 else 0)
-            lvl += 1
-        stop[r] = i
-        level[r] = lvl
+def _stops_factory():
+    import numba
+
+    split_z = _route_row()[0]
+
+    def stops(X, mean, scale, WdT, keep, depth, stop, level):
+        d = X.shape[1]
+        xa = np.ones((1, d + 1), dtype=np.float32)
+        for r in range(X.shape[0]):
+            for j in range(d):  # [x; 1] standardised as fit does: in float64, then float32
+                xa[0, j] = np.float32((np.float64(X[r, j]) - mean[j]) / scale[j])
+            i = 0
+            lvl = 0
+            while lvl < depth and keep[i]:
+                i = 2 * i + 1 + (1 if split_z(xa, 0, WdT, i) <= 0 else 0)
+                lvl += 1
+            stop[r] = i
+            level[r] = lvl
+
+    return numba.njit(cache=True, nogil=True)(stops)
 
 
 def stop_nodes(X, mean, scale, Wd: np.ndarray, keep: np.ndarray, depth: int):
@@ -103,9 +118,7 @@ def stop_nodes(X, mean, scale, Wd: np.ndarray, keep: np.ndarray, depth: int):
     """
     global _NUMBA_STOPS
     if _NUMBA_STOPS is None:
-        import numba
-
-        _NUMBA_STOPS = numba.njit(cache=True, nogil=True)(_stops_kernel)
+        _NUMBA_STOPS = _stops_factory()
     n = X.shape[0]
     stop, level = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     if n:
@@ -246,7 +259,7 @@ def _step_kernels():
     if _NUMBA_STEP is None:
         import numba
 
-        route_row = numba.njit(inline="always", nogil=True)(_route_kernel)
+        route_row = _route_row()[1]
         values = numba.njit(inline="always", nogil=True)(_values_loops)
 
         def refresh(Xa, WdT, depth, codes, Y, w, leaf, V):
