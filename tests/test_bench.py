@@ -401,3 +401,38 @@ def test_repeated_measurements_time_the_whole_fit(monkeypatch):
         out = measure("redt", params, ("iris", "test"), 1, 0, predict=False)
         assert out.get("status", "ok") == "ok", out
     assert len(calls) == 2
+
+
+def test_small_section_fits_tunes_once_and_states_the_slope(tmp_path):
+    """The small section (issue #55): each method on the pooled datasets of the stated sizes,
+    ratios to the same run's CART, one tune=small job, One-Stage's slope; the full profile fits
+    the methods' own defaults, --quick (this smoke run) their bench profiles."""
+    assert bench.load_config()["small"]["params"] == "defaults"
+    cfg = bench.load_config(quick=True)
+    assert cfg["small"]["params"] == "bench"
+    # the method's own defaults, not the bench profile's 3 epochs
+    assert bench.method_settings("onestage", cfg, "iris")["params"]["max_epochs"] == 3
+    assert bench.config.default_params("onestage", cfg, "iris")["max_epochs"] is None
+    out = tmp_path / "b"
+    bench.run(methods=["onestage"], sections=["small"], quick=True, out=out, log=print)
+    d = out / "docs" / "bench"
+    raw = pd.read_csv(d / "bench_raw.csv")
+    sm = pd.read_csv(d / "small.csv")
+    sizes = cfg["small"]["datasets"]
+    fits = sm[sm["measure"] == "fit"]
+    assert set(fits["method"]) == {"cart", "onestage"} and (fits["status"] == "ok").all()
+    assert dict(zip(fits["dataset"], fits["n_rows"], strict=False)) == sizes
+    timed = raw[(raw["section"] == "small") & ~raw["warmup"].astype(bool)]
+    for ds in sizes:  # ratios from this run's CART on the same rows
+        med = timed[timed["dataset"] == ds].groupby("method")["fit_cpu_s"].median()
+        row = fits[(fits["dataset"] == ds) & (fits["method"] == "onestage")].iloc[0]
+        assert row["ratio_cart"] == pytest.approx(med["onestage"] / med["cart"])
+    tune = sm[sm["measure"] == "tune=small job"]
+    assert set(tune["method"]) == {"cart", "onestage"} and (tune["status"] == "ok").all()
+    assert ((tune["fits"] - 1) % 3 == 0).all() and (tune["fits"] > 8 * 3).all()  # 3 inner folds
+    slope = pd.read_csv(d / "small_slope.csv")
+    assert list(slope["variant"]) == ["defaults"] and slope["points"].iloc[0] == 3
+    assert np.isfinite(slope["slope"].iloc[0])
+    md = (out / "BENCHMARKS.md").read_text()
+    assert "## Small data: per-fit cost where benchmark suites live" in md
+    assert "iris (150 rows): s" in md and "tune=small job on iris" in md

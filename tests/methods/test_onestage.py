@@ -18,7 +18,10 @@ from treebench.methods.onestage.core import (
     collapse_neutral_splits,
     node_values,
     reachable,
+    refresh_values,
     route_paths,
+    stop_nodes,
+    stop_positions,
 )
 
 torch = pytest.importorskip("torch")
@@ -88,7 +91,7 @@ def test_router_gradient_matches_autograd(task):
         soft_left=torch.sigmoid(a),
     )
     _torch_loss(est, f, t, est.prob_floor).backward()
-    np.testing.assert_allclose(g, Wt.grad.numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(np.stack([g, -g], axis=2), Wt.grad.numpy(), rtol=1e-4, atol=1e-6)
     assert np.abs(g).sum() > 0
 
 
@@ -106,7 +109,7 @@ def test_joint_relaxed_gradients_match_autograd(task):
     hard_right = (a <= 0).detach().numpy()
     f = _torch_response(Xa, Wt, V, gt, D, hard_right, soft_left=torch.sigmoid(a))
     _torch_loss(est, f, t, est.prob_floor).backward()
-    np.testing.assert_allclose(gW, Wt.grad.numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(np.stack([gW, -gW], axis=2), Wt.grad.numpy(), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(gg, gt.grad.numpy(), rtol=1e-6, atol=1e-9)
     # the monitored relaxed loss is the same response under argmax routing
     Wd = (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
@@ -199,18 +202,54 @@ def test_closed_form_values_equal_brute_force_means():
 
 
 def test_compiled_router_matches_numpy_router():
-    import treebench.methods.onestage.core as mod
-
     rng = np.random.RandomState(0)
     Xa = np.hstack([rng.randn(5000, 7), np.ones((5000, 1))]).astype(np.float32)
     Wd = rng.randn(8, 2**5 - 1).astype(np.float32)
     fast = route_paths(Xa, Wd, 5)
-    old, mod._NUMBA_MIN_ROWS = mod._NUMBA_MIN_ROWS, 10**9
-    try:
-        slow = route_paths(Xa, Wd, 5)
-    finally:
-        mod._NUMBA_MIN_ROWS = old
-    assert (fast == slow).all(axis=1).mean() > 0.999  # float32 summation order may flip exact ties
+    Z = (Xa @ Wd).ravel()  # the numpy router: one matmul over every router
+    idx = np.zeros(len(Xa), dtype=np.int64)
+    for lvl in range(5):
+        idx = 2 * idx + 1 + (Z[np.arange(len(Xa)) * Wd.shape[1] + idx] <= 0)
+        assert (fast[:, lvl + 1] == idx).mean() > 0.999  # float32 summation order may flip ties
+        idx = fast[:, lvl + 1]
+    assert (route_paths(Xa[:10], Wd, 5) == fast[:10]).all()  # the same kernel at every size
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_fused_refresh_equals_routing_then_node_values(task):
+    """One compiled pass (route every row, sum it into its leaf, values) gives exactly the values
+    of route_paths + node_values, and each row's leaf."""
+    rng = np.random.RandomState(3)
+    D, n, d = 5, 700, 6
+    Xa = np.hstack([rng.randn(n, d), np.ones((n, 1))]).astype(np.float32)
+    Wd = rng.randn(d + 1, 2**D - 1).astype(np.float32)
+    w = rng.rand(n) + 0.1
+    if task == "classification":
+        codes = rng.randint(0, 4, n)
+        Y = np.eye(4)[codes]
+    else:
+        codes, Y = None, rng.randn(n, 1)
+    V, leaf = refresh_values(Xa, Wd, Y, w, D, codes)
+    ref_leaf = route_paths(Xa, Wd, D, leaves_only=True)
+    assert (leaf == ref_leaf).all()
+    assert np.array_equal(V, node_values(ref_leaf, Y, w, D, codes))
+
+
+def test_half_adam_on_routers_equals_adam_on_both_logits():
+    """The second logits' gradient is the first's negation: Adam on half of the routers' moments
+    moves both logits by exactly the numbers of Adam on the stacked gradient."""
+    rng = np.random.RandomState(4)
+    W = rng.randn(5, 7, 2)
+    W2 = W.copy()
+    full = {"m": np.zeros_like(W), "v": np.zeros_like(W), "t": 0}
+    half = {"m": np.zeros(W.shape[:2]), "v": np.zeros(W.shape[:2]), "t": 0}
+    for _ in range(20):
+        g0 = rng.randn(5, 7) * rng.choice([0.0, 1e-3, 1.0], size=(5, 7))
+        full["t"] += 1
+        half["t"] += 1
+        OneStageClassifier._adam(W, np.stack([g0, -g0], axis=2), full, 0.01, 0.9, 0.999, 1e-8)
+        OneStageClassifier._adam_routers(W2, g0, half, 0.01, 0.9, 0.999, 1e-8)
+    assert np.array_equal(W, W2)
 
 
 def test_pruned_nodes_stop_routing_in_predict():
@@ -500,3 +539,33 @@ def test_batch_step_rows_learns_and_leaves_the_default_paper_rule(cls):
     assert acc["batch"] > 0.85 and acc["batch"] >= acc["all"] - 0.02
     a, b = (cls(random_state=0, step_rows="batch", max_epochs=5).fit(X, y) for _ in range(2))
     np.testing.assert_array_equal(a.W_, b.W_)
+
+
+def test_stop_nodes_equal_full_paths_then_stop_positions():
+    """Prediction's kernel walks each row only through the kept splits it passes and stops where
+    route_paths + stop_positions stop it."""
+    rng = np.random.RandomState(5)
+    D, n, d = 6, 3000, 9
+    Xa = np.hstack([rng.randn(n, d), np.ones((n, 1))]).astype(np.float32)
+    Wd = rng.randn(d + 1, 2**D - 1).astype(np.float32)
+    keep = rng.rand(2**D - 1) < 0.8
+    keep[0] = True
+    stop, level = stop_nodes(Xa[:, :d], np.zeros(d), np.ones(d), Wd, keep, D)
+    paths = route_paths(Xa, Wd, D)
+    s1, _ = stop_positions(keep[paths[:, :D]])
+    assert (level == s1).all() and (stop == paths[np.arange(n), s1]).all()
+    assert 0 < level.mean() < D
+    # raw features: standardised inside as fit standardises them (float64, then float32)
+    mu, sd = rng.randn(d), rng.rand(d) + 0.5
+    X = Xa[:, :d].astype(np.float64) * sd + mu
+    Xs = np.hstack([(X - mu) / sd, np.ones((n, 1))]).astype(np.float32)
+    paths = route_paths(Xs, Wd, D)
+    s1, _ = stop_positions(keep[paths[:, :D]])
+    stop, level = stop_nodes(X, mu, sd, Wd, keep, D)
+    assert (level == s1).all() and (stop == paths[np.arange(n), s1]).all()
+    X32 = X.astype(np.float32)  # float32 rows, widened exactly as validate_data would
+    Xs = np.hstack([(X32.astype(np.float64) - mu) / sd, np.ones((n, 1))]).astype(np.float32)
+    paths = route_paths(Xs, Wd, D)
+    s1, _ = stop_positions(keep[paths[:, :D]])
+    stop, level = stop_nodes(X32, mu, sd, Wd, keep, D)
+    assert (level == s1).all() and (stop == paths[np.arange(n), s1]).all()

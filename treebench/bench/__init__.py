@@ -8,9 +8,11 @@ n_samples and one parameter per method, log-log slopes against the stated expone
 **inference target** (a depth-10 model's predict throughput on one core against 1 million
 samples/s and against CART, profiled when below), **threads** (1 and 2 threads) and **store**
 (``treebench status``/``collect``/``check`` as processes against synthetic result stores of growing
-size, cold and warm row cache: seconds and peak RSS) and **startup** (``--help``,
-``list``, ``status`` and a CART run on iris as processes: seconds to first useful work against 1 s).
-BENCHMARKS.md also carries the **comparison with the authors' code**, rendered from
+size, cold and warm row cache: seconds and peak RSS), **startup** (``--help``, ``list``,
+``status`` and a CART run on iris as processes: seconds to first useful work against 1 s) and
+**small** (every method at its own defaults: CPU per fit on 150 to 5,000 rows and of one
+``tune=small`` job against CART, One-Stage's fit time vs rows). BENCHMARKS.md also carries the
+**comparison with the authors' code**, rendered from
 the committed ``docs/bench/references.csv`` that ``scripts/reference/compare.py all`` writes.
 
 Modules: :mod:`~treebench.bench.config` (bench config, method settings), :mod:`~.data` (the

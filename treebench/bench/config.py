@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from treebench.config import CONF_DIR, compose
 
 CLASSIFICATION = "classification"
-SECTIONS = ("main", "inference", "threads", "scaling", "store", "startup")
+SECTIONS = ("main", "inference", "threads", "scaling", "small", "store", "startup")
 #: rows of the untraced first fit and predict of a new worker with ``first_call`` (quick profile)
 FIRST_CALL_ROWS = 100
 
@@ -53,6 +53,24 @@ def method_settings(name: str, cfg: dict, dataset: str | None = None) -> dict:
     else:
         params.update(y.get("bench_params") or y.get("smoke_params") or {})
     return {"params": params, **method_profile(name, cfg)}
+
+
+def default_params(name: str, cfg: dict, dataset: str | None = None) -> dict:
+    """A method's own default ``params`` (its config composed for ``dataset``, without the bench
+    profile): what ``treebench run method=<name> dataset=<dataset>`` fits."""
+    variant = (cfg["methods"].get(name) or {}).get("variant", name)
+    return dict(_method_config(variant, dataset).get("params") or {})
+
+
+@cache
+def tune_job(name: str, dataset: str, tune: str) -> tuple[dict, str]:
+    """The ``tune`` settings (:func:`treebench.runner.tune_settings`, the method's search space
+    included) and the metric a ``treebench run method=<name> dataset=<dataset> tune=<tune>``
+    job tunes with."""
+    from treebench.runner import tune_settings
+
+    c = compose([f"method={name}", f"dataset={dataset}", f"tune={tune}"])
+    return tune_settings(c), str(c.metrics[c.dataset.task][0])
 
 
 def method_profile(name: str, cfg: dict) -> dict:

@@ -19,6 +19,15 @@ class BenchData:
     y_test: np.ndarray
     image_shape: tuple | None = None
 
+    def pooled(self, n: int, seed: int = 0) -> BenchData:
+        """``n`` rows of the train and test parts pooled (a random stratified subset, all rows when
+        ``n`` is not below their count) as the training part, and no test part: a dataset of
+        ``n`` rows to time fits on (the preprocessing stays the one fitted on the train part)."""
+        X = np.concatenate([self.X_train, self.X_test])
+        y = np.concatenate([self.y_train, self.y_test])
+        o = _order(y, n, np.random.RandomState(seed))[:n]
+        return BenchData(self.name, X[o], y[o], X[:0], y[:0], self.image_shape)
+
     def subset(self, n_train: int | None, n_test: int | None = None) -> BenchData:
         """The first ``n_train`` / ``n_test`` rows (rows are already in random order: nested subsets)."""
         return BenchData(
@@ -87,3 +96,15 @@ def load_bench_data(
         pf.y_test,
         shape,
     )
+
+
+def synthetic_data(n: int, n_features: int, seed: int = 0) -> BenchData:
+    """``make_classification`` rows (two classes, half the features informative), float32, as a
+    training part without a test part: fit time against rows on data of a fixed shape."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(
+        n_samples=n, n_features=n_features, n_informative=n_features // 2, random_state=seed
+    )
+    name = f"make_classification({n_features} features)"
+    return BenchData(name, X.astype(np.float32), y, X[:0].astype(np.float32), y[:0])

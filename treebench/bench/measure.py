@@ -118,6 +118,35 @@ def measure(
     return out
 
 
+def measure_tuned(
+    name: str, params: dict, key: tuple, threads: int, seed: int, tune: dict, metric: str
+) -> dict:
+    """CPU and wall seconds of one tuned job's fit (inside a worker): the search and the refit of
+    :func:`treebench.tuning.tune_fit` on the data's training part, as the runner fits with ``tune``
+    on (candidates one thread each, ``threads`` of them at a time)."""
+    from treebench.tuning import tune_fit
+
+    data = DATA[key]
+    est = _estimator(name, params, 1, seed)
+    clear_caches()
+    with thread_limit(threads):
+        t0, c0 = time.perf_counter(), time.process_time()
+        tuned = tune_fit(
+            est,
+            data.X_train,
+            data.y_train,
+            tune,
+            task=CLASSIFICATION,
+            metric=metric,
+            random_state=seed,
+            n_jobs=threads,
+        )
+        fit_s, fit_cpu_s = time.perf_counter() - t0, time.process_time() - c0
+    n_scored = len(tuned.record["candidates"]["mean"])  # candidates x rounds
+    fits = n_scored * int(tune["cv"]) + 1  # inner folds of each, and the refit
+    return {"n_train": len(data.y_train), "fit_s": fit_s, "fit_cpu_s": fit_cpu_s, "fits": fits}
+
+
 def _trim_profile(text: str) -> str:
     """The pstats table (header line + rows) without the preamble, paths shortened."""
     lines = text.splitlines()

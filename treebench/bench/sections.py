@@ -28,14 +28,16 @@ from treebench.bench.config import (
     FIRST_CALL_ROWS,
     SECTIONS,
     basis_columns,
+    default_params,
     load_config,
     method_profile,
     method_settings,
     output_dir,
     registered_methods,
+    tune_job,
 )
-from treebench.bench.data import load_bench_data
-from treebench.bench.measure import measure
+from treebench.bench.data import load_bench_data, synthetic_data
+from treebench.bench.measure import measure, measure_tuned
 from treebench.bench.summary import RAW_COLUMNS
 from treebench.bench.worker import DATA, Worker
 from treebench.bench.write import write_outputs
@@ -172,13 +174,16 @@ class Bench:
     def preload(self, sections) -> None:
         """Load the data of every section in ``sections`` now: a worker kept for later sections
         (``reuse_workers``) sees only the data loaded before it was forked."""
-        for ds in self.datasets if "main" in sections else []:
+        first = list(self.cfg["datasets"])[:1] if self.first_call else []  # _first_call's rows
+        for ds in self.datasets if "main" in sections else first:
             spec = self.cfg["datasets"].get(ds) or {}
             self.data(ds, spec.get("max_train"), spec.get("max_test"))
         if "scaling" in sections:
             sc, ps = self.cfg["scaling"], self.cfg["param_scaling"]
             self.data(sc["dataset"], max(sc["sizes"]), sc.get("n_test"))
             self.data(ps["dataset"], ps.get("max_train"), 200)
+        if "small" in sections:
+            self.small_data()
         for sec, name in (("inference", "inference"), ("threads", "threading")):
             if sec in sections:
                 c = self.cfg[name]
@@ -269,11 +274,14 @@ class Bench:
         param=None,
         value=None,
         record=True,
+        fn=measure,
+        args=(),
         **kw,
     ) -> dict:
         threads = self.threads if threads is None else threads
         self._await_first_call(worker)
-        res = worker.call(measure, (method, params, key, threads, self.seed), kw, self.timeout)
+        job = (method, params, key, threads, self.seed, *args)
+        res = worker.call(fn, job, kw, self.timeout)
         data = DATA[key]
         row = {c: None for c in RAW_COLUMNS}
         row.update(
@@ -357,6 +365,102 @@ class Bench:
                     break
         finally:
             self.release(w)
+
+    # -- small data
+    def small_data(self) -> tuple[dict, tuple | None, tuple | None]:
+        """Load (once) the small section's data: ``{dataset: key}`` of the pooled datasets, the
+        key of the tune job's dataset (fold 0) and of the slope's synthetic rows."""
+        sc = self.cfg["small"]
+        keys = {}
+        for ds, n in sc["datasets"].items():
+            key = (ds, "pooled", int(n))
+            if key not in DATA:
+                DATA[key] = DATA[self.data(ds)].pooled(int(n), self.seed)
+            keys[ds] = key
+        tc, sl = sc.get("tune"), sc.get("slope")
+        tkey = self.data(tc["dataset"]) if tc else None
+        skey = None
+        if sl:
+            skey = ("synthetic", max(sl["sizes"]), int(sl["n_features"]))
+            if skey not in DATA:
+                DATA[skey] = synthetic_data(skey[1], skey[2], self.seed)
+        return keys, tkey, skey
+
+    def _small_params(self, method: str, dataset: str | None) -> dict:
+        """The small section's settings of ``method``: its own defaults, or with ``params: bench``
+        (the quick profile's smoke run) the bench profile's."""
+        if self.cfg["small"].get("params", "defaults") == "bench":
+            return self.params(method, dataset)
+        return default_params(method, self.cfg, dataset)
+
+    def small(self) -> None:
+        """Where benchmark suites live: every method at its own defaults (the method config, not the
+        bench profile), CPU per fit on datasets of a few hundred to a few thousand rows, the cost
+        of one tuned job, and fit time vs rows of the ``slope`` method's variants.
+
+        One worker per method for the fits and the tune job: a warm-up fit on the first dataset
+        (none with ``first_call``), then ``repeats`` timed fits per dataset interleaved over the
+        methods; a method whose fit fails or times out is not run further."""
+        sc = self.cfg["small"]
+        keys, tkey, skey = self.small_data()
+        reps = int(sc.get("repeats", 3))
+        workers = {m: self.worker(m) for m in self.methods}
+        try:
+            for i, (ds, key) in enumerate(keys.items()):
+                n = len(DATA[key].y_train)
+                self.log(f"[small] {ds}: {n} rows, {DATA[key].X_train.shape[1]} features")
+                params = {m: self._small_params(m, ds) for m in self.methods}
+                first = 0 if i == 0 and not self.first_call else 1
+                for r in range(first, reps + 1):
+                    for m in self.methods:
+                        if not workers[m].alive:
+                            continue
+                        row = self._run(
+                            workers[m],
+                            "small",
+                            m,
+                            key,
+                            params[m],
+                            repeat=r,
+                            warmup=(r == 0),
+                            param="n_rows",
+                            value=n,
+                            predict=False,
+                        )
+                        if row["status"] != "ok":
+                            workers[m].kill()
+                        elif r:
+                            self.log(f"  r{r} {m:16s} fit {row[self.FIT]:8.3f}s")
+            tc = sc.get("tune")
+            for m in self.methods if tc else []:
+                if not workers[m].alive:
+                    continue
+                tune, metric = tune_job(m, tc["dataset"], tc["tune"])
+                row = self._run(
+                    workers[m],
+                    "small_tune",
+                    m,
+                    tkey,
+                    self._small_params(m, tc["dataset"]),
+                    param=f"tune={tc['tune']}",
+                    fn=measure_tuned,
+                    args=(tune, metric),
+                )
+                if row["status"] == "ok":
+                    self.log(
+                        f"  tune={tc['tune']} {m:16s} {row[self.FIT]:8.3f}s ({row['fits']} fits)"
+                    )
+        finally:
+            for w in workers.values():
+                self.release(w)
+        sl = sc.get("slope")
+        if not sl or sl["method"] not in self.methods:
+            return
+        m = sl["method"]
+        base = {**self._small_params(m, None), **(sl.get("params") or {})}
+        for label, over in (sl.get("variants") or {"defaults": {}}).items():
+            pts = [(label, n, {**base, **(over or {})}, n) for n in sl["sizes"]]
+            self._series("small_slope", m, skey, pts, float("inf"))
 
     # -- scaling
     def scaling(self) -> None:
@@ -544,6 +648,7 @@ def run(
         "inference": bench.inference,
         "threads": bench.threading,
         "scaling": bench.scaling,
+        "small": bench.small,
         "store": bench.store,
         "startup": bench.startup,
     }
@@ -580,7 +685,9 @@ def run(
 
 
 def _raw_section(sec: str) -> str:
-    return "scaling" if sec.startswith("scaling") else sec.replace("_profile", "")
+    if sec.startswith(("scaling", "small")):
+        return sec.split("_")[0]
+    return sec.replace("_profile", "")
 
 
 def _load_previous(bench: Bench, out: Path, sections: list[str]) -> None:

@@ -35,6 +35,7 @@ RAW_COLUMNS = [
     "n_splits",
     "depth",
     "accuracy",
+    "fits",
     "error",
 ]
 SUMMARY_COLUMNS = [
@@ -161,4 +162,57 @@ def scaling_summary(
                     "flag": "SLOWER THAN STATED" if flag else "",
                 }
             )
+    return pd.DataFrame(out)
+
+
+def small_summary(raw: pd.DataFrame, ref: str = "cart", basis: str = "cpu") -> pd.DataFrame:
+    """The small section per method and measurement (a dataset's fits, or the tune job): median
+    seconds on the ``basis`` over the timed rows, their count, and the ratio to ``ref``'s median
+    on the same measurement; a measurement without an ``ok`` row keeps its first status."""
+    FIT = basis_columns(basis)[0]
+    d = raw[raw["section"].isin(["small", "small_tune"]) & ~raw["warmup"].astype(bool)]
+    out = []
+    for (sec, ds, m), g in d.groupby(["section", "dataset", "method"], sort=False):
+        ok = g[g["status"] == "ok"]
+        out.append(
+            {
+                "measure": "fit" if sec == "small" else f"{g['param'].iloc[0]} job",
+                "dataset": ds,
+                "n_rows": int(g["n_train"].iloc[0]),
+                "n_features": int(g["n_features"].iloc[0]),
+                "method": m,
+                "status": "ok" if len(ok) else g["status"].iloc[0],
+                "repeats": len(ok),
+                "fit_s_median": ok[FIT].astype(float).median() if len(ok) else np.nan,
+                "fits": ok["fits"].astype(float).median() if len(ok) else np.nan,
+            }
+        )
+    s = pd.DataFrame(out)
+    if not len(s):
+        return s
+    base = s[s["method"] == ref].set_index(["measure", "dataset"])["fit_s_median"]
+    s["ratio_cart"] = [
+        r.fit_s_median / base.get((r.measure, r.dataset), np.nan) for r in s.itertuples()
+    ]
+    return s
+
+
+def small_slopes(raw: pd.DataFrame, basis: str = "cpu") -> pd.DataFrame:
+    """Fit time vs rows of the small section's ``slope`` series: per method and variant, the
+    log-log slope (:func:`fit_slope`) over the rows measured."""
+    FIT = basis_columns(basis)[0]
+    d = raw[(raw["section"] == "small_slope") & (raw["status"] == "ok")]
+    out = []
+    for (m, variant), g in d.groupby(["method", "param"], sort=False):
+        x, t = g["value"].astype(float), g[FIT].astype(float)
+        out.append(
+            {
+                "method": m,
+                "variant": variant,
+                "points": len(g),
+                "rows": " / ".join(f"{v:g}" for v in x),
+                "fit_s": " / ".join(f"{v:.3g}" for v in t),
+                "slope": fit_slope(x, t, "power"),
+            }
+        )
     return pd.DataFrame(out)

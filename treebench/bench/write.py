@@ -17,7 +17,14 @@ from treebench.bench.plots import plot_overview, plot_scaling, plot_store
 from treebench.bench.references import provenance, read_references, references_markdown
 from treebench.bench.startup import FLOOR, HEAVY, startup_frame
 from treebench.bench.store import store_frame
-from treebench.bench.summary import RAW_COLUMNS, SUMMARY_COLUMNS, scaling_summary, summarize
+from treebench.bench.summary import (
+    RAW_COLUMNS,
+    SUMMARY_COLUMNS,
+    scaling_summary,
+    small_slopes,
+    small_summary,
+    summarize,
+)
 from treebench.config import PROJECT_DIR
 
 TEMPLATE = Path(__file__).with_name("templates") / "BENCHMARKS.md"
@@ -225,6 +232,63 @@ def _scaling(bench, raw: pd.DataFrame, d: Path, files: dict) -> str:
     )
 
 
+def _small(bench, raw: pd.DataFrame, d: Path) -> str:
+    """The small section: ``small.csv`` (per method and measurement), ``small_slope.csv`` and a
+    table with a column pair (seconds, × CART) per dataset and for the tune job."""
+    sm = small_summary(raw, bench.ref, bench.basis)
+    sm.to_csv(d / "small.csv", index=False)
+    slopes = small_slopes(raw, bench.basis)
+    slopes.to_csv(d / "small_slope.csv", index=False)
+    sc = bench.cfg.get("small") or {}
+    wide = pd.DataFrame({"method": list(dict.fromkeys(sm["method"]))}) if len(sm) else None
+    columns = {"method": "method"}
+    for (measure, ds), g in sm.groupby(["measure", "dataset"], sort=False) if len(sm) else []:
+        g = g.set_index("method")
+        head = f"{ds} ({g['n_rows'].iloc[0]} rows)"
+        if measure != "fit":
+            head = f"{measure} on {ds} ({g['n_rows'].iloc[0]} rows)"
+        cell = [
+            (fmt(g.at[m, "fit_s_median"]) if g.at[m, "status"] == "ok" else g.at[m, "status"])
+            if m in g.index
+            else "-"
+            for m in wide["method"]
+        ]
+        if measure != "fit":  # the number of fits a job makes, next to its seconds
+            cell = [
+                f"{c} ({fmt(g.at[m, 'fits'])} fits)"
+                if m in g.index and pd.notna(g.at[m, "fits"])
+                else c
+                for c, m in zip(cell, wide["method"], strict=True)
+            ]
+        key = f"{measure}:{ds}"
+        wide[key] = cell
+        wide[key + ":ratio"] = [
+            g.at[m, "ratio_cart"] if m in g.index else None for m in wide["method"]
+        ]
+        columns[key] = f"{head}: s"
+        columns[key + ":ratio"] = "× CART"
+    sl = sc.get("slope") or {}
+    return fill(
+        "small",
+        datasets=", ".join(f"{k} ({v} rows)" for k, v in (sc.get("datasets") or {}).items()),
+        tune=(sc.get("tune") or {}).get("tune", "-"),
+        tune_dataset=(sc.get("tune") or {}).get("dataset", "-"),
+        repeats=sc.get("repeats", 3),
+        settings="its own default settings (the method config as `treebench run method=<name>` fits it, not the bench profiles above)"
+        if sc.get("params", "defaults") == "defaults"
+        else "its bench profile (`methods:` in bench.yaml; a smoke run of the section, not its defaults)",
+        basis=bench.basis,
+        table=md_table(wide, columns) if wide is not None else "(no rows)",
+        slope_method=sl.get("method", "-"),
+        slope_features=sl.get("n_features", "-"),
+        slope_params=", ".join(f"{k}={v}" for k, v in (sl.get("params") or {}).items())
+        or "defaults",
+        slope_table=md_table(slopes, ["method", "variant", "points", "rows", "fit_s", "slope"])
+        if len(slopes)
+        else "(no rows)",
+    )
+
+
 def _store(bench, d: Path, files: dict) -> str:
     """The store section: ``store.csv``, ``store.png`` and a table per command."""
     sc = bench.cfg.get("store") or {}
@@ -429,6 +493,8 @@ def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
         md.append(_threads(bench, raw, d))
     if raw["section"].isin(["scaling_n", "scaling_param"]).any():
         md.append(_scaling(bench, raw, d, files))
+    if raw["section"].isin(["small", "small_tune", "small_slope"]).any():
+        md.append(_small(bench, raw, d))
     if getattr(bench, "store_rows", None):
         md.append(_store(bench, d, files))
     if getattr(bench, "startup_rows", None):

@@ -18,38 +18,53 @@ def n_internal(depth: int) -> int:
 
 
 _NUMBA_ROUTE = None
-_NUMBA_MIN_ROWS = 4096
 
 
-def _route_kernel(Xa, WdT, depth, paths, r):
-    p = Xa.shape[1]
+def _split_z(A, ra, WdT, i):
+    """Row ``ra`` of ``A`` times router ``i``: the logit difference every compiled pass routes by
+    (training, the gamma step and prediction sum it in this one order)."""
+    p = A.shape[1]
     p4 = p - p % 4
-    i = 0
-    for lvl in range(depth):
-        # four accumulators break the add dependency chain
-        z0 = z1 = z2 = z3 = np.float32(0.0)
-        for j in range(0, p4, 4):
-            z0 += Xa[r, j] * WdT[i, j]
-            z1 += Xa[r, j + 1] * WdT[i, j + 1]
-            z2 += Xa[r, j + 2] * WdT[i, j + 2]
-            z3 += Xa[r, j + 3] * WdT[i, j + 3]
-        for j in range(p4, p):
-            z0 += Xa[r, j] * WdT[i, j]
-        z = (z0 + z1) + (z2 + z3)
-        i = 2 * i + 1 + (1 if z <= 0 else 0)
-        paths[r, lvl + 1] = i
+    z0 = z1 = z2 = z3 = np.float32(0.0)  # four accumulators break the add dependency chain
+    for j in range(0, p4, 4):
+        z0 += A[ra, j] * WdT[i, j]
+        z1 += A[ra, j + 1] * WdT[i, j + 1]
+        z2 += A[ra, j + 2] * WdT[i, j + 2]
+        z3 += A[ra, j + 3] * WdT[i, j + 3]
+    for j in range(p4, p):
+        z0 += A[ra, j] * WdT[i, j]
+    return (z0 + z1) + (z2 + z3)
+
+
+_NUMBA_ROW = None
+
+
+def _route_row():
+    """The compiled (inlined) row routers: ``(split_z, route_row)``; ``route_row(Xa, WdT, depth,
+    paths, r)`` writes row ``r``'s full-depth path into ``paths[r, 1:]``."""
+    global _NUMBA_ROW
+    if _NUMBA_ROW is None:
+        import numba
+
+        split_z = numba.njit(inline="always", nogil=True)(_split_z)
+
+        def route_row(Xa, WdT, depth, paths, r):
+            i = 0
+            for lvl in range(depth):
+                i = 2 * i + 1 + (1 if split_z(Xa, r, WdT, i) <= 0 else 0)
+                paths[r, lvl + 1] = i
+
+        _NUMBA_ROW = (split_z, numba.njit(inline="always", nogil=True)(route_row))
+    return _NUMBA_ROW
 
 
 def _numba_route():
-    """Compiled routers (numba, imported lazily): (serial, parallel), or ``False`` without numba."""
+    """Compiled routers (numba, imported lazily): (serial, parallel)."""
     global _NUMBA_ROUTE
     if _NUMBA_ROUTE is None:
-        try:
-            import numba
-        except ImportError:  # pragma: no cover - numba is a treebench dependency
-            _NUMBA_ROUTE = False
-            return _NUMBA_ROUTE
-        kernel = numba.njit(inline="always", nogil=True)(_route_kernel)
+        import numba
+
+        kernel = _route_row()[1]
 
         def route(Xa, WdT, depth, paths):
             for r in range(Xa.shape[0]):
@@ -66,6 +81,65 @@ def _numba_route():
     return _NUMBA_ROUTE
 
 
+_NUMBA_STOPS = None
+
+
+def _stops_factory():
+    import numba
+
+    split_z = _route_row()[0]
+
+    def stops(X, mean, scale, WdT, keep, depth, stop, level):
+        d = X.shape[1]
+        xa = np.ones((1, d + 1), dtype=np.float32)
+        for r in range(X.shape[0]):
+            for j in range(d):  # [x; 1] standardised as fit does: in float64, then float32
+                xa[0, j] = np.float32((np.float64(X[r, j]) - mean[j]) / scale[j])
+            i = 0
+            lvl = 0
+            while lvl < depth and keep[i]:
+                i = 2 * i + 1 + (1 if split_z(xa, 0, WdT, i) <= 0 else 0)
+                lvl += 1
+            stop[r] = i
+            level[r] = lvl
+
+    return numba.njit(cache=True, nogil=True)(stops)
+
+
+def stop_nodes(X, mean, scale, Wd: np.ndarray, keep: np.ndarray, depth: int):
+    """The node where each row of raw features ``X`` stops (the first that is not a kept split)
+    and its level.
+
+    The same decisions as standardising ``[(X - mean) / scale; 1]`` to float32, then
+    :func:`route_paths` and :func:`stop_positions` (the same operations in the same order), in one
+    compiled pass: a row evaluates only the splits it passes, and neither the standardised
+    copy nor the (n, depth + 1) paths are built (prediction's cost per split). ``X`` may be
+    float32 or float64.
+    """
+    global _NUMBA_STOPS
+    if _NUMBA_STOPS is None:
+        _NUMBA_STOPS = _stops_factory()
+    n = X.shape[0]
+    stop, level = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    if n:
+        _NUMBA_STOPS(
+            np.ascontiguousarray(X),
+            np.asarray(mean, dtype=np.float64),
+            np.asarray(scale, dtype=np.float64),
+            router_rows(Wd),
+            np.ascontiguousarray(keep, dtype=np.bool_),
+            depth,
+            stop,
+            level,
+        )
+    return stop, level
+
+
+def router_rows(Wd: np.ndarray) -> np.ndarray:
+    """``Wd`` (d+1, n_int) as the compiled kernels read it: one contiguous float32 row per router."""
+    return np.ascontiguousarray(Wd.T, dtype=np.float32)
+
+
 def route_paths(
     Xa: np.ndarray, Wd: np.ndarray, depth: int, leaves_only: bool = False, n_threads: int = 1
 ) -> np.ndarray:
@@ -73,20 +147,15 @@ def route_paths(
 
     ``Xa`` is ``[x; 1]`` (n, d+1) and ``Wd`` the logit differences ``w_0 - w_1`` (d+1, n_internal).
     Rows go left iff the difference is > 0 (Eq. 18). With ``leaves_only`` only the depth-``depth``
-    node of each row is returned, shape (n,). Each row evaluates only the ``depth`` routers on its path
-    (compiled with numba, for at least 4096 rows); fewer rows use one numpy matmul over all routers.
+    node of each row is returned, shape (n,). Each row evaluates only the ``depth`` routers on its
+    path (compiled with numba, cached on disk), at every size: training, the gamma step and
+    prediction route a row the same way.
     """
     n = Xa.shape[0]
-    n_int = Wd.shape[1]
     paths = np.zeros((n, depth + 1), dtype=np.int64)
-    route = _numba_route() if n >= _NUMBA_MIN_ROWS else False  # compiling costs seconds once
-    if route:
-        args = (
-            np.ascontiguousarray(Xa, dtype=np.float32),
-            np.ascontiguousarray(Wd.T, dtype=np.float32),
-            depth,
-            paths,
-        )
+    if n:
+        args = (np.ascontiguousarray(Xa, dtype=np.float32), router_rows(Wd), depth, paths)
+        route = _numba_route()
         if n_threads > 1 and n >= 4096:
             from treebench.methods._threads import set_numba_threads
 
@@ -94,13 +163,6 @@ def route_paths(
             route[1](*args)
         else:
             route[0](*args)
-    elif n:
-        Z = (Xa @ Wd).ravel()
-        base = np.arange(0, n * n_int, n_int, dtype=np.int64)
-        idx = np.zeros(n, dtype=np.int64)
-        for lvl in range(depth):
-            idx = 2 * idx + 1 + (Z[base + idx] <= 0)
-            paths[:, lvl + 1] = idx
     return paths[:, depth] if leaves_only else paths
 
 
@@ -185,6 +247,152 @@ def _values_kernel():
 
         _NUMBA_VALUES = numba.njit(cache=True, nogil=True)(_values_loops)
     return _NUMBA_VALUES
+
+
+_NUMBA_STEP = None
+
+
+def _step_kernels():
+    """The compiled per-step passes over all rows (numba, imported lazily; cached on disk):
+    ``(refresh, gamma_grad)``, both routing each row with :func:`route_paths`'s kernel."""
+    global _NUMBA_STEP
+    if _NUMBA_STEP is None:
+        import numba
+
+        route_row = _route_row()[1]
+        values = numba.njit(inline="always", nogil=True)(_values_loops)
+
+        def refresh(Xa, WdT, depth, codes, Y, w, leaf, V):
+            n, k = Xa.shape[0], Y.shape[1]
+            n_int = WdT.shape[0]
+            paths = np.zeros((n, depth + 1), dtype=np.int64)
+            sums = np.zeros((n_int + 1, k))
+            cnt = np.zeros(n_int + 1)
+            for r in range(n):  # rows in order: the sums of leaf_stats' bincounts
+                route_row(Xa, WdT, depth, paths, r)
+                leaf[r] = paths[r, depth]
+                li = leaf[r] - n_int
+                cnt[li] += w[r]
+                if codes.size:
+                    sums[li, codes[r]] += w[r]
+                else:
+                    for j in range(k):
+                        sums[li, j] += Y[r, j] * w[r]
+            values(sums, cnt, depth, V)
+
+        def gamma_grad(Xa, WdT, depth, keep, V, cls, codes, t, w, floor, flip, g):
+            n = Xa.shape[0]
+            paths = np.zeros((n, depth + 1), dtype=np.int64)
+            L = np.zeros(V.shape)  # classification: -log(max(v, floor)) of every node and class
+            if cls:
+                for i in range(V.shape[0]):
+                    for j in range(V.shape[1]):
+                        L[i, j] = -np.log(max(V[i, j], floor))
+            for r in range(n):
+                route_row(Xa, WdT, depth, paths, r)
+                s1 = depth  # first and second stop level (stop_positions)
+                for lvl in range(depth):
+                    if not keep[paths[r, lvl]]:
+                        s1 = lvl
+                        break
+                s2 = depth
+                for lvl in range(s1 + 1, depth):
+                    if not keep[paths[r, lvl]]:
+                        s2 = lvl
+                        break
+                c = codes[r] if cls else 0
+                f = V[paths[r, s1], c]
+                sub = V[paths[r, s2], c]
+                if cls:  # loss and d loss / d f as _loss_and_grad
+                    lf = L[paths[r, s1], c] * w[r]
+                    dl = -w[r] / max(f, floor)
+                    lsub = L[paths[r, s2], c] * w[r]
+                else:
+                    e = f - t[r]
+                    lf = e * e * w[r]
+                    dl = 2.0 * e * w[r]
+                    e = sub - t[r]
+                    lsub = e * e * w[r]
+                for lvl in range(min(s1 + 1, depth)):  # the levels the row reaches
+                    node = paths[r, lvl]
+                    if lvl == s1:
+                        g[node] += (lsub - lf) if flip else (sub - f) * dl
+                        continue
+                    v = V[node, c]
+                    if flip:
+                        if cls:
+                            lnode = L[node, c] * w[r]
+                        else:
+                            e = v - t[r]
+                            lnode = e * e * w[r]
+                        g[node] += lf - lnode
+                    else:
+                        g[node] += (f - v) * dl
+            for i in range(g.size):
+                g[i] = g[i] / n
+
+        _NUMBA_STEP = (
+            numba.njit(cache=True, nogil=True)(refresh),
+            numba.njit(cache=True, nogil=True)(gamma_grad),
+        )
+    return _NUMBA_STEP
+
+
+def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1):
+    """Node values (Eq. 17) of the rows ``Xa`` under the routers ``Wd`` and each row's leaf.
+
+    One compiled pass routes every row and sums it into its leaf; the same numbers as
+    ``node_values(route_paths(Xa, Wd, depth, True), Y, w, depth, codes)``, without its
+    intermediate arrays (it runs after every router step). From 4,096 rows with ``n_threads > 1``
+    the rows are routed in parallel first (same routing, same sums).
+    """
+    n = Xa.shape[0]
+    if n_threads > 1 and n >= 4096:
+        leaf = route_paths(Xa, Wd, depth, True, n_threads)
+        return node_values(leaf, Y, w, depth, codes), leaf
+    leaf = np.empty(n, dtype=np.int64)
+    V = np.zeros((2 ** (depth + 1) - 1, Y.shape[1]))
+    c = np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes, dtype=np.int64)
+    _step_kernels()[0](
+        np.ascontiguousarray(Xa, dtype=np.float32),
+        router_rows(Wd),
+        depth,
+        c,
+        np.ascontiguousarray(Y, dtype=np.float64),
+        np.ascontiguousarray(w, dtype=np.float64),
+        leaf,
+        V,
+    )
+    return V, leaf
+
+
+def gamma_gradient(Xa, Wd, keep, V, depth: int, t, w, cls: bool, floor: float, flip: bool):
+    """Gradient of the mean validation loss w.r.t. the discrete ``gamma_bar`` (Eq. 15), one
+    compiled pass over the rows (see ``_OneStageBase._gamma_grad`` for the two gradients).
+
+    ``t`` holds class codes (``cls``) or the standardised targets; ``floor`` is ``prob_floor``.
+    Each row's contributions are added to its path's nodes in the order of ``np.bincount`` over
+    the row-major (row, level) paths.
+    """
+    n_int = keep.size
+    g = np.zeros(n_int)
+    t = np.asarray(t)
+    codes = t.astype(np.int64) if cls else np.zeros(0, dtype=np.int64)
+    _step_kernels()[1](
+        np.ascontiguousarray(Xa, dtype=np.float32),
+        router_rows(Wd),
+        depth,
+        np.ascontiguousarray(keep, dtype=np.bool_),
+        np.ascontiguousarray(V, dtype=np.float64),
+        cls,
+        codes,
+        t.astype(np.float64),
+        np.ascontiguousarray(w, dtype=np.float64),
+        float(floor),
+        flip,
+        g,
+    )
+    return g
 
 
 class LeafSums:
@@ -363,3 +571,33 @@ def router_backward():
 
         _NUMBA_BACKWARD = numba.njit(cache=True, nogil=True)(_backward_kernel)
     return _NUMBA_BACKWARD
+
+
+_NUMBA_ADAM = None
+
+
+def _adam_pair_loops(W, g0, m, v, lr, b1, b2, eps, c1, c2):
+    for a in range(g0.shape[0]):
+        for i in range(g0.shape[1]):
+            g = g0[a, i]
+            mm = m[a, i] * b1  # the numpy expressions' operations, in their order
+            mm = mm + (1 - b1) * g
+            vv = v[a, i] * b2
+            vv = vv + (1 - b2) * (g * g)
+            m[a, i] = mm
+            v[a, i] = vv
+            u = lr * (mm / c1) / (np.sqrt(vv / c2) + eps)
+            W[a, i, 0] -= u
+            W[a, i, 1] += u
+
+
+def adam_pair():
+    """The compiled Adam step of a router pair (numba, lazily; cached on disk):
+    ``kernel(W, g0, m, v, lr, b1, b2, eps, 1 - b1**t, 1 - b2**t)`` moves the first logits by
+    ``-u`` and the second by ``+u``, ``u`` Adam's step from ``g0``, in place."""
+    global _NUMBA_ADAM
+    if _NUMBA_ADAM is None:
+        import numba
+
+        _NUMBA_ADAM = numba.njit(cache=True, nogil=True)(_adam_pair_loops)
+    return _NUMBA_ADAM

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from treebench.methods.onestage.core import LeafSums, node_values, route_paths
+from treebench.methods.onestage.core import LeafSums, refresh_values, route_paths
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
@@ -66,8 +66,9 @@ class FitState:
     def refresh_values(self) -> None:
         """Router differences and closed-form node values (Eq. 17) on the whole training part."""
         self.Wd = wdiff(self.W)
-        leaf = route_paths(self.Xtr, self.Wd, self.D, True, self.nth)
-        self.V = node_values(leaf, self.Ytr, self.wtr, self.D, self.codes)
+        self.V, leaf = refresh_values(
+            self.Xtr, self.Wd, self.Ytr, self.wtr, self.D, self.codes, self.nth
+        )
         if self.leaves is not None:
             self.leaves.reset(leaf)
 
@@ -115,9 +116,11 @@ class BilevelSearch:
         # (a) lazy proximal step (or a Gumbel sample of the architecture for the ablation)
         keep = self.architecture(s.gamma, step, arch_noise)
         # (b) router step on the minibatch with straight-through Gumbel path samples
-        gW = est._router_grad(s.Xtr[b], s.ttr[b], s.wtr[b], s.noise[b], s.W, s.V, keep, s.tau, s.D)
+        gW = est._router_grad(
+            s.Xtr[b], s.ttr[b], s.wtr[b], s.noise[b], s.W, s.V, keep, s.tau, s.D, Wd=s.Wd
+        )
         s.adam["t"] += 1
-        est._adam(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS)
+        est._adam_routers(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS)
         # (c) closed-form node values on the training part, deterministic routing
         s.refresh_step(b)
         # (d) architecture step on the validation part (or a minibatch of it)
@@ -163,10 +166,20 @@ class JointRelaxation:
     def step(self, est, s: FitState, b: np.ndarray, step: int, arch_noise) -> None:
         b1, b2 = ADAM_BETAS
         gW, gg = est._router_grad(
-            s.Xtr[b], s.ttr[b], s.wtr[b], s.noise[b], s.W, s.V, s.gamma, s.tau, s.D, with_gamma=True
+            s.Xtr[b],
+            s.ttr[b],
+            s.wtr[b],
+            s.noise[b],
+            s.W,
+            s.V,
+            s.gamma,
+            s.tau,
+            s.D,
+            with_gamma=True,
+            Wd=s.Wd,
         )
         s.adam["t"] += 1
-        est._adam(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS)
+        est._adam_routers(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS)
         s.gadam["t"] += 1
         est._adam(s.gamma, gg + est.gamma_l1, s.gadam, s.lr, b1, b2, ADAM_EPS)
         np.clip(s.gamma, 0.0, 1.0, out=s.gamma)
