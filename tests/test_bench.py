@@ -404,7 +404,7 @@ def test_repeated_measurements_time_the_whole_fit(monkeypatch):
 
 
 def test_small_section_fits_tunes_once_and_states_the_slope(tmp_path):
-    """The small section (issue #55): each method on the pooled datasets of the stated sizes,
+    """The small section: each method on the pooled datasets of the stated sizes,
     ratios to the same run's CART, one tune=small job, One-Stage's slope; the full profile fits
     the methods' own defaults, --quick (this smoke run) their bench profiles."""
     assert bench.load_config()["small"]["params"] == "defaults"
