@@ -57,13 +57,15 @@ def method_settings(name: str, cfg: dict, dataset: str | None = None) -> dict:
 
 def method_profile(name: str, cfg: dict) -> dict:
     """The bench config's settings of one method besides its ``params`` (no method config is
-    composed: tens of milliseconds each): ``expected``, ``sweep``, ``inference``, ``threads``."""
+    composed: tens of milliseconds each): ``expected``, ``sweep``, ``inference``, ``threads`` and
+    ``time_cap`` (the method's own per-point cap of the scaling series; None: the section's)."""
     m = cfg["methods"].get(name) or {}
     return {
         "expected": m.get("expected") or {},
         "sweep": m.get("sweep"),
         "inference": m.get("inference"),
         "threads": bool(m.get("threads", False)),
+        "time_cap": m.get("time_cap"),
     }
 
 
