@@ -572,11 +572,13 @@ def report(
         _report_headtohead(led, outp / "store" if with_store else None, out)
         return
     if reproduction:
+        from treebench.progress import showing
         from treebench.report.documents.markdown import write_reproduction
 
-        ev = _evaluation(led, outp / "store" if with_store else None)
-        dest = Path(out) if out else PROJECT_DIR / "REPRODUCTION.md"
-        files = write_reproduction(ev, dest)
+        with showing("report --reproduction"):
+            ev = _evaluation(led, outp / "store" if with_store else None)
+            dest = Path(out) if out else PROJECT_DIR / "REPRODUCTION.md"
+            files = write_reproduction(ev, dest)
         console.print(
             f"written: {dest} and {len(files) - 1} files under {dest.parent / 'docs' / 'reproduction'} "
             f"({len(ev.records)} records, {len(ev.papers)} paper files; {ev.stamp})"
