@@ -28,6 +28,7 @@ from treebench.faults import raise_env_fault
 from treebench.methods._threads import thread_limit
 from treebench.methods.base import UnsupportedTaskError, get_entry, get_method
 from treebench.methods.checkpoint import DEFAULT_EVERY, Checkpoint, checkpointing
+from treebench.methods.progress import report
 from treebench.metrics import LOWER_IS_BETTER, METRICS  # noqa: F401 - re-exported
 from treebench.results.store import JobBusyError, Store, run_key
 
@@ -405,6 +406,7 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
         The method does not support the dataset's task, or the train part has one class.
     """
     task = job.cfg.dataset.task
+    report("preprocessing, importing the method", 0, 1)
     try:
         get_method(job.method, task)
     except UnsupportedTaskError as exc:
@@ -424,6 +426,7 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
         image_shape=ds.image_shape,
     )
     parts = (pf.preprocessor, X_tr, y_tr, X_te, y_te, method_seed)  # of every FittedFold below
+    report("preprocessing, importing the method", 1, 1)
     if job.tune:
         from treebench.tuning import tune_fit
 
@@ -622,8 +625,10 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                     },
                 )
                 try:
-                    if ds is None:
+                    if ds is None:  # the phases before a fit's own bar (a single run shows them)
+                        report("loading the data", 0, 1)
                         ds = load_dataset(cfg.dataset, data_ctx)
+                        report("loading the data", 1, 1)
                     fold = job.split_fold(ds, f)
                     with checkpointing(ck):
                         rec.update(run_fold(job, fold, ds, threads, _model_saver(cfg, store, k)))
