@@ -12,14 +12,14 @@ import subprocess
 import time
 import traceback
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import Container, DictConfig, OmegaConf
 
 import treebench
 from treebench.cputime import CpuClock
@@ -72,6 +72,11 @@ def package_versions() -> dict[str, str]:
 
 def _plain(node) -> Any:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+
+def _resolved(node) -> Any:
+    """A config value as plain Python (mappings and lists converted, interpolations resolved)."""
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, Container) else node
 
 
 def tune_settings(cfg: DictConfig) -> dict | None:
@@ -170,14 +175,19 @@ class Job:
         return f
 
     def key(self, fold: int) -> str:
-        ds = _plain(self.cfg.dataset)
+        return run_key({**self._identity, "fold": fold})
+
+    @cached_property
+    def _identity(self) -> dict:
+        """What identifies the job's records besides the fold (resolved once per job: planning
+        a sweep of thousands of jobs keys every fold of each)."""
+        ds = self.cfg.dataset
         spec = {
             "method": self.method,
             "params": self.params,
-            "dataset": {k: ds.get(k) for k in ("name", "loader", "preprocess", "task")},
+            "dataset": {k: _resolved(ds.get(k)) for k in ("name", "loader", "preprocess", "task")},
             "split": self.split,
             "seed": self.seed,
-            "fold": fold,
             "metrics": _plain(self.cfg.metrics),
             "version": treebench.__version__,
         }
@@ -185,7 +195,7 @@ class Job:
             spec["tune"] = self.tune
         if self.reference:  # likewise
             spec["reference"] = self.reference
-        return run_key(spec)
+        return spec
 
 
 @cache
