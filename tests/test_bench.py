@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from treebench import bench
+from treebench.bench.sections import _load_previous
+from treebench.bench.write import _run_line
 from treebench.cli import app
 
 
@@ -441,3 +444,74 @@ def test_small_section_fits_tunes_once_and_states_the_slope(tmp_path, monkeypatc
     md = (out / "BENCHMARKS.md").read_text()
     assert "## Small data: per-fit cost where benchmark suites live" in md
     assert "iris (150 rows): s" in md and "tune=small job on iris" in md
+
+
+def _series_bench(monkeypatch, fit_seconds: dict):
+    """A bench whose workers are stubbed: each point's fit takes ``fit_seconds[value]``."""
+    cfg = bench.load_config()
+    b = bench.Bench(cfg, ["cart", "gosdt"], [], log=lambda *a: None)
+    measured = []
+
+    def fake_run(w, section, m, key, params, *, param=None, value=None, record=True, **kw):
+        if record:
+            measured.append((m, value))
+        return {"status": "ok", b.FIT: fit_seconds.get(value, 0.0)}
+
+    monkeypatch.setattr(b, "worker", lambda m: None)
+    monkeypatch.setattr(b, "release", lambda w: None)
+    monkeypatch.setattr(b, "_run", fake_run)
+    return b, measured
+
+
+def test_a_method_declared_time_cap_lets_its_series_grow_past_a_fixed_cost(monkeypatch):
+    # GOSDT's threshold guessing costs ~7 s per fit whatever the depth: with the section's 2 s cap
+    # its depth series stopped after depth 1; its own cap (bench.yaml) lets the curve show
+    fits = {1: 7.2, 2: 7.2, 3: 31.6, 4: 90.0, 5: 1000.0}
+    b, measured = _series_bench(monkeypatch, fits)
+    section_cap = b.cfg["param_scaling"]["time_cap"]
+    assert section_cap == 2 and b.time_cap("cart", section_cap) == 2.0
+    cap = b.time_cap("gosdt", section_cap)
+    assert cap == 60.0
+    pts = [("depth_budget", v, {}, None) for v in fits]
+    b._series("scaling_param", "gosdt", None, pts, cap)
+    assert measured == [("gosdt", 1), ("gosdt", 2), ("gosdt", 3), ("gosdt", 4)]
+    measured.clear()
+    b._series("scaling_param", "cart", None, pts, b.time_cap("cart", section_cap))
+    assert measured == [("cart", 1)]  # the section's cap for a method without its own
+
+
+def _raw(section, method, values):
+    return [
+        {"section": section, "method": method, "status": "ok", "value": v, "fit_cpu_s": 0.1 * v}
+        for v in values
+    ]
+
+
+def test_update_of_some_methods_keeps_the_other_methods_rows_and_says_so(tmp_path):
+    d = tmp_path / "docs" / "bench"
+    d.mkdir(parents=True)
+    rows = _raw("scaling_n", "rf", [1, 2, 3]) + _raw("scaling_n", "gosdt", [1])
+    rows += _raw("scaling_param", "gosdt", [1]) + _raw("main", "rf", [0])
+    pd.DataFrame(rows, columns=bench.RAW_COLUMNS).to_csv(d / "bench_raw.csv", index=False)
+    earlier = {"command": "treebench bench --update", "started": "2026-12-02 03:11 UTC"}
+    earlier.update(finished="03:26 UTC", load_start="1", load_end="2", git_sha="37c2d87aaaa")
+    (d / "runs.json").write_text(json.dumps({"scaling": earlier, "main": earlier}))
+    b = bench.Bench(bench.load_config(), ["cart", "gosdt"], [], log=lambda *a: None)
+    _load_previous(b, tmp_path, ["scaling"], ["cart", "gosdt"])
+    kept = pd.DataFrame(b.rows)
+    assert sorted(zip(kept["section"], kept["method"], strict=True)) == [
+        ("main", "rf"),
+        ("scaling_n", "rf"),
+        ("scaling_n", "rf"),
+        ("scaling_n", "rf"),
+    ]
+    assert b.settings["rf"]["expected"] == {"n_samples": 1.1}  # its table row keeps its expectation
+    assert b.runs["scaling"] == earlier
+    run = {**earlier, "command": "treebench bench --methods gosdt", "methods": "cart, gosdt"}
+    line = _run_line("scaling", {**run, "others_from": earlier})
+    assert "`treebench bench --methods gosdt`" in line
+    assert "it re-ran cart, gosdt only, the other methods' rows are from `treebench bench " in line
+    assert line.count("\n") == 1
+    # the main table's ratios are against the same run's CART: a partial update is refused
+    with pytest.raises(ValueError, match="re-measures every method"):
+        bench.run(methods=["gosdt"], sections=["main"], update=True, out=tmp_path, quick=True)

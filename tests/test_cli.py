@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -101,6 +102,51 @@ def test_dry_run_lists_jobs_and_launches_nothing(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     assert "sweep plan: 2 jobs" in res.stdout and "0 done, 2 to run" in res.stdout
     assert not (tmp_path / "out" / "store").exists()
+
+
+def test_a_large_dry_run_prints_a_summary_its_first_jobs_and_how_to_see_all(tmp_path):
+    env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
+    args = ["run", "method=cart,rf", "dataset=iris,wine", "seed=0,1", "--dry-run"]
+    res = run_cli([*args, "hydra.sweeper.plan_rows=3"], tmp_path, env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = res.stdout
+    assert "sweep plan: 8 jobs by method" in out and "the first 3 of 8 jobs" in out
+    rows = [
+        ln.split("│")[1:5]
+        for ln in out.splitlines()
+        if ln.startswith("│ cart") or ln.startswith("│ rf")
+    ]
+    assert [[c.strip() for c in r] for r in rows] == [
+        ["cart", "4", "0/4", "4 to run"],
+        ["rf", "4", "0/4", "4 to run"],
+    ]
+    assert len(re.findall(r"^│ +\d+ │", out, flags=re.M)) == 3  # jobs 0, 1, 2 listed
+    assert "5 more jobs not listed (add --all to the command to list every job)" in out
+    assert "0 done, 8 to run" in out
+    every = run_cli([*args, "--all", "hydra.sweeper.plan_rows=3"], tmp_path, env)
+    assert every.returncode == 0, every.stderr[-2000:]
+    assert "sweep plan: 8 jobs" in every.stdout and "by method" not in every.stdout
+    assert len(re.findall(r"^│ +\d+ │", every.stdout, flags=re.M)) == 8
+
+
+def test_a_plan_of_thousands_of_jobs_fits_a_screen():
+    from treebench.report import console as rc
+
+    plan = [([f"method=m{i % 3}", f"dataset=d{i}", "seed=0"], 1, i % 2) for i in range(7000)]
+    with rc.console.capture() as cap:
+        rc.print_plan(plan, [None if i % 2 else 60.0 for i in range(7000)], limit=20)
+    text = cap.get()
+    assert len(text.splitlines()) < 60
+    assert "sweep plan: 7,000 jobs by method" in text and "6,980 more jobs not listed" in text
+    m0 = next(ln for ln in text.splitlines() if ln.startswith("│ m0"))
+    # m0: jobs 0, 3, 6, ...: 2,334 jobs, every other one done; the rest a core-minute each
+    assert [c.strip() for c in m0.split("│")[1:5]] == [
+        "m0",
+        "2,334",
+        "1,167/2,334",
+        "1,167 to run, 1,167 done",
+    ]
+    assert "3,500 done, 3,500 to run" in text
 
 
 def test_seeds_list_runs_inside_one_job(tmp_path):

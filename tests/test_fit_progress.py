@@ -69,3 +69,26 @@ def test_warnings_during_a_bar_are_printed_once_after_it():
     text = out.getvalue()
     assert text.count("batch_size >= rows") == 1
     assert text.rindex("UserWarning: batch_size >= rows") > text.rindex("epochs")
+
+
+def test_a_runs_phases_before_its_fit_are_reported(outputs):
+    """The seconds before a method's own bar (loading the data, preprocessing, importing the
+    method) are phases of their own, so a single run is not silent until its first epoch."""
+    from tests.conftest import compose_config
+    from treebench.data import DataContext
+    from treebench.results.store import Store
+    from treebench.runner import run_job
+
+    cfg = compose_config(["threads=1", "method=cart", "dataset=iris"])
+    seen = []
+    with reporting(lambda *a: seen.append(a)):
+        (rec,) = run_job(
+            cfg, Store(outputs / "store"), DataContext(outputs / "data", None, False), log=print
+        )
+    assert rec["status"] == "ok"
+    assert seen == [
+        ("loading the data", 0, 1),
+        ("loading the data", 1, 1),
+        ("preprocessing, importing the method", 0, 1),
+        ("preprocessing, importing the method", 1, 1),
+    ]

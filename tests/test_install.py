@@ -100,3 +100,25 @@ def test_user_configs_run_and_sweep_through_the_searchpath(tmp_path, user_conf):
     assert "1 done, 1 to run" in res.stdout
     res = run_cli(["run", "dataset=mydata"], tmp_path, env)  # without the searchpath: unknown
     assert res.returncode == 2 and "Unknown dataset 'mydata'" in res.stderr
+
+
+def test_a_script_beside_a_clone_named_treebench_imports_the_package(tmp_path):
+    # from the folder that holds the clone, the clone's root is a namespace package `treebench`
+    # candidate; its data/ (the download cache) and results/ (the ledger) must not shadow the
+    # package's treebench.data and treebench.results (an editable install by finder let them)
+    (tmp_path / "treebench").symlink_to(REPO, target_is_directory=True)
+    script = tmp_path / "mine.py"
+    script.write_text(
+        "import treebench, treebench.data, treebench.results\n"
+        "from treebench.data import DataContext\n"
+        "from treebench.results import Store\n"
+        "print(treebench.__file__, treebench.data.__file__, treebench.results.__file__)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for argv in ([sys.executable, script.name], [sys.executable, "-c", script.read_text()]):
+        res = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr + "\n(an older editable install? `make install`)"
+        pkg, data, results = (Path(f) for f in res.stdout.split())
+        assert pkg.is_file() and pkg.name == "__init__.py"  # the package, not a namespace
+        assert data == pkg.parent / "data" / "__init__.py"
+        assert results == pkg.parent / "results" / "__init__.py"

@@ -1,11 +1,13 @@
-"""Live progress of a sweep: jobs done / running / failed / skipped, read from the sweep dir (and,
-on a cluster, queued / running as the scheduler reports them)."""
+"""Live progress: of a sweep (jobs done / running / failed / skipped, read from the sweep dir and,
+on a cluster, queued / running as the scheduler reports them) and of a long step of one process
+(a fit, planning, writing a report) from what it reports (:mod:`treebench.methods.progress`)."""
 
 from __future__ import annotations
 
 import json
 import threading
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.markup import escape
@@ -164,3 +166,14 @@ class FitProgress:
                 highlight=False,
                 markup=False,
             )
+
+
+@contextmanager
+def showing(label: str, every: float = 10.0):
+    """Draw what the code inside the block reports (:func:`treebench.methods.progress.report`)
+    as :class:`FitProgress` does, labelled ``label``: a bar per phase with the time left on a
+    terminal, a line at most every ``every`` seconds elsewhere."""
+    from treebench.methods.progress import reporting
+
+    with FitProgress(label, every=every) as bar, reporting(bar):
+        yield bar

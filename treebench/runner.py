@@ -12,14 +12,14 @@ import subprocess
 import time
 import traceback
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import Container, DictConfig, OmegaConf
 
 import treebench
 from treebench.cputime import CpuClock
@@ -28,6 +28,7 @@ from treebench.faults import raise_env_fault
 from treebench.methods._threads import thread_limit
 from treebench.methods.base import UnsupportedTaskError, get_entry, get_method
 from treebench.methods.checkpoint import DEFAULT_EVERY, Checkpoint, checkpointing
+from treebench.methods.progress import report
 from treebench.metrics import LOWER_IS_BETTER, METRICS  # noqa: F401 - re-exported
 from treebench.results.store import JobBusyError, Store, run_key
 
@@ -71,6 +72,11 @@ def package_versions() -> dict[str, str]:
 
 def _plain(node) -> Any:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+
+def _resolved(node) -> Any:
+    """A config value as plain Python (mappings and lists converted, interpolations resolved)."""
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, Container) else node
 
 
 def tune_settings(cfg: DictConfig) -> dict | None:
@@ -169,14 +175,19 @@ class Job:
         return f
 
     def key(self, fold: int) -> str:
-        ds = _plain(self.cfg.dataset)
+        return run_key({**self._identity, "fold": fold})
+
+    @cached_property
+    def _identity(self) -> dict:
+        """What identifies the job's records besides the fold (resolved once per job: planning
+        a sweep of thousands of jobs keys every fold of each)."""
+        ds = self.cfg.dataset
         spec = {
             "method": self.method,
             "params": self.params,
-            "dataset": {k: ds.get(k) for k in ("name", "loader", "preprocess", "task")},
+            "dataset": {k: _resolved(ds.get(k)) for k in ("name", "loader", "preprocess", "task")},
             "split": self.split,
             "seed": self.seed,
-            "fold": fold,
             "metrics": _plain(self.cfg.metrics),
             "version": treebench.__version__,
         }
@@ -184,7 +195,7 @@ class Job:
             spec["tune"] = self.tune
         if self.reference:  # likewise
             spec["reference"] = self.reference
-        return run_key(spec)
+        return spec
 
 
 @cache
@@ -405,6 +416,7 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
         The method does not support the dataset's task, or the train part has one class.
     """
     task = job.cfg.dataset.task
+    report("preprocessing, importing the method", 0, 1)
     try:
         get_method(job.method, task)
     except UnsupportedTaskError as exc:
@@ -424,6 +436,7 @@ def fit_fold(job: Job, fold, ds, threads: int) -> FittedFold:
         image_shape=ds.image_shape,
     )
     parts = (pf.preprocessor, X_tr, y_tr, X_te, y_te, method_seed)  # of every FittedFold below
+    report("preprocessing, importing the method", 1, 1)
     if job.tune:
         from treebench.tuning import tune_fit
 
@@ -653,8 +666,10 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
                     },
                 )
                 try:
-                    if ds is None:
+                    if ds is None:  # the phases before a fit's own bar (a single run shows them)
+                        report("loading the data", 0, 1)
                         ds = load_dataset(cfg.dataset, data_ctx)
+                        report("loading the data", 1, 1)
                     fold = job.split_fold(ds, f)
                     with checkpointing(ck):
                         rec.update(run_fold(job, fold, ds, threads, _model_saver(cfg, store, k)))

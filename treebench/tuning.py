@@ -234,11 +234,19 @@ class CandidateProgress:
     Candidate fits may run in joblib workers; scikit-learn's callback transport sends each finished
     (candidate, inner fold) fit back to this process, where ``k`` is the candidates whose every
     inner fold is done. Only the listener's handle travels to the workers.
+
+    The final refit of the best candidate on the whole training part (in this process) is phase
+    :data:`REFIT` (0 of 1, then 1 of 1), and what the method reports during it reaches the
+    callback as ``refit <phase>`` (``refit epochs``); the candidates' own phases never do.
     """
+
+    #: the phase of the final refit
+    REFIT = "refit on the training part"
 
     def __init__(self, callback, n_splits: int, halving: bool):
         self._callback, self.n_splits, self.halving = callback, int(n_splits), halving
         self._handle = None
+        self._refit = None  # the reporting context of the refit while it runs
 
     def __getstate__(self):  # a worker's copy only sends (the bar stays in this process)
         return {**self.__dict__, "_callback": None}
@@ -261,12 +269,24 @@ class CandidateProgress:
         self._handle = open_listener(finished)
 
     def on_fit_task_begin(self, estimator, context, **kwargs):
-        pass
+        from treebench.methods.progress import reporting
+
+        if context.task_name == "refit-with-best-params" and self._callback is not None:
+            cb = self._callback
+            cb(self.REFIT, 0, 1)
+            self._refit = reporting(lambda phase, done, total: cb(f"refit {phase}", done, total))
+            self._refit.__enter__()  # left in on_fit_task_end (the search's ``reporting`` resets
+            # the context anyway if the refit raises)
 
     def on_fit_task_end(self, estimator, context, **kwargs):
         from sklearn.callback._callback_context import get_context_path
         from sklearn.callback._transport import send
 
+        if context.task_name == "refit-with-best-params" and self._refit is not None:
+            self._refit.__exit__(None, None, None)
+            self._refit = None
+            self._callback(self.REFIT, 1, 1)
+            return
         if context.task_name == "candidate-split-evaluation" and context.parent is not None:
             path = [c.task_id for c in get_context_path(context.parent)]
             send(self._handle, (path, context.parent.max_subtasks))

@@ -53,6 +53,8 @@ class TreebenchSweeperConf:
     max_batch_size: Optional[int] = None  # noqa: UP045
     params: Optional[Dict[str, str]] = None  # noqa: UP006, UP045
     dry_run: bool = False  # list the jobs and whether each is done; launch nothing
+    # the jobs a dry run lists (a larger plan: a summary per method and its first jobs); null: all
+    plan_rows: Optional[int] = 20  # noqa: UP045
     # explicit jobs, each a string of overrides (``a,b`` values expand to one job each), crossed with
     # ``params``; or named lists of rows ({datasets: [...], methods: [...]}) crossed with each other
     rows: Optional[Any] = None  # noqa: UP045
@@ -66,6 +68,19 @@ class TreebenchSweeperConf:
 ConfigStore.instance().store(
     group="hydra/sweeper", name="treebench", node=TreebenchSweeperConf, provider="treebench"
 )
+
+
+def _planning(jobs: list):
+    """The jobs one by one, with the progress of planning them on stderr (a bar with an ETA on a
+    terminal, else a line every 10 s once it takes longer: a sweep of thousands of jobs plans for
+    a minute)."""
+    from treebench.progress import FitProgress
+
+    with FitProgress("sweep", every=10.0) as bar:
+        for i, job in enumerate(jobs):
+            bar("planning jobs", i, len(jobs))
+            yield job
+        bar("planning jobs", len(jobs), len(jobs))
 
 
 def _shown(overrides: list[str]) -> str:
@@ -221,12 +236,14 @@ class TreebenchSweeper(BasicSweeper):
         max_batch_size: int | None = None,
         params: dict | None = None,
         dry_run: bool = False,
+        plan_rows: int | None = TreebenchSweeperConf.plan_rows,
         rows: list | dict | None = None,
         reduced: dict | None = None,
         order: list | None = None,
     ) -> None:
         super().__init__(max_batch_size=max_batch_size, params=params)
         self.dry_run = dry_run
+        self.plan_rows = plan_rows
         self.rows = _plain(rows) or []
         self.reduced = _plain(reduced)
         self.order = [str(k) for k in (_plain(order) or [])]
@@ -386,7 +403,7 @@ class TreebenchSweeper(BasicSweeper):
         absent: dict[str, list[str]] = {}  # dataset -> its files a run could not get
         fixes: dict[str, str] = {}  # dataset -> the ``treebench fetch`` that gets them
         nodata: dict[str, int] = {}  # dataset -> its jobs left out for missing files
-        for overrides in jobs:
+        for overrides in _planning(jobs):
             cfg = self._job_config(overrides, composed)
             # every job's parameters are checked before any launches or reads data (once for the
             # jobs that differ only in their seeds)
@@ -460,7 +477,8 @@ class TreebenchSweeper(BasicSweeper):
         sweep_dir = Path(_abspath(self.config.hydra.sweep.dir))
         missing = _missing_note(nodata, absent, fixes)
         if self.dry_run:
-            print_plan(plan, [_estimate(costs, job, modelled) for job in plan], missing)
+            estimates = [_estimate(costs, job, modelled) for job in plan]
+            print_plan(plan, estimates, missing, limit=self.plan_rows)
             return []
         if nodata and sum(nodata.values()) == len(plan):
             _fail([missing])  # no job of the sweep could run: say so before anything starts

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import struct
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +16,12 @@ pytest.importorskip("pystreed")
 
 from treebench.methods.optimal import GOSDTClassifier, STreeDClassifier  # noqa: E402
 from treebench.methods.optimal.binarize import quantile_thresholds  # noqa: E402
-from treebench.methods.optimal.deadline import DeadlineExceeded, call_with_deadline  # noqa: E402
+from treebench.methods.optimal.deadline import (  # noqa: E402
+    DeadlineExceeded,
+    call_with_deadline,
+    decode,
+    encode,
+)
 
 
 def _sets():
@@ -137,6 +144,47 @@ def test_deadline_kills_the_child_and_leaves_no_process():
     assert call_with_deadline(sum, 5.0, [1, 2, 3]) == 6
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         call_with_deadline(divmod, 5.0, 1, 0)
+
+
+def test_the_child_sends_data_only_never_pickles():
+    value = {
+        "tree": {"feature": 3, "true": {"prediction": 1}, "false": {"prediction": 0}},
+        "bounds": [0.25, np.float64(0.5)],
+        "z": np.arange(6, dtype=np.int32).reshape(2, 3),
+        "mask": np.array([True, False]),
+        "status": "OPTIMAL",
+        "none": None,
+    }
+    back = decode(encode(value))
+    assert back["tree"] == value["tree"] and back["bounds"] == [0.25, 0.5]
+    assert back["status"] == "OPTIMAL" and back["none"] is None
+    np.testing.assert_array_equal(back["z"], value["z"])
+    assert back["z"].dtype == np.int32 and back["mask"].dtype == bool
+    # what has no data-only form fails in the child, and the parent is told so
+    with pytest.raises(RuntimeError, match="cannot be sent back from the child as data"):
+        call_with_deadline(lambda: object(), 5.0)
+    with pytest.raises(TypeError, match="object array"):
+        encode(np.array([object()]))
+    assert call_with_deadline(np.arange, 5.0, 4).tolist() == [0, 1, 2, 3]
+
+
+class _Marker:
+    """Unpickling it would create a file: the parent must never do so."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.path),))
+
+
+def test_a_pickled_payload_is_refused_not_run(tmp_path):
+    import pickle
+
+    marker = tmp_path / "ran"
+    with pytest.raises((ValueError, struct.error, UnicodeDecodeError)):
+        decode(pickle.dumps({"status": "ok", "value": _Marker(marker)}))
+    assert not marker.exists()
 
 
 def test_binary_columns_are_fitted_on_the_training_part_only():

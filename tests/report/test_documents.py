@@ -98,3 +98,19 @@ def test_papers_in_the_missions_order_guard_last(toy):  # noqa: F811
 def test_first_clause_stops_at_a_top_level_semicolon():
     assert first_clause("a (b; c) d; e") == "a (b; c) d"
     assert first_clause("word " * 50).endswith(" …") and len(first_clause("word " * 50)) <= 152
+
+
+def test_writing_the_documents_reports_its_progress(toy, tmp_path):  # noqa: F811
+    from treebench.methods.progress import reporting
+
+    seen = []
+    with reporting(lambda *a: seen.append(a)):
+        ev = evaluate(frame(_records()), [toy, toy], AVAIL)
+        write_reproduction(ev, tmp_path / "REPRODUCTION.md", draw=False)
+    n_exp = 2 * len(toy.experiments)
+    assert [s for s in seen if s[0] == "papers checked"] == [
+        ("papers checked", k, 2) for k in range(3)
+    ]
+    figures = [s for s in seen if s[0] == "experiments' figures"]
+    assert figures == [("experiments' figures", k, n_exp) for k in range(n_exp + 1)]
+    assert n_exp >= 2

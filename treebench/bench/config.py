@@ -75,13 +75,15 @@ def tune_job(name: str, dataset: str, tune: str) -> tuple[dict, str]:
 
 def method_profile(name: str, cfg: dict) -> dict:
     """The bench config's settings of one method besides its ``params`` (no method config is
-    composed: tens of milliseconds each): ``expected``, ``sweep``, ``inference``, ``threads``."""
+    composed: tens of milliseconds each): ``expected``, ``sweep``, ``inference``, ``threads`` and
+    ``time_cap`` (the method's own per-point cap of the scaling series; None: the section's)."""
     m = cfg["methods"].get(name) or {}
     return {
         "expected": m.get("expected") or {},
         "sweep": m.get("sweep"),
         "inference": m.get("inference"),
         "threads": bool(m.get("threads", False)),
+        "time_cap": m.get("time_cap"),
     }
 
 

@@ -344,9 +344,17 @@ class Bench:
                 for w in workers.values():
                     self.release(w)
 
+    def time_cap(self, method: str, section_cap: float) -> float:
+        """Fit seconds after which a scaling series stops growing: the method's ``time_cap``
+        (bench.yaml: a fixed per-fit cost above the section's cap, such as a solver's
+        preprocessing, would leave one point) else the section's."""
+        cap = self.settings[method].get("time_cap")
+        return float(section_cap if cap is None else cap)
+
     def _series(self, section, m, key, points, cap):
         """Fit-only points (param, value, params, n_train) in one worker after a warm-up fit (none
-        with ``first_call``: the worker paid its first calls when it started)."""
+        with ``first_call``: the worker paid its first calls when it started); the series stops
+        after a failed point or a fit longer than ``cap`` seconds."""
         w = self.worker(m)
         try:
             first = points[0]
@@ -472,7 +480,7 @@ class Bench:
         for m in self.methods:
             base = self.params(m, sc["dataset"])
             pts = [("n_samples", n, base, n) for n in sc["sizes"] if n <= n_max]
-            self._series("scaling_n", m, key, pts, float(sc.get("time_cap", 6)))
+            self._series("scaling_n", m, key, pts, self.time_cap(m, sc.get("time_cap", 6)))
         for m in self.methods:
             sw = self.settings[m]["sweep"]
             if not sw:
@@ -481,7 +489,7 @@ class Bench:
                 (sw["param"], v, {**self.params(m, ps["dataset"]), sw["param"]: v}, None)
                 for v in sw["values"][: ps.get("max_values")]
             ]
-            self._series("scaling_param", m, pkey, pts, float(ps.get("time_cap", 6)))
+            self._series("scaling_param", m, pkey, pts, self.time_cap(m, ps.get("time_cap", 6)))
 
     # -- inference target
     def inference(self) -> None:
@@ -625,6 +633,12 @@ def run(
     bad = [s for s in sections if s not in SECTIONS]
     if bad:
         raise ValueError(f"unknown sections {bad}; choices: {SECTIONS}")
+    partial = bool(methods) and update and set(chosen) != set(allm)
+    if partial and "main" in sections:
+        raise ValueError(
+            "--update --sections main re-measures every method: its ratios are against CART "
+            "measured in the same run (drop --methods, or write elsewhere with --out)"
+        )
     reps = int(repeats if repeats is not None else cfg.get("repeats", 3))
     cfg["datasets"] = {d: (cfg["datasets"].get(d) or {}) for d in dsets}
     meta = {
@@ -641,7 +655,8 @@ def run(
     if bench.reuse_workers:
         bench.preload(sections)
     if update:
-        _load_previous(bench, Path(out), sections)
+        _load_previous(bench, Path(out), sections, chosen if partial else None)
+    previous_runs = dict(bench.runs)
     t0 = time.perf_counter()
     steps = {
         "main": lambda: bench.main(reps),
@@ -674,6 +689,8 @@ def run(
             "git_sha": meta["git_sha"],
             **bench.aside_runs.get(name, {}),
         }
+        if partial and name in previous_runs:  # the other methods' rows are the earlier run's
+            bench.runs[name].update(methods=", ".join(chosen), others_from=previous_runs[name])
         meta.update(load_end=_load(), finished=_dt.datetime.now(_dt.UTC).strftime("%H:%M UTC"))
         if cfg.get("partial_writes", True):  # after every section: partial results kept
             files = write_outputs(bench, Path(out), meta)
@@ -690,17 +707,27 @@ def _raw_section(sec: str) -> str:
     return sec.replace("_profile", "")
 
 
-def _load_previous(bench: Bench, out: Path, sections: list[str]) -> None:
-    """Keep the rows, run records and profiles of the sections not re-run (``--update``)."""
+def _load_previous(
+    bench: Bench, out: Path, sections: list[str], methods: list[str] | None = None
+) -> None:
+    """Keep the rows, run records and profiles of the sections not re-run (``--update``); with
+    ``methods`` (a re-run of some methods only), also the other methods' rows of the re-run
+    sections (each method's rows there are measured on their own) and those sections' earlier run
+    records (the new run says which methods it re-ran, :func:`run`)."""
     d = out / "docs" / "bench"
     if (d / "bench_raw.csv").exists():
         old = pd.read_csv(d / "bench_raw.csv")
-        old = old[~old["section"].map(_raw_section).isin(sections)]
+        redone = old["section"].map(_raw_section).isin(sections)
+        if methods is not None:
+            redone &= old["method"].isin(methods)
+        old = old[~redone]
         old = old.astype(object).where(old.notna(), None)
         bench.rows.extend(old.to_dict("records"))
+        for m in old["method"].unique():  # their expected slopes and caps, for the tables
+            bench.settings.setdefault(m, method_profile(m, bench.cfg))
     if (d / "runs.json").exists():
         prev = json.loads((d / "runs.json").read_text())
-        bench.runs.update({k: v for k, v in prev.items() if k not in sections})
+        bench.runs.update({k: v for k, v in prev.items() if k not in sections or methods})
     if "store" not in sections and (d / "store.csv").exists():
         old = pd.read_csv(d / "store.csv")
         bench.store_rows = old.astype(object).where(old.notna(), None).to_dict("records")

@@ -228,6 +228,7 @@ def _scaling(bench, raw: pd.DataFrame, d: Path, files: dict) -> str:
         param_dataset=ps["dataset"],
         param_rows=ps.get("max_train"),
         tolerance=sc.get("tolerance", 0.3),
+        caps=_caps(bench),
         table=md_table(slopes, SCALING_COLUMNS),
     )
 
@@ -287,6 +288,21 @@ def _small(bench, raw: pd.DataFrame, d: Path) -> str:
         if len(slopes)
         else "(no rows)",
     )
+
+
+def _caps(bench) -> str:
+    """The scaling series' time caps in words: the sections' and the methods' own."""
+    sc, ps = bench.cfg["scaling"], bench.cfg["param_scaling"]
+    same = sc.get("time_cap", 6) == ps.get("time_cap", 6)
+    text = (
+        f"{sc.get('time_cap', 6):g} s"
+        if same
+        else f"n_samples {sc.get('time_cap', 6):g} s, parameter {ps.get('time_cap', 6):g} s"
+    )
+    own = [f"{m} {s['time_cap']:g} s" for m, s in bench.settings.items() if s.get("time_cap")]
+    if own:
+        text += "; a method's own in bench.yaml: " + ", ".join(own)
+    return text
 
 
 def _store(bench, d: Path, files: dict) -> str:
@@ -438,6 +454,21 @@ def _workers_note(bench) -> str:
     return note
 
 
+def _run_line(section: str, run: dict) -> str:
+    """A section's run as a line; a run of some methods only also names the earlier run(s) that
+    measured the others."""
+    line = fill("run", section=section, **{**run, "git_sha": str(run.get("git_sha"))[:7]})
+    while run.get("others_from"):
+        earlier = run["others_from"]
+        line = line.rstrip("\n") + fill(
+            "run_others",
+            methods=run["methods"],
+            **{**earlier, "git_sha": str(earlier.get("git_sha"))[:7]},
+        )
+        run = earlier
+    return line
+
+
 def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
     """Write BENCHMARKS.md, CSVs and PNGs under ``out`` (plots and CSVs in ``out/docs/bench``)."""
     out = Path(out)
@@ -459,10 +490,7 @@ def write_outputs(bench, out: Path, meta: dict) -> dict[str, Path]:
     (d / "runs.json").write_text(json.dumps(bench.runs, indent=1))
     (d / "profiles.json").write_text(json.dumps(bench.profiles, indent=1))
 
-    runs = "".join(
-        fill("run", section=sec, **{**r, "git_sha": str(r.get("git_sha"))[:7]})
-        for sec, r in bench.runs.items()
-    )
+    runs = "".join(_run_line(sec, r) for sec, r in bench.runs.items())
     md = [
         fill(
             "head",

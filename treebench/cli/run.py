@@ -67,8 +67,10 @@ def check_writable(args: list[str]) -> None:
 def hydra_args(args: list[str]) -> list[str]:
     """``run``'s own flags (``--dry-run``, ``-v``) as the Hydra overrides that do them."""
     args = [f"++{a}" if _PARAM_RE.match(a) else a for a in args]
-    if "--dry-run" in args:
-        args = [a for a in args if a != "--dry-run"] + ["hydra.sweeper.dry_run=true"]
+    if "--dry-run" in args:  # --all: every job of a large plan listed
+        every = ["hydra.sweeper.plan_rows=null"] if "--all" in args else []
+        args = [a for a in args if a not in ("--dry-run", "--all")]
+        args += ["hydra.sweeper.dry_run=true", *every]
         if "-m" not in args and "--multirun" not in args:
             args.insert(0, "-m")
     if "-v" in args or "--verbose" in args:
@@ -84,7 +86,8 @@ def hydra_args(args: list[str]) -> list[str]:
         "  treebench run -m method=cart,rf dataset=iris,digits seed=0,1,2 hydra/launcher=joblib\n\n"
         "  treebench run experiment=demo      treebench run method=cart --cfg job\n\n"
         "Hyperparameters: method.params.<name>=value. Finished jobs are skipped (before launch in\n"
-        "sweeps). --dry-run lists a sweep's jobs and which are done, launching nothing.\n"
+        "sweeps). --dry-run lists a sweep's jobs and which are done, launching nothing (a large\n"
+        "sweep: a summary per method and its first jobs; --dry-run --all lists every job).\n"
         "-v / --verbose lists every launched job (hydra.verbose=[hydra_plugins])."
     ),
 )

@@ -72,29 +72,86 @@ def print_summary(df, title: str) -> None:
     configs.print("configurations (the parameters that differ among a method's runs)")
 
 
-def print_plan(plan, estimates=None, missing: str = "") -> None:
+def _job_state(job) -> str:
+    overrides, n, done, *res = job
+    if len(res) > 1:  # left out of the launch
+        return res[1]
+    return "done" if done == n else ("partial" if done else "to run")
+
+
+def _job_method(overrides) -> str:
+    return next((o.split("=", 1)[1] for o in overrides if o.startswith("method=")), "(default)")
+
+
+def _plan_by_method(plan, estimates) -> Table:
+    """One row per method of the plan: its jobs, records done and to run, and core time."""
+    from treebench.report.select import core_time
+
+    groups: dict[str, dict] = {}
+    for job, est in zip(plan, estimates, strict=True):
+        g = groups.setdefault(
+            _job_method(job[0]), {"jobs": 0, "n": 0, "done": 0, "states": {}, "est": [], "none": 0}
+        )
+        g["jobs"] += 1
+        g["n"] += job[1]
+        g["done"] += job[2]
+        state = _job_state(job)
+        g["states"][state] = g["states"].get(state, 0) + 1
+        if est is not None:
+            g["est"].append(est)
+        elif state in ("to run", "partial"):
+            g["none"] += 1
+    t = Table(title=f"sweep plan: {len(plan):,} jobs by method")
+    for name, justify in (("method", "left"), ("jobs", "right"), ("records done", "right")):
+        t.add_column(name, justify=justify)
+    t.add_column("states")
+    t.add_column("core time to run", justify="right")
+    for method, g in groups.items():
+        est = core_time(sum(g["est"]) / 3600) if g["est"] else ""
+        if g["none"] and g["est"]:
+            est += f" (+{g['none']} unknown)"
+        states = ", ".join(f"{n:,} {s}" for s, n in g["states"].items())
+        t.add_row(escape(method), f"{g['jobs']:,}", f"{g['done']:,}/{g['n']:,}", states, est)
+    return t
+
+
+def print_plan(plan, estimates=None, missing: str = "", limit: int | None = None) -> None:
     """Print a sweep's jobs (their overrides) with how many of their records are done and, where
     ``estimates`` has one, the core-seconds their runs still to do will take; a job whose plan
-    entry ends in a state ("no data") is not launched, and ``missing`` says why."""
+    entry ends in a state ("no data") is not launched, and ``missing`` says why.
+
+    A plan of more than ``limit`` jobs (None: no limit; the sweeper's ``plan_rows``) is summarised
+    per method, then its first
+    ``limit`` jobs are listed and the rest counted (``treebench run ... --dry-run --all`` lists
+    them all).
+    """
     from treebench.report.select import core_time
 
     estimates = estimates or [None] * len(plan)
-    t = Table(title=f"sweep plan: {len(plan)} jobs")
+    shown = plan if limit is None or len(plan) <= limit else plan[:limit]
+    if len(shown) < len(plan):
+        console.print(_plan_by_method(plan, estimates))
+    title = f"sweep plan: {len(plan)} jobs"
+    if len(shown) < len(plan):
+        title = f"sweep plan: the first {len(shown)} of {len(plan):,} jobs"
+    t = Table(title=title)
     t.add_column("#", justify="right")
     t.add_column("job")
     t.add_column("records done", justify="right")
     t.add_column("state")
-    with_res = any(len(p) > 3 and p[3] for p in plan)
+    with_res = any(len(p) > 3 and p[3] for p in shown)
     if with_res:
         t.add_column("resources")
-    with_est = any(e is not None for e in estimates)
+    with_est = any(e is not None for e in estimates[: len(shown)])
     if with_est:
         t.add_column("core time to run", justify="right")
-    for i, ((overrides, n, done, *res), est) in enumerate(zip(plan, estimates, strict=True)):
-        state = "done" if done == n else ("partial" if done else "to run")
-        if len(res) > 1:  # left out of the launch
-            state = res[1]
-        row = [str(i), escape(" ".join(overrides)), f"{done}/{n}", state]
+    for i, ((overrides, n, done, *res), est) in enumerate(zip(shown, estimates, strict=False)):
+        row = [
+            str(i),
+            escape(" ".join(overrides)),
+            f"{done}/{n}",
+            _job_state((overrides, n, done, *res)),
+        ]
         if with_res:
             req = res[0] if res and done < n else {}
             row.append(" ".join(f"{k}={v}" for k, v in req.items()))
@@ -102,9 +159,16 @@ def print_plan(plan, estimates=None, missing: str = "") -> None:
             row.append("" if est is None else core_time(est / 3600))
         t.add_row(*row)
     console.print(t)
+    if len(shown) < len(plan):
+        console.print(
+            f"{len(plan) - len(shown):,} more jobs not listed (add --all to the command to list "
+            "every job)"
+        )
     left_out = sum(1 for p in plan if len(p) > 4)
     todo = sum(1 for _, n, d, *_ in plan if d < n) - left_out
-    console.print(f"{len(plan) - todo - left_out} done, {todo} to run (dry run: nothing launched)")
+    console.print(
+        f"{len(plan) - todo - left_out:,} done, {todo:,} to run (dry run: nothing launched)"
+    )
     if missing:
         console.print(f"not launched: {escape(missing)}")
     known = [e for e in estimates if e is not None]
@@ -112,10 +176,10 @@ def print_plan(plan, estimates=None, missing: str = "") -> None:
         total = core_time(sum(known) / 3600)
         rest = todo - len(known)
         console.print(
-            f"{len(known)} of them take {'' if total.startswith('under') else 'about '}{total}"
+            f"{len(known):,} of them take {'' if total.startswith('under') else 'about '}{total}"
             " (the mean core time of the done runs of jobs that differ only in seeds; without"
             " one, the ledger's runs of the method fitted against training rows and features)"
-            + (f"; {rest} have nothing to go by" if rest else "")
+            + (f"; {rest:,} have nothing to go by" if rest else "")
         )
 
 

@@ -2,24 +2,76 @@
 
 GOSDT checks its ``time_limit`` only every 10,000 search iterations, so on a large instance it runs
 far past it (measured: a 1 s limit stopped after 22 s; see ``docs/methods/gosdt.md``); native code
-cannot be interrupted in-process. The child is forked (it inherits the arrays, nothing is pickled
+cannot be interrupted in-process. The child is forked (it inherits the arrays, nothing is serialised
 on the way in), its stdout/stderr go to ``/dev/null`` (the solver prints its warnings from C++),
-and its pickled result comes back through a pipe. The CPU seconds of the child are counted by the
-runner's clock (:mod:`treebench.cputime` counts reaped children).
+and its result comes back through a pipe as data only (:func:`encode`: JSON, numpy arrays as
+``.npy`` bytes read with ``allow_pickle=False``), so nothing the child sends can run code in the
+parent. The CPU seconds of the child are counted by the runner's clock (:mod:`treebench.cputime`
+counts reaped children).
 """
 
 from __future__ import annotations
 
+import io
+import json
 import os
-import pickle
 import select
 import signal
+import struct
 import time
 import traceback
+
+import numpy as np
+
+_LEN = struct.Struct("<Q")  # the length of each part of an encoded result
 
 
 class DeadlineExceeded(Exception):
     """The child did not answer before the deadline and was killed."""
+
+
+def encode(value) -> bytes:
+    """``value`` (JSON types, numpy scalars and arrays of numeric or boolean dtype, nested) as
+    bytes: its JSON, each array replaced by ``{"__npy__": i}``, then the arrays as ``.npy`` files.
+
+    Raises
+    ------
+    TypeError
+        Something else (an object array, an arbitrary object): it has no data-only form.
+    """
+    arrays: list[np.ndarray] = []
+
+    def default(obj):
+        if isinstance(obj, np.ndarray):
+            if obj.dtype.hasobject:
+                raise TypeError("an object array cannot be sent without pickling")
+            arrays.append(obj)
+            return {"__npy__": len(arrays) - 1}
+        if isinstance(obj, np.generic):
+            return obj.item()
+        raise TypeError(f"{type(obj).__name__} cannot be sent back from the child as data")
+
+    parts = [json.dumps(value, default=default).encode()]
+    for a in arrays:
+        buf = io.BytesIO()
+        np.save(buf, a, allow_pickle=False)
+        parts.append(buf.getvalue())
+    return b"".join(_LEN.pack(len(p)) + p for p in parts)
+
+
+def decode(payload: bytes):
+    """The value :func:`encode` wrote (arrays loaded with ``allow_pickle=False``)."""
+    parts, pos = [], 0
+    while pos < len(payload):
+        (n,) = _LEN.unpack_from(payload, pos)
+        parts.append(payload[pos + _LEN.size : pos + _LEN.size + n])
+        pos += _LEN.size + n
+    arrays = [np.load(io.BytesIO(p), allow_pickle=False) for p in parts[1:]]
+
+    def hook(d):
+        return arrays[d["__npy__"]] if d.keys() == {"__npy__"} else d
+
+    return json.loads(parts[0], object_hook=hook)
 
 
 def call_with_deadline(fn, deadline_s: float | None, *args):
@@ -28,7 +80,8 @@ def call_with_deadline(fn, deadline_s: float | None, *args):
     Returns
     -------
     object
-        What ``fn`` returned (pickled through a pipe).
+        What ``fn`` returned, sent through a pipe as data (:func:`encode`: JSON types and
+        numeric numpy arrays; anything else is reported as an error of the child).
 
     Raises
     ------
@@ -49,9 +102,9 @@ def call_with_deadline(fn, deadline_s: float | None, *args):
             os.dup2(null, 1)
             os.dup2(null, 2)
             try:
-                payload = pickle.dumps(("ok", fn(*args)))
+                payload = encode({"status": "ok", "value": fn(*args)})
             except BaseException:  # noqa: BLE001 - reported to the parent
-                payload = pickle.dumps(("error", traceback.format_exc()))
+                payload = encode({"status": "error", "value": traceback.format_exc()})
             view = memoryview(payload)
             while view:
                 view = view[os.write(w, view) :]
@@ -87,7 +140,7 @@ def call_with_deadline(fn, deadline_s: float | None, *args):
         raise DeadlineExceeded(f"killed after {deadline_s:.1f} s")
     if not chunks:
         raise RuntimeError("the solver's child process ended without a result")
-    status, value = pickle.loads(b"".join(chunks))
-    if status == "error":
-        raise RuntimeError(f"the solver failed in its child process:\n{value}")
-    return value
+    res = decode(b"".join(chunks))
+    if res["status"] == "error":
+        raise RuntimeError(f"the solver failed in its child process:\n{res['value']}")
+    return res["value"]

@@ -134,9 +134,14 @@ def evaluate(
     conf_dir: str | Path | None = None,
     stamp: str = "the given records",
 ) -> Evaluation:
-    """Check every paper's targets against ``df`` once (per paper and experiment)."""
+    """Check every paper's targets against ``df`` once (per paper and experiment); reports
+    ``papers checked`` (:mod:`treebench.methods.progress`)."""
+    from treebench.methods.progress import report
+
     out = []
-    for p in ordered(papers):
+    todo = ordered(papers)
+    for i, p in enumerate(todo):
+        report("papers checked", i, len(todo))
         a = _availability(avail, p)
         exps = []
         for exp in dict.fromkeys([*p.experiments, *(t.experiment for t in p.targets)]):
@@ -157,4 +162,5 @@ def evaluate(
         n_runs = ran["key"].nunique() if len(ran) else 0
         row, devs = paper_overview(p, res, n_runs, core_hours(ran))
         out.append(PaperResult(p, exps, res, paper_items(res, p.items), row, devs))
+    report("papers checked", len(todo), len(todo))
     return Evaluation(out, df, stamp)

@@ -141,11 +141,23 @@ _OVERVIEW = ("items reproduced", "runs", "targets", PASS, FAIL, INFO, SKIP, "rec
 
 def paper_figures(ev: Evaluation, figures_dir: Path | None) -> dict[str, dict[str, list[Figure]]]:
     """Each paper's experiments' figures; with ``figures_dir`` drawn there (old PNGs removed:
-    the folder is the pages' own)."""
+    the folder is the pages' own). Reports ``experiments' figures`` (:mod:`treebench.methods.progress`)."""
+    from treebench.methods.progress import report
+
     if figures_dir is not None:
         for old in Path(figures_dir).glob("*/*.png"):
             old.unlink()
-    return {p.name: {e.name: figure_list(e, figures_dir) for e in p.experiments} for p in ev.papers}
+    n = sum(len(p.experiments) for p in ev.papers)
+    out: dict[str, dict[str, list[Figure]]] = {}
+    done = 0
+    for p in ev.papers:
+        out[p.name] = {}
+        for e in p.experiments:
+            report("experiments' figures", done, n)
+            out[p.name][e.name] = figure_list(e, figures_dir)
+            done += 1
+    report("experiments' figures", n, n)
+    return out
 
 
 def write_reproduction(ev: Evaluation, dest: Path, draw: bool = True) -> list[Path]:

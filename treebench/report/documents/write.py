@@ -26,11 +26,13 @@ def evaluation(led, store_dir: Path | None, papers=None):
 
 def write_reproduction(led, store_dir: Path | None, out: str | None, papers=None) -> str:
     """REPRODUCTION.md and docs/reproduction/ (or at ``out``); returns the line that says so."""
+    from treebench.progress import showing
     from treebench.report.documents.markdown import write_reproduction as write
 
-    ev = evaluation(led, store_dir, papers)
-    dest = Path(out) if out else PROJECT_DIR / "REPRODUCTION.md"
-    files = write(ev, dest)
+    with showing("report --reproduction"):
+        ev = evaluation(led, store_dir, papers)
+        dest = Path(out) if out else PROJECT_DIR / "REPRODUCTION.md"
+        files = write(ev, dest)
     return (
         f"written: {dest} and {len(files) - 1} files under {dest.parent / 'docs' / 'reproduction'} "
         f"({len(ev.records)} records, {len(ev.papers)} paper files; {ev.stamp})"
