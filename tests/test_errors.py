@@ -102,7 +102,7 @@ def test_sweep_over_methods_names_the_one_lacking_the_key(tmp_path):
     args = ["run", "-m", "method=cart,adaboost", "dataset=iris", "method.params.max_depth=3"]
     res = run_cli(args, tmp_path, _env(tmp_path))
     assert res.returncode == 2
-    assert "method 'adaboost' (AdaBoost) has no parameter 'max_depth'" in res.stderr
+    assert "method 'adaboost' (AdaBoostClassifier) has no parameter 'max_depth'" in res.stderr
     assert "method 'cart'" not in res.stderr
     assert "in 1 of 2 jobs, e.g. method=adaboost" in res.stderr
     assert not _records(tmp_path) and not _launched(tmp_path)
