@@ -5,7 +5,7 @@ SLURM's preemption signal (``scancel --signal=USR2``, what the scheduler sends b
 at the time limit). submitit checkpoints the job (our launcher is Checkpointable) and requeues it;
 the requeued job finds the run's record missing, resumes the fit from the checkpoint and records
 ``resumed``, with the metrics of an uninterrupted fit. (slurmctld holds a requeued job back ~2 min
-before it may start again; the test lets it start at once with ``scontrol update StartTime=now``.)
+before it may start again; the test lets it start 5 s later with ``scontrol update StartTime=now+5``.)
 """
 
 from __future__ import annotations
@@ -59,10 +59,11 @@ def test_preempted_job_is_requeued_and_resumes_its_fit(tmp_path):
         job = marker["job_id"]
         _wait_for(lambda: ck_dir.is_dir() and list(ck_dir.glob("*.pt")), 90, "a checkpoint")
         subprocess.run(["scancel", "--signal=USR2", job], check=True)
-        # slurmctld holds a requeued job back ~2 min (BeginTime, its credential lifetime): let it
-        # start at once once it is pending again
+        # slurmctld holds a requeued job back ~2 min (BeginTime) so that its new credential
+        # postdates the old one's revocation; slurmd refuses a credential from the second of the
+        # revocation ("Job credential revoked", the job FAILS), so let it start a few s later
         _wait_for(lambda: _squeue([job]).get(job) == "PENDING", 60, f"job {job} requeued")
-        subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], check=False)
+        subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now+5"], check=False)
         assert driver.wait(timeout=150) == 0, (tmp_path / "driver.log").read_text()[-3000:]
     finally:
         if driver.poll() is None:

@@ -272,13 +272,24 @@ class TreebenchSlurmLauncher(SlurmLauncher):
         return [self._result(job, ov, marker, store, watcher) for job, ov, marker in handles]
 
     def _result(
-        self, job, overrides, marker: dict, store, watcher, requeued: bool = False
+        self, job, overrides, marker: dict, store, watcher, requeued: Optional[Any] = None  # noqa: UP045
     ) -> JobReturn:
-        """Wait for one job; its JobReturn, or records saying why it ended without one."""
+        """Wait for one job; its JobReturn, or records saying why it ended without one.
+
+        ``requeued`` is the scheduler's last word on the job's requeued run (a
+        :class:`~treebench.slurm.JobState`): the watcher's cache and the log's last stepd line
+        still describe the run before the requeue.
+        """
         from treebench import slurm
 
         job.wait()
-        state = watcher.get_info(job.job_id, mode="cache").get("State", slurm.GONE).split()[0]
+        info = watcher.get_info(job.job_id, mode="cache") if requeued is None else {
+            "State": requeued.state,
+            "Reason": requeued.reason,
+            "TimeLimit": requeued.time_limit,
+            "Elapsed": requeued.elapsed,
+        }
+        state = info.get("State", slurm.GONE).split()[0]
         if state in ("COMPLETED", slurm.GONE, "UNKNOWN"):
             deadline = time.time() + 15  # a shared filesystem may show the result file late
             while not job.paths.result_pickle.exists() and time.time() < deadline:
@@ -286,7 +297,6 @@ class TreebenchSlurmLauncher(SlurmLauncher):
         try:
             if job.paths.result_pickle.exists():
                 return job.results()[0]
-            info = watcher.get_info(job.job_id, mode="cache")
             st = slurm.JobState(
                 job.job_id,
                 state,
@@ -303,11 +313,13 @@ class TreebenchSlurmLauncher(SlurmLauncher):
                 if reason:
                     break
                 time.sleep(0.5)
-            if "DUE TO JOB REQUEUE" in reason and not requeued:
-                # preempted or at its time-limit signal, the job was requeued under the same id:
-                # not an end; submitit's watcher saw the old run stop, so follow the queue here
-                _wait_requeued(job)
-                return self._result(job, overrides, marker, store, watcher, requeued=True)
+            if "DUE TO JOB REQUEUE" in reason:
+                if requeued is None:
+                    # preempted or at its time-limit signal, the job was requeued under the same
+                    # id: not an end; submitit's watcher saw the old run stop, so follow the queue
+                    last = _wait_requeued(job)
+                    return self._result(job, overrides, marker, store, watcher, requeued=last)
+                reason = ""  # the line of the run before the requeue: not why this one ended
             keys = slurm.record_lost(store, marker, st, reason)
             error, why = slurm.describe(st, marker, reason)
             log.warning(
@@ -381,17 +393,20 @@ class TreebenchSlurmLauncher(SlurmLauncher):
         return ret
 
 
-def _wait_requeued(job, poll: float = 2.0, grace: float = 60.0) -> None:
+def _wait_requeued(job, poll: float = 2.0, grace: float = 60.0):
     """Wait until a requeued job's next run has ended: its result file exists, or the scheduler
-    no longer lists it as active (after ``grace`` seconds for it to show up again)."""
+    no longer lists it as active (after ``grace`` seconds for it to show up again). Returns the
+    scheduler's last :class:`~treebench.slurm.JobState` of it (``GONE`` when it never answered)."""
     from treebench import slurm
 
-    start = time.time()
+    start, last = time.time(), slurm.JobState(job.job_id, slurm.GONE)
     while not job.paths.result_pickle.exists():
         st = (slurm.squeue_states([job.job_id]) or {}).get(job.job_id)
+        last = st or last
         if st is not None and not st.active and time.time() - start > grace:
-            return
+            break
         time.sleep(poll)
+    return last
 
 
 def _read_marker(store_root, job_id: str) -> dict:
