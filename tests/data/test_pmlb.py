@@ -63,6 +63,20 @@ def test_a_pmlb_dataset_loads_from_the_mirror_with_its_indexed_shape(mirror):
     assert len(fold.y_train) + len(fold.y_test) == 120 and fold.X_train.shape[1] == 3
 
 
+def test_a_repeated_header_name_means_its_first_column_as_pandas_and_pmlb_read_it(mirror):
+    # schizo's header names `target` twice: PMLB's loader (pandas) takes the first, 3 classes, and
+    # the last becomes the feature `target.1`, as the mirror's MANIFEST counts (14 features, 3 classes)
+    import gzip
+
+    import pandas as pd
+
+    fold = api.load_fold("pmlb", overrides=["dataset.name=schizo"], mirror=str(mirror))
+    ref = pd.read_csv(gzip.open(mirror / "pmlb/schizo/schizo.tsv.gz"), sep="\t")
+    n = len(fold.y_train) + len(fold.y_test)
+    assert (n, fold.X_train.shape[1], len(set(fold.y_train))) == (340, 14, 3)
+    assert sorted(ref["target"].unique()) == [0, 1, 2] and "target.1" in ref.columns
+
+
 def test_a_mirror_file_with_another_checksum_is_refused(mirror, tmp_path):
     rel = pmlb.entry("analcatdata_boxing1")["path"]
     bad = tmp_path / "mirror" / rel

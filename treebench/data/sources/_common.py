@@ -211,7 +211,7 @@ def read_table(
                 )
             )
         if names is None:
-            names = [h.strip() for h in hnames]
+            names = _dedup([h.strip() for h in hnames])
     if not numbered:
         raise DataError(f"{label}: no data rows")
     ncol = (
@@ -343,6 +343,16 @@ def read_arff(data: bytes, label: str) -> tuple[pd.DataFrame, dict[str, list[str
 
 # ------------------------------------------------------------------------------------------------
 # tables → features/targets
+
+
+def _dedup(names: list[str]) -> list[str]:
+    """Header names made unique exactly as pandas' ``read_csv`` makes them (a repeated ``x`` becomes
+    ``x.1``...), so a column named in a config is the one pandas-based loaders mean by it (PMLB's
+    ``schizo`` header has ``target`` twice; its first one is the 3-class target)."""
+    if len(set(names)) == len(names):
+        return names
+    header = "\t".join(f'"{n}"' for n in names)
+    return [str(c) for c in pd.read_csv(io.StringIO(header), sep="\t", nrows=0).columns]
 
 
 def _colname(df: pd.DataFrame, ref) -> str:
