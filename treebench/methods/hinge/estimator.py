@@ -54,9 +54,9 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
 from treebench.methods import checkpoint
+from treebench.methods._threads import blas_limit
 from treebench.methods.base import (
     CLASSIFICATION,
     NON_NEGATIVE,
@@ -371,7 +371,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
             if compiled is not None:
                 # one BLAS thread: the kernel's [B, P] x [P, F] products are tiny, and extra BLAS
                 # threads spinning on the shared machine cost ~10x (madelon, 8 ms -> 0.8 ms a step)
-                with threadpool_limits(limits=1, user_api="blas"):
+                with blas_limit(1):
                     mean_loss = compiled.run(batches)
             else:
                 mean_loss = torch_train_steps(
