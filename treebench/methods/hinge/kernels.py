@@ -312,7 +312,7 @@ def uci_train_steps(
     Wp, rmean, rvar, n_upd, bn_eps, max_momentum,
     feats, thr, w, depth, fern,
     Wh, bh,
-    acc_Wp, acc_thr, acc_w, acc_Wh, acc_bh, lr, ada_eps, gt, gw,
+    acc_Wp, acc_thr, acc_w, acc_Wh, acc_bh, lr, ada_eps,
 ):  # fmt: skip
     """Training steps of the UCI network, each the same computation as one step of the torch path:
     inner products (Wp [F, P], no bias) -> running-statistics BN -> hinge trees/ferns with scalar
@@ -323,10 +323,9 @@ def uci_train_steps(
     BN running statistics fold in the batch's mean / unbiased variance (``n_upd`` counts updates).
 
     ``batches`` [S, B] holds training-row indices of the S minibatches. All arrays are updated in
-    place (numpy views of the torch parameters). ``gt`` (shape of ``thr``) and ``gw`` (of ``w``) are
-    zero scratch arrays kept by the caller and left zero: a step touches only the entries of the
-    samples' paths, so nothing of the forest's size 2^D is allocated or cleared per call. Returns the
-    mean minibatch loss."""
+    place (numpy views of the torch parameters). A step touches only the forest entries of the
+    samples' paths (:func:`_backward_adagrad_scalar`), so nothing of the forest's size 2^D is
+    allocated or cleared per call. Returns the mean minibatch loss."""
     S, B = batches.shape
     P = X.shape[1]
     F = Wp.shape[0]
@@ -346,6 +345,8 @@ def uci_train_steps(
     out = np.empty((B, M, 1), dt)
     dlog = np.empty((B, K), dt)
     gz = np.zeros((B, F), dt)
+    gt1 = np.zeros(thr.shape[1], dt)  # one tree's gradient scratch, left zero by each tree
+    gw1 = np.zeros(w.shape[1], dt)
     total = 0.0
     for s in range(S):
         for i in range(B):
@@ -401,10 +402,11 @@ def uci_train_steps(
         total += loss / B
         gWh = np.dot(dlog.T, o2)  # [K, M]
         dout = np.dot(dlog, Wh)  # [B, M]
-        # forest backward: gt, gw (dense scratch, zero outside the touched entries) and gz
+        # forest backward (gz, and per tree the threshold and leaf gradients), each tree's
+        # Adagrad step right behind it (below)
         gz[:] = 0
-        forest_backward(
-            dout.reshape(B, M, 1), feats, w, leaf, vstar, rstar, False, True, gz, gt, gw
+        _backward_adagrad_scalar(
+            dout, feats, w, thr, acc_w, acc_thr, leaf, vstar, rstar, gz, gt1, gw1, lr, ada_eps
         )
         for i in range(B):
             for f in range(F):
@@ -421,22 +423,6 @@ def uci_train_steps(
             bh[k], acc_bh[k] = _adagrad(bh[k], acc_bh[k], g, lr, ada_eps)
             for m in range(M):
                 Wh[k, m], acc_Wh[k, m] = _adagrad(Wh[k, m], acc_Wh[k, m], gWh[k, m], lr, ada_eps)
-        # Adagrad on the forest's touched entries (each once; the scratch is zeroed behind),
-        # tree by tree: one tree's entries share cache lines
-        for m in range(M):
-            thm, athm, gtm = thr[m], acc_thr[m], gt[m]
-            wm, awm, gwm = w[m], acc_w[m], gw[m]
-            for i in range(B):
-                v = _u(vstar[i, m])
-                g = gtm[v]
-                if g != 0:
-                    thm[v], athm[v] = _adagrad(thm[v], athm[v], g, lr, ada_eps)
-                    gtm[v] = 0
-                lf = _u(leaf[i, m])
-                g = gwm[lf, 0]
-                if g != 0:
-                    wm[lf, 0], awm[lf, 0] = _adagrad(wm[lf, 0], awm[lf, 0], g, lr, ada_eps)
-                    gwm[lf, 0] = 0
         if B > 1:
             n = n_upd[0]
             alpha = min(n / (n + 1.0), max_momentum)
@@ -445,6 +431,47 @@ def uci_train_steps(
                 rvar[f] = alpha * rvar[f] + (1 - alpha) * bvar[f]
             n_upd[0] = n + 1
     return total / S
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _backward_adagrad_scalar(
+    G, feats, w, thr, acc_w, acc_thr, leaf, vstar, rstar, gz, gt1, gw1, lr, ada_eps
+):  # fmt: skip
+    """:func:`forest_backward` for scalar leaves (G [B, M]: d loss / d tree output) followed by
+    torch.optim.Adagrad on the forest's touched entries, tree by tree: a tree's threshold and leaf
+    gradients are summed in the zero scratch ``gt1`` [N] / ``gw1`` [L] (sample order, as
+    :func:`forest_backward`), then each touched entry takes its step once and its scratch entry is
+    zeroed (entries with zero gradient keep value and accumulator, as in Adagrad). A tree's step
+    changes only its own parameters after its own backward has read them, so this is the same
+    arithmetic as the whole backward before all the steps, with the scratch of one tree (in L1)
+    instead of two arrays of the forest's size."""
+    B, M = leaf.shape
+    for t in range(M):
+        f = feats[t]
+        wt, awt = w[t], acc_w[t]
+        tht, atht = thr[t], acc_thr[t]
+        for b in range(B):
+            gb = G[b, t]
+            lf = _u(leaf[b, t])
+            r = rstar[b, t]
+            s = 0.0  # _margin_grad with K = 1
+            s += gb * wt[lf, 0]
+            s = s * _sign(r)
+            v = _u(vstar[b, t])
+            gt1[v] -= s
+            gz[b, _u(f[v])] += s
+            gw1[lf] += gb * abs(r)
+        for b in range(B):
+            v = _u(vstar[b, t])
+            g = gt1[v]
+            if g != 0:
+                tht[v], atht[v] = _adagrad(tht[v], atht[v], g, lr, ada_eps)
+                gt1[v] = 0
+            lf = _u(leaf[b, t])
+            g = gw1[lf]
+            if g != 0:
+                wt[lf, 0], awt[lf, 0] = _adagrad(wt[lf, 0], awt[lf, 0], g, lr, ada_eps)
+                gw1[lf] = 0
 
 
 @numba.njit(cache=True, nogil=True)

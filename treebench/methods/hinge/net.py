@@ -677,8 +677,6 @@ class CompiledUCITrainer:
         self.params = (net.pool.weight, f.thresholds, f.weights, net.head.weight, net.head.bias)
         self.views = tuple(_flat(p) for p in self.params)
         self.acc = tuple(np.zeros_like(v) for v in self.views)
-        # the forest's gradient scratch (thresholds, leaves): zero, and left zero by every step
-        self.scratch = (np.zeros_like(self.views[1]), np.zeros_like(self.views[2]))
         self.bn = (_flat(bn.running_mean), _flat(bn.running_var), bn.n_updates.numpy().reshape(1))
         self.lr, self.eps = dt.type(lr), dt.type(eps)
 
@@ -711,7 +709,6 @@ class CompiledUCITrainer:
                 self.classification, Wp, rm, rv, nu, rm.dtype.type(bn.eps),
                 rm.dtype.type(bn.max_momentum), _narrow(f.features.numpy()), thr, w, f.depth,
                 f.kind == "fern", Wh, bh, aWp, athr, aw, aWh, abh, self.lr, self.eps,
-                *self.scratch,
             )
         )  # fmt: skip
 
