@@ -28,9 +28,11 @@ def forest_forward(z, feats, thr, w, depth, fern, reduce, leaf_out, vstar_out, r
     2g+2); ferns: node = level. Right iff r > 0; strict < keeps the shallower decision on |r| ties.
     Tree-major (one tree's arrays stay cached) and level-synchronous over the batch: the samples'
     walks are independent, so their memory loads overlap instead of forming one dependent chain
-    per sample. A fern's level reads one feature of every sample: from z transposed, one
-    contiguous row, with branch-free selects. Node, feature and sample indices are unsigned
+    per sample. Ferns: :func:`_fern_forward`. Node, feature and sample indices are unsigned
     (:func:`_u`): numba then emits no negative-index wraparound per load (~2x on the tree walk)."""
+    if fern:
+        _fern_forward(z, feats, thr, w, depth, reduce, leaf_out, vstar_out, rstar_out, out)
+        return
     B = z.shape[0]
     F = z.shape[1]
     M = feats.shape[0]
@@ -38,10 +40,10 @@ def forest_forward(z, feats, thr, w, depth, fern, reduce, leaf_out, vstar_out, r
     best = np.empty(B, z.dtype)
     rbest = np.empty(B, z.dtype)
     vbest = np.empty(B, np.uint64)
-    zT = np.ascontiguousarray(z.T) if fern else z[:0]
-    zf = z.reshape(-1) if not fern else z[:0].reshape(-1)
+    zf = z.reshape(-1)
     one = _u(1)
     two = _u(2)
+    uF = _u(F)
     for t in range(M):
         f = feats[t]
         th = thr[t]
@@ -50,31 +52,53 @@ def forest_forward(z, feats, thr, w, depth, fern, reduce, leaf_out, vstar_out, r
             best[b] = np.inf
             rbest[b] = z[b, _u(f[0])] - th[0]
             vbest[b] = 0
-        if fern:
-            for d in range(depth):
-                zd = zT[_u(f[d])]
-                td = th[d]
-                ud = _u(d)
-                for b in range(B):
-                    r = zd[b] - td
-                    a = abs(r)
-                    c = a < best[b]
-                    best[b] = a if c else best[b]
-                    rbest[b] = r if c else rbest[b]
-                    vbest[b] = ud if c else vbest[b]
-                    g[b] = two * g[b] + one + _u(r > 0)
-        else:
-            uF = _u(F)
-            for _ in range(depth):
-                for b in range(B):
-                    gb = g[b]
-                    r = zf[_u(b) * uF + _u(f[gb])] - th[gb]
-                    a = abs(r)
-                    if a < best[b]:
-                        best[b] = a
-                        rbest[b] = r
-                        vbest[b] = gb
-                    g[b] = two * gb + one + _u(r > 0)
+        for _ in range(depth):
+            for b in range(B):
+                gb = g[b]
+                r = zf[_u(b) * uF + _u(f[gb])] - th[gb]
+                a = abs(r)
+                if a < best[b]:
+                    best[b] = a
+                    rbest[b] = r
+                    vbest[b] = gb
+                g[b] = two * gb + one + _u(r > 0)
+        _write_leaves(w[t], t, g, rbest, vbest, depth, reduce, leaf_out, vstar_out, rstar_out, out)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fern_forward(z, feats, thr, w, depth, reduce, leaf_out, vstar_out, rstar_out, out):
+    """:func:`forest_forward` of ferns: a level reads one feature of every sample, from z
+    transposed (one contiguous row), with branch-free selects on 32-bit node codes (depth <= 30:
+    codes below 2^31), which the compiler vectorises (~1.8x the 64-bit codes)."""
+    B = z.shape[0]
+    M = feats.shape[0]
+    g = np.empty(B, np.uint32)
+    best = np.empty(B, z.dtype)
+    rbest = np.empty(B, z.dtype)
+    vbest = np.empty(B, np.uint32)
+    zT = np.ascontiguousarray(z.T)
+    one = np.uint32(1)
+    two = np.uint32(2)
+    for t in range(M):
+        f = feats[t]
+        th = thr[t]
+        for b in range(B):
+            g[b] = 0
+            best[b] = np.inf
+            rbest[b] = z[b, _u(f[0])] - th[0]
+            vbest[b] = 0
+        for d in range(depth):
+            zd = zT[_u(f[d])]
+            td = th[d]
+            ud = np.uint32(d)
+            for b in range(B):
+                r = zd[b] - td
+                a = abs(r)
+                c = a < best[b]
+                best[b] = a if c else best[b]
+                rbest[b] = r if c else rbest[b]
+                vbest[b] = ud if c else vbest[b]
+                g[b] = two * g[b] + one + np.uint32(r > 0)
         _write_leaves(w[t], t, g, rbest, vbest, depth, reduce, leaf_out, vstar_out, rstar_out, out)
 
 
@@ -91,7 +115,7 @@ def _write_leaves(wt, t, g, rbest, vbest, depth, reduce, leaf_out, vstar_out, rs
     K = wt.shape[1]
     first_leaf = _u(2**depth - 1)
     for b in range(g.shape[0]):
-        leaf = g[b] - first_leaf
+        leaf = _u(g[b]) - first_leaf
         leaf_out[b, t] = leaf
         vstar_out[b, t] = vbest[b]
         rstar_out[b, t] = rbest[b]
