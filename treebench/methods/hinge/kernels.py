@@ -47,11 +47,7 @@ def forest_forward(z, feats, thr, w, depth, fern, reduce, leaf_out, vstar_out, r
     for t in range(M):
         f = feats[t]
         th = thr[t]
-        for b in range(B):
-            g[b] = 0
-            best[b] = np.inf
-            rbest[b] = z[b, _u(f[0])] - th[0]
-            vbest[b] = 0
+        _start_walks(z, f[0], th[0], g, best, rbest, vbest)
         for _ in range(depth):
             for b in range(B):
                 gb = g[b]
@@ -82,11 +78,7 @@ def _fern_forward(z, feats, thr, w, depth, reduce, leaf_out, vstar_out, rstar_ou
     for t in range(M):
         f = feats[t]
         th = thr[t]
-        for b in range(B):
-            g[b] = 0
-            best[b] = np.inf
-            rbest[b] = z[b, _u(f[0])] - th[0]
-            vbest[b] = 0
+        _start_walks(z, f[0], th[0], g, best, rbest, vbest)
         for d in range(depth):
             zd = zT[_u(f[d])]
             td = th[d]
@@ -100,6 +92,16 @@ def _fern_forward(z, feats, thr, w, depth, reduce, leaf_out, vstar_out, rstar_ou
                 vbest[b] = ud if c else vbest[b]
                 g[b] = two * g[b] + one + np.uint32(r > 0)
         _write_leaves(w[t], t, g, rbest, vbest, depth, reduce, leaf_out, vstar_out, rstar_out, out)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _start_walks(z, f0, th0, g, best, rbest, vbest):
+    """Every sample's walk at the root: node 0, no margin seen yet (inf), the root's r*, v* = 0."""
+    for b in range(g.shape[0]):
+        g[b] = 0
+        best[b] = np.inf
+        rbest[b] = z[b, _u(f0)] - th0
+        vbest[b] = 0
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
