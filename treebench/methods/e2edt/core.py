@@ -919,21 +919,35 @@ def _finetune_compiled(
     h = torch.empty(N, L, dtype=X.dtype)
     h_np = h.numpy()
     opt = None
+    # the first minibatch's M-step from the E-step's gates, one pass per row (_fused_first_batch)
+    fuse = N <= chunk and torch.get_num_threads() == 1
+    probe = True
     for epoch in range(epochs):
-        # ---- E-step
+        perm = None if opt is None else torch.randperm(N, generator=gen)
+        first = 0  # rows of perm whose M-step is done
         with torch.no_grad():
             Wd = _dense_weights(bank, p)
             piT = pi.clamp_min(0).T.contiguous().numpy()
-            for a in range(0, N, chunk):
-                SG = torch.addmm(b, X[a : a + chunk], Wd.T).mul_(gamma).sigmoid_()
-                kn.tree_estep(
-                    SG.numpy(), y_np[a : a + chunk], piT, bsplit, bleft, bright, bleaf, btree,
-                    leaf_tree, h_np[a : a + chunk],
+            if fuse and perm is not None:  # ---- E-step and the first minibatch's gradient
+                rows = perm[:batch_size]
+                dZ, ok = _fused_first_batch(
+                    X, b, Wd, gamma, rows, y_np, piT, (bsplit, bleft, bright, bleaf, btree),
+                    leaf_tree, T, h_np, sw_np, probe,
                 )  # fmt: skip
+                probe, fuse = False, ok
+                _linear_grads(bank, X[rows], dZ, gamma, lap, reg)
+                opt.step()
+                first = len(rows)
+            else:  # ---- E-step
+                for a in range(0, N, chunk):
+                    SG = torch.addmm(b, X[a : a + chunk], Wd.T).mul_(gamma).sigmoid_()
+                    kn.tree_estep(
+                        SG.numpy(), y_np[a : a + chunk], piT, bsplit, bleft, bright, bleaf, btree,
+                        leaf_tree, h_np[a : a + chunk],
+                    )  # fmt: skip
         # ---- M-step for the splits
         if opt is not None:
-            perm = torch.randperm(N, generator=gen)
-            for a in range(0, N, batch_size):
+            for a in range(first, N, batch_size):
                 rows = perm[a : a + batch_size]
                 Xr = X[rows]
                 with torch.no_grad():
@@ -960,6 +974,71 @@ def _finetune_compiled(
         pi,
         {"h_topk": int(padded_leaf_index(struct).shape[1]), "h_dropped_max": 0.0},
     )
+
+
+def _fused_first_batch(X, b, Wd, gamma, rows, y_np, piT, bfs, leaf_tree, T, h_np, sw_np, probe):
+    """E-step of all N rows (``h_np``) and the M-step gradient dZ [B, S] of the first minibatch
+    ``rows`` from the same gates (:func:`treebench.methods.e2edt.kernels.tree_em_rows`): the values
+    of :func:`tree_estep` and of :func:`tree_mstep_grad` on the batch's own gates, computed before
+    any Adam step, so the weights are the E-step's.  Returns (dZ, whether to fuse again).
+
+    The batch's gates ``addmm(b, X[rows], Wd.T) * gamma`` equal the E-step's rows (the product is
+    rowwise on this BLAS at one thread; ``probe`` checks it on this fit's shapes once, and on a
+    mismatch returns the unfused gradient and False).  torch's sigmoid is not quite elementwise: its
+    vectorised body and scalar tail (the last numel mod 2 x vector width elements, a divisor of
+    64) round differently.  The batch positions that hold either array's tail are recomputed from
+    the logits: the batch's last r rows (r S = B S mod 64, so the tail falls on the same elements)
+    as the batch's own sigmoid does, the E-step's last rows in the vectorised body (padded to a
+    multiple of 64 elements); their gradient is :func:`tree_mstep_grad`'s."""
+    from treebench.methods.e2edt import kernels as kn
+
+    N, S = X.shape[0], Wd.shape[0]
+    B = len(rows)
+    rows_np = rows.numpy()
+    q = 64 // math.gcd(S, 64)
+    r_m, r_e = B % q, N % q
+    e_pos = np.flatnonzero(rows_np[: B - r_m] >= N - r_e)
+    fix = np.concatenate([e_pos, np.arange(B - r_m, B)])
+    Z = torch.addmm(b, X, Wd.T).mul_(gamma)
+    Zf = Z[torch.from_numpy(rows_np[fix])]
+    SG = Z.sigmoid_()  # the E-step's gates, as the unfused E-step computes them
+    parts = []
+    if len(e_pos):
+        z = Zf[: len(e_pos)].reshape(-1)
+        parts.append(F.pad(z, (0, -len(z) % 64)).sigmoid_()[: len(z)].reshape(-1, S))
+    if r_m:
+        parts.append(Zf[len(e_pos) :].sigmoid_())
+    SGf = torch.cat(parts) if parts else Zf
+    ok = True
+    if probe:
+        want = torch.addmm(b, X[rows], Wd.T).mul_(gamma).sigmoid_()
+        got = SG[rows]
+        got[torch.from_numpy(fix)] = SGf
+        ok = torch.equal(got, want)
+    pos = np.full(N, -1, dtype=np.int64)
+    if ok:
+        pos[rows_np] = np.arange(B)
+        pos[rows_np[fix]] = -1
+    sw_b = sw_np[rows_np]
+    dZ = torch.empty(B, S, dtype=X.dtype)
+    dZ_np = dZ.numpy()
+    bsplit, bleft, bright, bleaf, btree = bfs
+    kn.tree_em_rows(
+        SG.numpy(), y_np, piT, bsplit, bleft, bright, bleaf, btree, leaf_tree, h_np, pos, sw_b,
+        1.0 / B, dZ_np,
+    )  # fmt: skip
+    if not ok:  # the unfused gradient from the batch's own gates
+        kn.tree_mstep_grad(
+            want.numpy(), h_np, rows_np, sw_b, 1.0 / B, bsplit, bleft, bright, bleaf, T, dZ_np
+        )
+    elif len(fix):
+        dZf = np.empty((len(fix), S), dtype=np.float32)
+        kn.tree_mstep_grad(
+            SGf.numpy(), h_np, rows_np[fix], sw_b[fix], 1.0 / B, bsplit, bleft, bright, bleaf, T,
+            dZf,
+        )  # fmt: skip
+        dZ_np[fix] = dZf
+    return dZ, ok
 
 
 @torch.no_grad()

@@ -149,6 +149,67 @@ if HAVE_NUMBA:
                         dZ[i, s] = gr * (1.0 - sg) - gl * sg
 
     @numba.njit(cache=True, parallel=True)
+    def tree_em_rows(
+        SG, y, piT, b_split, b_left, b_right, b_leaf, b_tree, leaf_tree, h_out, pos, sw, scale, dZ
+    ):
+        """:func:`tree_estep` of every row, and for each row n with ``pos[n] >= 0`` also row
+        ``pos[n]`` of :func:`tree_mstep_grad` (``sw``, ``scale``, ``dZ`` indexed by that position)
+        from the same gates SG[n] and this E-step's h[n], in one pass over the row's nodes.
+
+        The same values as the two kernels: a node is live (visited by tree_mstep_grad) exactly
+        when its path probability is >= the clamp's lo, so the dense top-down pass serves both."""
+        B = SG.shape[0]
+        V = b_split.shape[0]
+        L = leaf_tree.shape[0]
+        n_trees = 0
+        for v in range(V):
+            n_trees = max(n_trees, b_tree[v] + 1)
+        for n in numba.prange(B):  # pragma: no cover - compiled
+            mu = np.empty(V, np.float64)
+            tot = np.zeros(n_trees, np.float64)
+            pyn = piT[y[n]]
+            hn = h_out[n]
+            for v in range(n_trees):
+                mu[v] = 1.0
+            for v in range(V):
+                s = b_split[v]
+                if s >= 0:
+                    g = min(max(SG[n, s], _GLO), _GHI)
+                    mu[b_left[v]] = mu[v] * (1.0 - g)
+                    mu[b_right[v]] = mu[v] * g
+                else:
+                    lf = b_leaf[v]
+                    m = mu[v] * pyn[lf]
+                    tot[b_tree[v]] += m
+                    hn[lf] = m
+            for t in range(n_trees):
+                tot[t] = 1.0 / tot[t] if tot[t] > 0 else 0.0
+            for lf in range(L):
+                hn[lf] = hn[lf] * tot[leaf_tree[lf]]
+            i = pos[n]
+            if i < 0:
+                continue
+            G = np.empty(V, np.float64)
+            c = -scale * sw[i]
+            dz = dZ[i]
+            for s in range(dz.shape[0]):
+                dz[s] = 0.0
+            for v in range(V - 1, -1, -1):  # children before their parent
+                s = b_split[v]
+                m = mu[v]
+                if s < 0:
+                    G[v] = c * hn[b_leaf[v]] if (m >= CLAMP_LO and m <= CLAMP_HI) else 0.0
+                elif m >= CLAMP_LO:
+                    gl = G[b_left[v]]
+                    gr = G[b_right[v]]
+                    G[v] = gl + gr
+                    sg = SG[n, s]
+                    if sg >= _GLO and sg <= _GHI:
+                        dz[s] = gr * (1.0 - sg) - gl * sg
+                else:
+                    G[v] = 0.0
+
+    @numba.njit(cache=True, parallel=True)
     def stump_logits(X, W, b, feat, gamma, n_idx, s_idx, out):
         """out[r] = gamma[s] * (W[s] . X[n, feat[s]] + b[s]) with n = n_idx[r], s = s_idx[r]."""
         R = n_idx.shape[0]
