@@ -848,6 +848,7 @@ def use_kernels(bank, X, lap=None, reg=0.0):
 
 
 KERNELS_ENABLED = True  # tests switch this off to compare with the torch path
+FUSE_FIRST_BATCH = True  # tests switch this off to compare with the unfused Finetune epoch
 
 
 def _kernel_threads():
@@ -920,7 +921,7 @@ def _finetune_compiled(
     h_np = h.numpy()
     opt = None
     # the first minibatch's M-step from the E-step's gates, one pass per row (_fused_first_batch)
-    fuse = N <= chunk and torch.get_num_threads() == 1
+    fuse = FUSE_FIRST_BATCH and N <= chunk and torch.get_num_threads() == 1
     probe = True
     for epoch in range(epochs):
         perm = None if opt is None else torch.randperm(N, generator=gen)
