@@ -354,6 +354,16 @@ class CompiledAdam:
         from treebench.methods.e2edt import kernels as kn
 
         rows = self._all if active is None else np.asarray(active, dtype=np.int64)
+        ps = self.params
+        if len(ps) == 2 and ps[0].grad is not None and ps[1].grad is not None:  # one call
+            (a1, a2), (m1, m2), (v1, v2) = self._arr, self.m, self.v
+            kn.adam_step2(
+                a1, np.ascontiguousarray(_rows2d(ps[0].grad)), m1, v1, a2,
+                np.ascontiguousarray(_rows2d(ps[1].grad)), m2, v2, self.t, rows, self._bc,
+                self.lr, self.b1, self.b2, self.eps, self.wd, self.sqrt, self._buf,
+            )  # fmt: skip
+            ps[0].grad = ps[1].grad = None
+            return
         bc1, bc2 = self._bc[0, : len(rows)], self._bc[1, : len(rows)]
         kn.adam_tick(self.t, rows, self.b1, self.b2, bc1, bc2)
         for p, a, m, v in zip(self.params, self._arr, self.m, self.v, strict=True):
@@ -866,7 +876,7 @@ def _dense_weights(bank, p):
 
 def _linear_grads(bank, X_rows, dZ, gamma, lap, reg):
     """Set .grad of the linear bank's (w, b) from dL/dz [B, S] (z = gamma (w.x + b))."""
-    g = dZ * gamma[None, :]
+    g = dZ.mul_(gamma[None, :])  # dZ is not used after
     gw = g.T @ X_rows  # [S, p]
     if bank.feat is not None:
         gw = torch.gather(gw, 1, bank.feat)

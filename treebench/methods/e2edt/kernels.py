@@ -404,6 +404,16 @@ if HAVE_NUMBA:
                 )
 
     @numba.njit(cache=True)
+    def adam_step2(P1, G1, M1, V1, P2, G2, M2, V2, t, rows, bc, lr, b1, b2, eps, wd, sqrt, buf):
+        """One Adam step of the rows ``rows`` of two stacked parameters (a linear bank's weights
+        and biases): :func:`adam_tick`, then :func:`adam_rows` of each, in one call (``bc`` [2, S]
+        scratch for the bias corrections)."""
+        bc1, bc2 = bc[0, : rows.shape[0]], bc[1, : rows.shape[0]]
+        adam_tick(t, rows, b1, b2, bc1, bc2)
+        adam_rows(P1, G1, M1, V1, rows, bc1, bc2, lr, b1, b2, eps, wd, sqrt, buf)
+        adam_rows(P2, G2, M2, V2, rows, bc1, bc2, lr, b1, b2, eps, wd, sqrt, buf)
+
+    @numba.njit(cache=True)
     def stump_msteps(
         X, W, b, feat, gamma, n_idx, s_idx, order, bounds, hr, hl, w_r, gW, gb,
         mW, vW, mb, vb, t, lr, beta1, beta2, eps, wd, sqrt,
