@@ -470,27 +470,32 @@ def train_stumps(
         n_np, s_np = n_idx.numpy(), s_idx.numpy()
         gamma_np = gamma.numpy()  # shares memory: sees the annealing
         gW_np, gb_np = np.zeros(ps[0].shape, np.float32), np.zeros(S, np.float32)
+        # the same every epoch: the sort key's stump part, each stump's first row, batch rows
+        s2 = s_idx.double() * 2.0
+        counts = np.bincount(s_np, minlength=S)
+        starts = np.cumsum(counts) - counts
+        ar, bs_np = np.arange(len(n_idx)), bs_s.numpy()
+        hr = torch.empty(len(n_idx), dtype=X.dtype)
+        hl = torch.empty(len(n_idx), dtype=X.dtype)
+        hr_np, hl_np, wr_np = hr.numpy(), hl.numpy(), w_r.numpy()
+    key_leaf = s_idx * K + y_r
 
     for _epoch in range(epochs):
         if fast:  # the same epoch, compiled (E-step, batches, gradient in one pass per batch)
             with torch.no_grad():
-                hr = torch.empty(len(n_idx), dtype=X.dtype)
-                hl = torch.empty(len(n_idx), dtype=X.dtype)
                 W_np, b_np = ps[0].detach().numpy(), ps[1].detach().numpy()
                 kn.stump_estep(
                     X_np, W_np, b_np, feat_np, gamma_np, n_np, s_np, y_r.numpy(), pi_l.numpy(),
-                    pi_r.numpy(), hr.numpy(), hl.numpy(),
+                    pi_r.numpy(), hr_np, hl_np,
                 )  # fmt: skip
                 if opt is not None:
                     key = torch.rand(len(n_idx), generator=gen, dtype=torch.float64)
-                    order = torch.argsort(s_idx.double() * 2.0 + key).numpy()
-                    counts = np.bincount(s_np, minlength=S)
-                    pos = np.arange(len(order)) - (np.cumsum(counts) - counts)[s_np[order]]
-                    bid = pos // bs_s.numpy()[s_np[order]]
+                    order = torch.argsort(s2 + key).numpy()
+                    so = s_np[order]
+                    bid = (ar - starts[so]) // bs_np[so]
                     nb = int(bid.max()) + 1 if len(bid) else 0
                     o2, bounds = kn.stable_group(bid, nb)
                     order = order[o2]
-                    hr_np, hl_np, wr_np = hr.numpy(), hl.numpy(), w_r.numpy()
                     penalty = reg > 0 and lap is not None  # its gradient: a torch matmul
                     if isinstance(opt, CompiledAdam) and not penalty:
                         kn.stump_msteps(  # every batch (gradient + Adam step) in one call
@@ -552,9 +557,8 @@ def train_stumps(
                 opt.step(active)
         # ---- M-step for the leaves, closed form (h of this epoch's E-step)
         with torch.no_grad():
-            key = s_idx * K + y_r
-            cr = torch.zeros(S * K, dtype=X.dtype).index_add_(0, key, w_r * hr).reshape(S, K)
-            cl = torch.zeros(S * K, dtype=X.dtype).index_add_(0, key, w_r * hl).reshape(S, K)
+            cr = torch.zeros(S * K, dtype=X.dtype).index_add_(0, key_leaf, w_r * hr).reshape(S, K)
+            cl = torch.zeros(S * K, dtype=X.dtype).index_add_(0, key_leaf, w_r * hl).reshape(S, K)
             for c, pi in ((cr, pi_r), (cl, pi_l)):
                 _normalize_leaves(pi, c)
         if opt is None:
