@@ -934,8 +934,10 @@ def _finetune_compiled(
     h = torch.empty(N, L, dtype=X.dtype)
     h_np = h.numpy()
     opt = None
-    # the first minibatch's M-step from the E-step's gates, one pass per row (_fused_first_batch)
-    fuse = FUSE_FIRST_BATCH and N <= chunk and torch.get_num_threads() == 1
+    # the M-step from the E-step's gates in the same pass (_fused_first_batch) when one minibatch
+    # holds every row: with smaller batches the blocked pass would compute the gradient of whole
+    # blocks of rows for a few batch rows each
+    fuse = FUSE_FIRST_BATCH and N <= chunk and batch_size >= N and torch.get_num_threads() == 1
     probe = True
     for epoch in range(epochs):
         perm = None if opt is None else torch.randperm(N, generator=gen)
