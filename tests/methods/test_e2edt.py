@@ -923,3 +923,52 @@ def test_fits_bit_identical_to_before_the_compiled_adam(name):
         X, y = load_breast_cancer(return_X_y=True)
         est = E2EDTClassifier(max_depth=4, epochs=5, weight_decay=0.01, random_state=1, n_jobs=1)
     assert _fit_digest(est.fit(X, y), X) == DIGESTS_BEFORE[name]
+
+
+def test_tree_em_rows_equals_estep_and_mstep_grad():
+    """The fused pass (E-step of every row, M-step gradient of the rows given a batch position)
+    equals tree_estep and tree_mstep_grad bit for bit: unbalanced trees, saturated gates, zero
+    class probabilities, a row count that is not a multiple of the block, rows outside the batch."""
+    rng = np.random.default_rng(1)
+    struct, _ = random_structure(rng, n_trees=4, max_depth=9, p_split=0.8).canonical()
+    bs = kn.bfs_arrays(struct)
+    N, S, L, K = 53, struct.n_splits, struct.n_leaves, 3
+    lt = np.ascontiguousarray(struct.leaf_tree, dtype=np.int64)
+    y = rng.integers(0, K, N)
+    piT = rng.random((K, L)).astype(np.float32)
+    piT[:, ::5] = 0.0
+    rows = rng.permutation(N)[:40]
+    pos = np.full(N, -1, dtype=np.int64)
+    pos[rows] = np.arange(len(rows))
+    sw = rng.random(len(rows)).astype(np.float32)
+    for steep in (0.5, 4.0, 40.0):
+        SG = (1 / (1 + np.exp(-steep * rng.standard_normal((N, S))))).astype(np.float32)
+        SG[0, :] = 1.0  # gates outside the clamp
+        h_want = np.empty((N, L), np.float32)
+        kn.tree_estep(SG, y, piT, *bs, lt, h_want)
+        dz_want = np.empty((len(rows), S), np.float32)
+        kn.tree_mstep_grad(
+            np.ascontiguousarray(SG[rows]), h_want, rows, sw, 1 / 40, *bs[:4], 4, dz_want
+        )
+        h = np.full((N, L), np.nan, np.float32)
+        dz = np.full((len(rows), S), np.nan, np.float32)
+        kn.tree_em_rows(SG, y, piT, *bs, lt, h, pos, sw, 1 / 40, dz)
+        assert h.tobytes() == h_want.tobytes(), steep
+        assert dz.tobytes() == dz_want.tobytes(), steep
+
+
+@pytest.mark.parametrize("n", [150, 97])
+def test_fused_first_batch_equals_unfused_finetune(monkeypatch, n):
+    """A forest whose minibatch covers every row (the E-step's gates reused, the sigmoid's tail
+    rows recomputed) and one of several batches fit the same as with the fusion off."""
+    X, y = load_iris(return_X_y=True)
+    X, y = X[:n], y[:n]
+    fits = []
+    for fuse in (True, False):
+        monkeypatch.setattr(core, "FUSE_FIRST_BATCH", fuse)
+        for bs in (2000, 40):
+            est = E2EDFClassifier(
+                n_estimators=3, max_depth=5, epochs=4, batch_size=bs, random_state=0, n_jobs=1
+            )
+            fits.append(_fit_digest(est.fit(X, y), X))
+    assert fits[:2] == fits[2:]

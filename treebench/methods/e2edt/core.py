@@ -354,6 +354,16 @@ class CompiledAdam:
         from treebench.methods.e2edt import kernels as kn
 
         rows = self._all if active is None else np.asarray(active, dtype=np.int64)
+        ps = self.params
+        if len(ps) == 2 and ps[0].grad is not None and ps[1].grad is not None:  # one call
+            (a1, a2), (m1, m2), (v1, v2) = self._arr, self.m, self.v
+            kn.adam_step2(
+                a1, np.ascontiguousarray(_rows2d(ps[0].grad)), m1, v1, a2,
+                np.ascontiguousarray(_rows2d(ps[1].grad)), m2, v2, self.t, rows, self._bc,
+                self.lr, self.b1, self.b2, self.eps, self.wd, self.sqrt, self._buf,
+            )  # fmt: skip
+            ps[0].grad = ps[1].grad = None
+            return
         bc1, bc2 = self._bc[0, : len(rows)], self._bc[1, : len(rows)]
         kn.adam_tick(self.t, rows, self.b1, self.b2, bc1, bc2)
         for p, a, m, v in zip(self.params, self._arr, self.m, self.v, strict=True):
@@ -460,27 +470,32 @@ def train_stumps(
         n_np, s_np = n_idx.numpy(), s_idx.numpy()
         gamma_np = gamma.numpy()  # shares memory: sees the annealing
         gW_np, gb_np = np.zeros(ps[0].shape, np.float32), np.zeros(S, np.float32)
+        # the same every epoch: the sort key's stump part, each stump's first row, batch rows
+        s2 = s_idx.double() * 2.0
+        counts = np.bincount(s_np, minlength=S)
+        starts = np.cumsum(counts) - counts
+        ar, bs_np = np.arange(len(n_idx)), bs_s.numpy()
+        hr = torch.empty(len(n_idx), dtype=X.dtype)
+        hl = torch.empty(len(n_idx), dtype=X.dtype)
+        hr_np, hl_np, wr_np = hr.numpy(), hl.numpy(), w_r.numpy()
+    key_leaf = s_idx * K + y_r
 
     for _epoch in range(epochs):
         if fast:  # the same epoch, compiled (E-step, batches, gradient in one pass per batch)
             with torch.no_grad():
-                hr = torch.empty(len(n_idx), dtype=X.dtype)
-                hl = torch.empty(len(n_idx), dtype=X.dtype)
                 W_np, b_np = ps[0].detach().numpy(), ps[1].detach().numpy()
                 kn.stump_estep(
                     X_np, W_np, b_np, feat_np, gamma_np, n_np, s_np, y_r.numpy(), pi_l.numpy(),
-                    pi_r.numpy(), hr.numpy(), hl.numpy(),
+                    pi_r.numpy(), hr_np, hl_np,
                 )  # fmt: skip
                 if opt is not None:
                     key = torch.rand(len(n_idx), generator=gen, dtype=torch.float64)
-                    order = torch.argsort(s_idx.double() * 2.0 + key).numpy()
-                    counts = np.bincount(s_np, minlength=S)
-                    pos = np.arange(len(order)) - (np.cumsum(counts) - counts)[s_np[order]]
-                    bid = pos // bs_s.numpy()[s_np[order]]
+                    order = torch.argsort(s2 + key).numpy()
+                    so = s_np[order]
+                    bid = (ar - starts[so]) // bs_np[so]
                     nb = int(bid.max()) + 1 if len(bid) else 0
                     o2, bounds = kn.stable_group(bid, nb)
                     order = order[o2]
-                    hr_np, hl_np, wr_np = hr.numpy(), hl.numpy(), w_r.numpy()
                     penalty = reg > 0 and lap is not None  # its gradient: a torch matmul
                     if isinstance(opt, CompiledAdam) and not penalty:
                         kn.stump_msteps(  # every batch (gradient + Adam step) in one call
@@ -542,9 +557,8 @@ def train_stumps(
                 opt.step(active)
         # ---- M-step for the leaves, closed form (h of this epoch's E-step)
         with torch.no_grad():
-            key = s_idx * K + y_r
-            cr = torch.zeros(S * K, dtype=X.dtype).index_add_(0, key, w_r * hr).reshape(S, K)
-            cl = torch.zeros(S * K, dtype=X.dtype).index_add_(0, key, w_r * hl).reshape(S, K)
+            cr = torch.zeros(S * K, dtype=X.dtype).index_add_(0, key_leaf, w_r * hr).reshape(S, K)
+            cl = torch.zeros(S * K, dtype=X.dtype).index_add_(0, key_leaf, w_r * hl).reshape(S, K)
             for c, pi in ((cr, pi_r), (cl, pi_l)):
                 _normalize_leaves(pi, c)
         if opt is None:
@@ -848,6 +862,7 @@ def use_kernels(bank, X, lap=None, reg=0.0):
 
 
 KERNELS_ENABLED = True  # tests switch this off to compare with the torch path
+FUSE_FIRST_BATCH = True  # tests switch this off to compare with the unfused Finetune epoch
 
 
 def _kernel_threads():
@@ -865,7 +880,7 @@ def _dense_weights(bank, p):
 
 def _linear_grads(bank, X_rows, dZ, gamma, lap, reg):
     """Set .grad of the linear bank's (w, b) from dL/dz [B, S] (z = gamma (w.x + b))."""
-    g = dZ * gamma[None, :]
+    g = dZ.mul_(gamma[None, :])  # dZ is not used after
     gw = g.T @ X_rows  # [S, p]
     if bank.feat is not None:
         gw = torch.gather(gw, 1, bank.feat)
@@ -919,21 +934,37 @@ def _finetune_compiled(
     h = torch.empty(N, L, dtype=X.dtype)
     h_np = h.numpy()
     opt = None
+    # the M-step from the E-step's gates in the same pass (_fused_first_batch) when one minibatch
+    # holds every row: with smaller batches the blocked pass would compute the gradient of whole
+    # blocks of rows for a few batch rows each
+    fuse = FUSE_FIRST_BATCH and N <= chunk and batch_size >= N and torch.get_num_threads() == 1
+    probe = True
     for epoch in range(epochs):
-        # ---- E-step
+        perm = None if opt is None else torch.randperm(N, generator=gen)
+        first = 0  # rows of perm whose M-step is done
         with torch.no_grad():
             Wd = _dense_weights(bank, p)
             piT = pi.clamp_min(0).T.contiguous().numpy()
-            for a in range(0, N, chunk):
-                SG = torch.addmm(b, X[a : a + chunk], Wd.T).mul_(gamma).sigmoid_()
-                kn.tree_estep(
-                    SG.numpy(), y_np[a : a + chunk], piT, bsplit, bleft, bright, bleaf, btree,
-                    leaf_tree, h_np[a : a + chunk],
+            if fuse and perm is not None:  # ---- E-step and the first minibatch's gradient
+                rows = perm[:batch_size]
+                dZ, ok = _fused_first_batch(
+                    X, b, Wd, gamma, rows, y_np, piT, (bsplit, bleft, bright, bleaf, btree),
+                    leaf_tree, T, h_np, sw_np, probe,
                 )  # fmt: skip
+                probe, fuse = False, ok
+                _linear_grads(bank, X[rows], dZ, gamma, lap, reg)
+                opt.step()
+                first = len(rows)
+            else:  # ---- E-step
+                for a in range(0, N, chunk):
+                    SG = torch.addmm(b, X[a : a + chunk], Wd.T).mul_(gamma).sigmoid_()
+                    kn.tree_estep(
+                        SG.numpy(), y_np[a : a + chunk], piT, bsplit, bleft, bright, bleaf, btree,
+                        leaf_tree, h_np[a : a + chunk],
+                    )  # fmt: skip
         # ---- M-step for the splits
         if opt is not None:
-            perm = torch.randperm(N, generator=gen)
-            for a in range(0, N, batch_size):
+            for a in range(first, N, batch_size):
                 rows = perm[a : a + batch_size]
                 Xr = X[rows]
                 with torch.no_grad():
@@ -960,6 +991,71 @@ def _finetune_compiled(
         pi,
         {"h_topk": int(padded_leaf_index(struct).shape[1]), "h_dropped_max": 0.0},
     )
+
+
+def _fused_first_batch(X, b, Wd, gamma, rows, y_np, piT, bfs, leaf_tree, T, h_np, sw_np, probe):
+    """E-step of all N rows (``h_np``) and the M-step gradient dZ [B, S] of the first minibatch
+    ``rows`` from the same gates (:func:`treebench.methods.e2edt.kernels.tree_em_rows`): the values
+    of :func:`tree_estep` and of :func:`tree_mstep_grad` on the batch's own gates, computed before
+    any Adam step, so the weights are the E-step's.  Returns (dZ, whether to fuse again).
+
+    The batch's gates ``addmm(b, X[rows], Wd.T) * gamma`` equal the E-step's rows (the product is
+    rowwise on this BLAS at one thread; ``probe`` checks it on this fit's shapes once, and on a
+    mismatch returns the unfused gradient and False).  torch's sigmoid is not quite elementwise: its
+    vectorised body and scalar tail (the last numel mod 2 x vector width elements, a divisor of
+    64) round differently.  The batch positions that hold either array's tail are recomputed from
+    the logits: the batch's last r rows (r S = B S mod 64, so the tail falls on the same elements)
+    as the batch's own sigmoid does, the E-step's last rows in the vectorised body (padded to a
+    multiple of 64 elements); their gradient is :func:`tree_mstep_grad`'s."""
+    from treebench.methods.e2edt import kernels as kn
+
+    N, S = X.shape[0], Wd.shape[0]
+    B = len(rows)
+    rows_np = rows.numpy()
+    q = 64 // math.gcd(S, 64)
+    r_m, r_e = B % q, N % q
+    e_pos = np.flatnonzero(rows_np[: B - r_m] >= N - r_e)
+    fix = np.concatenate([e_pos, np.arange(B - r_m, B)])
+    Z = torch.addmm(b, X, Wd.T).mul_(gamma)
+    Zf = Z[torch.from_numpy(rows_np[fix])]
+    SG = Z.sigmoid_()  # the E-step's gates, as the unfused E-step computes them
+    parts = []
+    if len(e_pos):
+        z = Zf[: len(e_pos)].reshape(-1)
+        parts.append(F.pad(z, (0, -len(z) % 64)).sigmoid_()[: len(z)].reshape(-1, S))
+    if r_m:
+        parts.append(Zf[len(e_pos) :].sigmoid_())
+    SGf = torch.cat(parts) if parts else Zf
+    ok = True
+    if probe:
+        want = torch.addmm(b, X[rows], Wd.T).mul_(gamma).sigmoid_()
+        got = SG[rows]
+        got[torch.from_numpy(fix)] = SGf
+        ok = torch.equal(got, want)
+    pos = np.full(N, -1, dtype=np.int64)
+    if ok:
+        pos[rows_np] = np.arange(B)
+        pos[rows_np[fix]] = -1
+    sw_b = sw_np[rows_np]
+    dZ = torch.empty(B, S, dtype=X.dtype)
+    dZ_np = dZ.numpy()
+    bsplit, bleft, bright, bleaf, btree = bfs
+    kn.tree_em_rows(
+        SG.numpy(), y_np, piT, bsplit, bleft, bright, bleaf, btree, leaf_tree, h_np, pos, sw_b,
+        1.0 / B, dZ_np,
+    )  # fmt: skip
+    if not ok:  # the unfused gradient from the batch's own gates
+        kn.tree_mstep_grad(
+            want.numpy(), h_np, rows_np, sw_b, 1.0 / B, bsplit, bleft, bright, bleaf, T, dZ_np
+        )
+    elif len(fix):
+        dZf = np.empty((len(fix), S), dtype=np.float32)
+        kn.tree_mstep_grad(
+            SGf.numpy(), h_np, rows_np[fix], sw_b[fix], 1.0 / B, bsplit, bleft, bright, bleaf, T,
+            dZf,
+        )  # fmt: skip
+        dZ_np[fix] = dZf
+    return dZ, ok
 
 
 @torch.no_grad()

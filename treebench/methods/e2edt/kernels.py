@@ -148,6 +148,114 @@ if HAVE_NUMBA:
                     if sg >= _GLO and sg <= _GHI:
                         dZ[i, s] = gr * (1.0 - sg) - gl * sg
 
+    _RB = 16  # rows per block of tree_em_rows
+
+    @numba.njit(cache=True)
+    def _em_block(
+        n0, SG, y, piT, b_split, b_left, b_right, b_leaf, b_tree, leaf_tree, h_out, pos, sw,
+        scale, dZ, n_trees,
+    ):  # fmt: skip
+        """:func:`tree_em_rows` on the rows n0 .. n0 + _RB (a plain function: it compiles
+        better than the body of a parallel loop)."""
+        RB = _RB
+        N, S = SG.shape
+        V = b_split.shape[0]
+        L = leaf_tree.shape[0]
+        nb = min(RB, N - n0)
+        yb = np.zeros(RB, np.int64)
+        for j in range(nb):
+            yb[j] = y[n0 + j]
+        T = SG[n0 : n0 + nb]
+        mu = np.empty((V, RB), np.float64)
+        tot = np.zeros((n_trees, RB), np.float64)
+        H = np.empty((L, RB), np.float32)
+        for v in range(n_trees):
+            for j in range(nb):
+                mu[v, j] = 1.0
+        for v in range(V):
+            s = b_split[v]
+            if s >= 0:
+                lv, rv = b_left[v], b_right[v]
+                for j in range(nb):
+                    g = min(max(T[j, s], _GLO), _GHI)
+                    m = mu[v, j]
+                    mu[lv, j] = m * (1.0 - g)
+                    mu[rv, j] = m * g
+            else:
+                lf, t = b_leaf[v], b_tree[v]
+                for j in range(nb):
+                    m = mu[v, j] * piT[yb[j], lf]
+                    tot[t, j] += m
+                    H[lf, j] = m
+        for t in range(n_trees):
+            for j in range(nb):
+                tot[t, j] = 1.0 / tot[t, j] if tot[t, j] > 0 else 0.0
+        for lf in range(L):
+            t = leaf_tree[lf]
+            for j in range(nb):
+                H[lf, j] = H[lf, j] * tot[t, j]
+        for j in range(nb):
+            for lf in range(L):
+                h_out[n0 + j, lf] = H[lf, j]
+        c = np.zeros(RB, np.float64)
+        any_m = False
+        for j in range(nb):
+            i = pos[n0 + j]
+            if i >= 0:
+                c[j] = -scale * sw[i]
+                any_m = True
+        if not any_m:
+            return
+        G = np.empty((V, RB), np.float64)
+        D = np.empty((S, RB), np.float32)
+        for v in range(V - 1, -1, -1):  # children before their parent
+            s = b_split[v]
+            if s < 0:
+                lf = b_leaf[v]
+                for j in range(nb):  # values first, then selects: the loops vectorise
+                    m = mu[v, j]
+                    gv = c[j] * H[lf, j]
+                    G[v, j] = gv if (m >= CLAMP_LO and m <= CLAMP_HI) else 0.0
+            else:
+                lv, rv = b_left[v], b_right[v]
+                for j in range(nb):
+                    live = mu[v, j] >= CLAMP_LO
+                    gl = G[lv, j]
+                    gr = G[rv, j]
+                    sg = T[j, s]
+                    gs = gl + gr
+                    d = gr * (1.0 - sg) - gl * sg
+                    G[v, j] = gs if live else 0.0
+                    ok = live & (sg >= _GLO) & (sg <= _GHI)
+                    D[s, j] = d if ok else 0.0
+        for j in range(nb):
+            i = pos[n0 + j]
+            if i >= 0:
+                for s in range(S):
+                    dZ[i, s] = D[s, j]
+
+    @numba.njit(cache=True, parallel=True)
+    def tree_em_rows(
+        SG, y, piT, b_split, b_left, b_right, b_leaf, b_tree, leaf_tree, h_out, pos, sw, scale, dZ
+    ):
+        """:func:`tree_estep` of every row, and for each row n with ``pos[n] >= 0`` also row
+        ``pos[n]`` of :func:`tree_mstep_grad` (``sw``, ``scale``, ``dZ`` indexed by that position)
+        from the same gates SG[n] and this E-step's h[n]: the same values, node by node over
+        blocks of rows (the inner loops run over the block's rows, branch-free).
+
+        A node is live (visited by tree_mstep_grad) exactly when its path probability is >= the
+        clamp's lo (gates are < 1), so the dense top-down pass serves both; below a node that is
+        not live the gradient is 0, as there."""
+        N = SG.shape[0]
+        n_trees = 0
+        for v in range(b_split.shape[0]):
+            n_trees = max(n_trees, b_tree[v] + 1)
+        for kb in numba.prange((N + _RB - 1) // _RB):  # pragma: no cover - compiled
+            _em_block(
+                kb * _RB, SG, y, piT, b_split, b_left, b_right, b_leaf, b_tree, leaf_tree,
+                h_out, pos, sw, scale, dZ, n_trees,
+            )  # fmt: skip
+
     @numba.njit(cache=True, parallel=True)
     def stump_logits(X, W, b, feat, gamma, n_idx, s_idx, out):
         """out[r] = gamma[s] * (W[s] . X[n, feat[s]] + b[s]) with n = n_idx[r], s = s_idx[r]."""
@@ -294,6 +402,16 @@ if HAVE_NUMBA:
                 P[s, j] = np.float32(
                     P[s, j] - np.float32(np.float32(np.float32(M[s, j] / c1) / den) * fl)
                 )
+
+    @numba.njit(cache=True)
+    def adam_step2(P1, G1, M1, V1, P2, G2, M2, V2, t, rows, bc, lr, b1, b2, eps, wd, sqrt, buf):
+        """One Adam step of the rows ``rows`` of two stacked parameters (a linear bank's weights
+        and biases): :func:`adam_tick`, then :func:`adam_rows` of each, in one call (``bc`` [2, S]
+        scratch for the bias corrections)."""
+        bc1, bc2 = bc[0, : rows.shape[0]], bc[1, : rows.shape[0]]
+        adam_tick(t, rows, b1, b2, bc1, bc2)
+        adam_rows(P1, G1, M1, V1, rows, bc1, bc2, lr, b1, b2, eps, wd, sqrt, buf)
+        adam_rows(P2, G2, M2, V2, rows, bc1, bc2, lr, b1, b2, eps, wd, sqrt, buf)
 
     @numba.njit(cache=True)
     def stump_msteps(
