@@ -193,20 +193,71 @@ def _stops_factory():
     import numba
 
     split_z = _route_row()[0]
+    four = _lane_sums(4)
+
+    @numba.njit(inline="always", nogil=True)
+    def standardise(X, r, mean, scale, xa, q):
+        for j in range(X.shape[1]):  # [x; 1] standardised as fit does: in float64, then float32
+            xa[q, j] = np.float32((np.float64(X[r, j]) - mean[j]) / scale[j])
+
+    @numba.njit(inline="always", nogil=True)
+    def advance(z0, z1, z2, z3, xa, q, WdT, i):
+        for j in range(xa.shape[1] - xa.shape[1] % 4, xa.shape[1]):
+            z0 += xa[q, j] * WdT[i, j]
+        return 2 * i + 1 + (1 if (z0 + z1) + (z2 + z3) <= 0 else 0)
 
     def stops(X, mean, scale, WdT, keep, depth, stop, level):
-        d = X.shape[1]
-        xa = np.ones((1, d + 1), dtype=np.float32)
-        for r in range(X.shape[0]):
-            for j in range(d):  # [x; 1] standardised as fit does: in float64, then float32
-                xa[0, j] = np.float32((np.float64(X[r, j]) - mean[j]) / scale[j])
+        n, d = X.shape
+        xa = np.ones((4, d + 1), dtype=np.float32)
+        n4 = (d + 1) // 4
+        r = 0
+        while r + 4 <= n:  # four rows at a time, each walking only the kept splits it passes
+            for q in range(4):
+                standardise(X, r + q, mean, scale, xa, q)
+            i0 = i1 = i2 = i3 = 0
+            lvl = 0
+            while lvl < depth:
+                m0, m1, m2, m3 = keep[i0], keep[i1], keep[i2], keep[i3]
+                if not (m0 or m1 or m2 or m3):
+                    break
+                # a row that has stopped is evaluated at the root and the result dropped
+                z = four(
+                    (
+                        xa[0],
+                        WdT[i0 if m0 else 0],
+                        xa[1],
+                        WdT[i1 if m1 else 0],
+                        xa[2],
+                        WdT[i2 if m2 else 0],
+                        xa[3],
+                        WdT[i3 if m3 else 0],
+                    ),
+                    n4,
+                )
+                lvl += 1
+                if m0:
+                    i0 = advance(z[0], z[1], z[2], z[3], xa, 0, WdT, i0)
+                    level[r] = lvl
+                if m1:
+                    i1 = advance(z[4], z[5], z[6], z[7], xa, 1, WdT, i1)
+                    level[r + 1] = lvl
+                if m2:
+                    i2 = advance(z[8], z[9], z[10], z[11], xa, 2, WdT, i2)
+                    level[r + 2] = lvl
+                if m3:
+                    i3 = advance(z[12], z[13], z[14], z[15], xa, 3, WdT, i3)
+                    level[r + 3] = lvl
+            stop[r], stop[r + 1], stop[r + 2], stop[r + 3] = i0, i1, i2, i3
+            r += 4
+        for q in range(r, n):
+            standardise(X, q, mean, scale, xa, 0)
             i = 0
             lvl = 0
             while lvl < depth and keep[i]:
                 i = 2 * i + 1 + (1 if split_z(xa, 0, WdT, i) <= 0 else 0)
                 lvl += 1
-            stop[r] = i
-            level[r] = lvl
+            stop[q] = i
+            level[q] = lvl
 
     return numba.njit(cache=True, nogil=True)(stops)
 
