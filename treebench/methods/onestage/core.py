@@ -494,13 +494,14 @@ def _step_kernels():
     return _NUMBA_STEP
 
 
-def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1):
+def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1, WdT=None):
     """Node values (Eq. 17) of the rows ``Xa`` under the routers ``Wd`` and each row's leaf.
 
     One compiled pass routes every row and sums it into its leaf; the same numbers as
     ``node_values(route_paths(Xa, Wd, depth, True), Y, w, depth, codes)``, without its
     intermediate arrays (it runs after every router step). From 4,096 rows with ``n_threads > 1``
-    the rows are routed in parallel first (same routing, same sums).
+    the rows are routed in parallel first (same routing, same sums). ``WdT`` may give
+    :func:`router_rows` of ``Wd``.
     """
     n = Xa.shape[0]
     if n_threads > 1 and n >= 4096:
@@ -511,7 +512,7 @@ def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1):
     c = np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes, dtype=np.int64)
     _step_kernels()[0](
         np.ascontiguousarray(Xa, dtype=np.float32),
-        router_rows(Wd),
+        router_rows(Wd) if WdT is None else WdT,
         depth,
         c,
         np.ascontiguousarray(Y, dtype=np.float64),
@@ -522,13 +523,15 @@ def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1):
     return V, leaf
 
 
-def gamma_gradient(Xa, Wd, keep, V, depth: int, t, w, cls: bool, floor: float, flip: bool):
+def gamma_gradient(
+    Xa, Wd, keep, V, depth: int, t, w, cls: bool, floor: float, flip: bool, WdT=None
+):
     """Gradient of the mean validation loss w.r.t. the discrete ``gamma_bar`` (Eq. 15), one
     compiled pass over the rows (see ``_OneStageBase._gamma_grad`` for the two gradients).
 
     ``t`` holds class codes (``cls``) or the standardised targets; ``floor`` is ``prob_floor``.
     Each row's contributions are added to its path's nodes in the order of ``np.bincount`` over
-    the row-major (row, level) paths.
+    the row-major (row, level) paths. ``WdT`` may give :func:`router_rows` of ``Wd``.
     """
     n_int = keep.size
     g = np.zeros(n_int)
@@ -536,7 +539,7 @@ def gamma_gradient(Xa, Wd, keep, V, depth: int, t, w, cls: bool, floor: float, f
     codes = t.astype(np.int64) if cls else np.zeros(0, dtype=np.int64)
     _step_kernels()[1](
         np.ascontiguousarray(Xa, dtype=np.float32),
-        router_rows(Wd),
+        router_rows(Wd) if WdT is None else WdT,
         depth,
         np.ascontiguousarray(keep, dtype=np.bool_),
         np.ascontiguousarray(V, dtype=np.float64),
@@ -683,43 +686,66 @@ def collapse_neutral_splits(paths: np.ndarray, used: np.ndarray, keep: np.ndarra
 _NUMBA_BACKWARD = None
 
 
-def _backward_kernel(right, Vb, mix, depth, cls, t, w, floor, tau, y0, R, SUB, gz):
-    B, n_int = right.shape
+def _backward_kernel(Z, noise, V, t, w, mix, depth, cls, floor, tau, y0, SUB, gz):
+    B, n_int = Z.shape
+    n_nodes = V.shape[0]
+    a = np.empty(n_int)
+    R = np.empty(n_nodes)
+    reach = np.empty(n_int)
     for r in range(B):
-        for i in range(n_int, R.shape[1]):
-            R[r, i] = Vb[r, i]
+        c = int(t[r]) if cls else 0  # the row's class (its column of V) or V's only column
+        for i in range(n_int):  # the Gumbel-perturbed logit differences; right iff <= 0
+            a[i] = (np.float64(Z[r, i]) + noise[r, i]) / tau
+        for i in range(n_int, n_nodes):
+            R[i] = V[i, c]
         for lvl in range(depth - 1, -1, -1):  # hard response of every node, bottom up
             for i in range(2**lvl - 1, 2 ** (lvl + 1) - 1):
-                sub = R[r, 2 * i + 1 + (1 if right[r, i] else 0)]
+                sub = R[2 * i + 1 + (1 if a[i] <= 0 else 0)]
                 SUB[r, i] = sub
-                R[r, i] = mix[i] * sub + (1.0 - mix[i]) * Vb[r, i]
+                R[i] = mix[i] * sub + (1.0 - mix[i]) * V[i, c]
         if cls:  # d loss / d f, as _loss_and_grad: clamped log loss or squared error
-            dl = -w[r] / max(R[r, 0], floor)
+            dl = -w[r] / max(R[0], floor)
         else:
-            dl = 2.0 * (R[r, 0] - t[r]) * w[r]
+            dl = 2.0 * (R[0] - t[r]) * w[r]
         dlb = dl / B
         # reach weight along the hard sample (top down) and the logit-difference gradient
-        reach = np.zeros(n_int)
         reach[0] = 1.0
         for i in range(n_int):
+            right = a[i] <= 0
             if 2 * i + 2 < n_int:
                 ri = reach[i] * mix[i]
-                reach[2 * i + 1] = ri * (0.0 if right[r, i] else 1.0)
-                reach[2 * i + 2] = ri * (1.0 if right[r, i] else 0.0)
-            diff = R[r, 2 * i + 1] - R[r, 2 * i + 2]
+                reach[2 * i + 1] = ri * (0.0 if right else 1.0)
+                reach[2 * i + 2] = ri * (1.0 if right else 0.0)
+            diff = R[2 * i + 1] - R[2 * i + 2]
             delta = dlb * reach[i]
-            gz[r, i] = delta * mix[i] * diff * (y0[r, i] * (1 - y0[r, i]) / tau)
-            SUB[r, i] = delta * (SUB[r, i] - Vb[r, i])  # the gamma gradient's summand
+            if y0.shape[0]:  # the logistic given (scipy's expit)
+                s = y0[r, i] * (1 - y0[r, i]) / tau
+            elif reach[i] != 0.0:  # the logistic as scipy's expit, only where it counts
+                y = 1.0 / (1.0 + np.exp(-a[i]))
+                s = y * (1 - y) / tau
+            else:  # delta is a zero: any finite positive factor gives the same zero
+                s = 1.0
+            gz[r, i] = delta * mix[i] * diff * s
+            SUB[r, i] = delta * (SUB[r, i] - V[i, c])  # the gamma gradient's summand
+
+
+def _logistic_loops(a, out):
+    for k in range(a.size):
+        out[k] = 1.0 / (1.0 + np.exp(-a[k]))
 
 
 def router_backward():
-    """The compiled backward pass of the router step (numba, imported lazily; cached on disk).
+    """The compiled forward and backward pass of the router step (numba, imported lazily; cached
+    on disk), or None.
 
-    ``kernel(right, Vb, mix, depth, cls, t, w, floor, tau, y0, R, SUB, gz)`` fills, per row of the
-    minibatch, the hard responses ``R`` of every node, the logit-difference gradients ``gz`` and the
-    gamma-gradient summands ``SUB``, each with the same floating-point operations in the same order
-    as the numpy expressions it replaces (a fit is bit-identical), without their ~60 small array
-    calls a step.
+    ``kernel(Z, noise, V, t, w, mix, depth, cls, floor, tau, y0, SUB, gz)`` fills, per row of the
+    minibatch, the logit-difference gradients ``gz`` and the gamma-gradient summands ``SUB`` from
+    the rows' logit differences ``Z`` (float32) and path noise, with the same floating-point
+    operations in the same order as the numpy expressions it replaces (a fit is bit-identical).
+    ``y0`` is scipy's ``expit`` of the perturbed logits, or an empty (0, 0) array: then the kernel
+    evaluates the logistic itself, only where the gradient reaches (a row's sampled path, not
+    all the routers). Whether its logistic is scipy's bit for bit is checked once on 2^16 values
+    (:func:`compiled_logistic_exact`); if not, callers pass ``y0``.
     """
     global _NUMBA_BACKWARD
     if _NUMBA_BACKWARD is None:
@@ -729,10 +755,30 @@ def router_backward():
     return _NUMBA_BACKWARD
 
 
+_LOGISTIC_EXACT = None
+
+
+def compiled_logistic_exact() -> bool:
+    """Whether the compiled ``1 / (1 + exp(-a))`` equals ``scipy.special.expit`` bit for bit on
+    2^16 values spanning the range of the perturbed logits (checked once per process)."""
+    global _LOGISTIC_EXACT
+    if _LOGISTIC_EXACT is None:
+        import numba
+        from scipy.special import expit
+
+        rng = np.random.default_rng(0)
+        a = np.concatenate([rng.logistic(size=2**15) * 4, rng.standard_normal(2**15) * 40])
+        a[:8] = [0.0, -0.0, 1e-300, -1e-300, 700.0, -700.0, 40.0, -40.0]
+        out = np.empty_like(a)
+        numba.njit(cache=True, nogil=True)(_logistic_loops)(a, out)
+        _LOGISTIC_EXACT = bool(np.array_equal(out.view(np.int64), expit(a).view(np.int64)))
+    return _LOGISTIC_EXACT
+
+
 _NUMBA_ADAM = None
 
 
-def _adam_pair_loops(W, g0, m, v, lr, b1, b2, eps, c1, c2):
+def _adam_pair_loops(W, g0, m, v, lr, b1, b2, eps, c1, c2, Wd, WdT):
     for a in range(g0.shape[0]):
         for i in range(g0.shape[1]):
             g = g0[a, i]
@@ -745,12 +791,18 @@ def _adam_pair_loops(W, g0, m, v, lr, b1, b2, eps, c1, c2):
             u = lr * (mm / c1) / (np.sqrt(vv / c2) + eps)
             W[a, i, 0] -= u
             W[a, i, 1] += u
+            if Wd.shape[0]:  # the new logit differences, as wdiff and router_rows
+                z = np.float32(W[a, i, 0] - W[a, i, 1])
+                Wd[a, i] = z
+                WdT[i, a] = z
 
 
 def adam_pair():
     """The compiled Adam step of a router pair (numba, lazily; cached on disk):
-    ``kernel(W, g0, m, v, lr, b1, b2, eps, 1 - b1**t, 1 - b2**t)`` moves the first logits by
-    ``-u`` and the second by ``+u``, ``u`` Adam's step from ``g0``, in place."""
+    ``kernel(W, g0, m, v, lr, b1, b2, eps, 1 - b1**t, 1 - b2**t, Wd, WdT)`` moves the first
+    logits by ``-u`` and the second by ``+u``, ``u`` Adam's step from ``g0``, in place, and
+    writes the new float32 logit differences into ``Wd`` (d+1, n_int) and ``WdT`` (n_int, d+1)
+    unless they are empty."""
     global _NUMBA_ADAM
     if _NUMBA_ADAM is None:
         import numba
