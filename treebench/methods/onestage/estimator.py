@@ -434,6 +434,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         transpose).
         """
         t = st["t"]
+        for k in ("m", "v"):  # updated in place through flat views
+            if not st[k].flags.c_contiguous:
+                st[k] = np.ascontiguousarray(st[k])
         Wd, WdT = (_NO_WD, _NO_WD) if out is None else out
         adam_pair()(W, g0, st["m"], st["v"], lr, b1, b2, eps, 1 - b1**t, 1 - b2**t, Wd, WdT)
 
