@@ -494,6 +494,33 @@ def _step_kernels():
     return _NUMBA_STEP
 
 
+class RefreshPass:
+    """Node values (Eq. 17) of the rows ``Xa`` and each row's leaf, for routers given at each
+    call: the rows, targets and weights are converted once (the pass runs after every router
+    step). ``pass_(Wd, WdT=None) -> (V, leaf)``; see :func:`refresh_values`."""
+
+    def __init__(self, Xa, Y, w, depth: int, codes=None, n_threads: int = 1):
+        self.Xa = np.ascontiguousarray(Xa, dtype=np.float32)
+        self.Y = np.ascontiguousarray(Y, dtype=np.float64)
+        self.w = np.ascontiguousarray(w, dtype=np.float64)
+        self.depth, self.n_threads, self.codes_given = depth, n_threads, codes
+        self.codes = (
+            np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes, dtype=np.int64)
+        )
+        self.n_nodes = 2 ** (depth + 1) - 1
+
+    def __call__(self, Wd, WdT=None):
+        n, D = self.Xa.shape[0], self.depth
+        if self.n_threads > 1 and n >= 4096:
+            leaf = route_paths(self.Xa, Wd, D, True, self.n_threads)
+            return node_values(leaf, self.Y, self.w, D, self.codes_given), leaf
+        leaf = np.empty(n, dtype=np.int64)
+        V = np.zeros((self.n_nodes, self.Y.shape[1]))
+        WdT = router_rows(Wd) if WdT is None else WdT
+        _step_kernels()[0](self.Xa, WdT, D, self.codes, self.Y, self.w, leaf, V)
+        return V, leaf
+
+
 def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1, WdT=None):
     """Node values (Eq. 17) of the rows ``Xa`` under the routers ``Wd`` and each row's leaf.
 
@@ -503,24 +530,39 @@ def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1, WdT
     the rows are routed in parallel first (same routing, same sums). ``WdT`` may give
     :func:`router_rows` of ``Wd``.
     """
-    n = Xa.shape[0]
-    if n_threads > 1 and n >= 4096:
-        leaf = route_paths(Xa, Wd, depth, True, n_threads)
-        return node_values(leaf, Y, w, depth, codes), leaf
-    leaf = np.empty(n, dtype=np.int64)
-    V = np.zeros((2 ** (depth + 1) - 1, Y.shape[1]))
-    c = np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes, dtype=np.int64)
-    _step_kernels()[0](
-        np.ascontiguousarray(Xa, dtype=np.float32),
-        router_rows(Wd) if WdT is None else WdT,
-        depth,
-        c,
-        np.ascontiguousarray(Y, dtype=np.float64),
-        np.ascontiguousarray(w, dtype=np.float64),
-        leaf,
-        V,
-    )
-    return V, leaf
+    return RefreshPass(Xa, Y, w, depth, codes, n_threads)(Wd, WdT)
+
+
+class GammaPass:
+    """The gamma gradient (:func:`gamma_gradient`) of the rows ``Xa``, for the architecture,
+    values and routers given at each call: the rows, targets and weights are converted once.
+    ``pass_(keep, V, Wd, WdT=None) -> g``."""
+
+    def __init__(self, Xa, t, w, depth: int, cls: bool, floor: float, flip: bool):
+        t = np.asarray(t)
+        self.Xa = np.ascontiguousarray(Xa, dtype=np.float32)
+        self.codes = t.astype(np.int64) if cls else np.zeros(0, dtype=np.int64)
+        self.t = t.astype(np.float64)
+        self.w = np.ascontiguousarray(w, dtype=np.float64)
+        self.depth, self.cls, self.floor, self.flip = depth, cls, float(floor), flip
+
+    def __call__(self, keep, V, Wd, WdT=None):
+        g = np.zeros(keep.size)
+        _step_kernels()[1](
+            self.Xa,
+            router_rows(Wd) if WdT is None else WdT,
+            self.depth,
+            np.ascontiguousarray(keep, dtype=np.bool_),
+            np.ascontiguousarray(V, dtype=np.float64),
+            self.cls,
+            self.codes,
+            self.t,
+            self.w,
+            self.floor,
+            self.flip,
+            g,
+        )
+        return g
 
 
 def gamma_gradient(
@@ -533,25 +575,7 @@ def gamma_gradient(
     Each row's contributions are added to its path's nodes in the order of ``np.bincount`` over
     the row-major (row, level) paths. ``WdT`` may give :func:`router_rows` of ``Wd``.
     """
-    n_int = keep.size
-    g = np.zeros(n_int)
-    t = np.asarray(t)
-    codes = t.astype(np.int64) if cls else np.zeros(0, dtype=np.int64)
-    _step_kernels()[1](
-        np.ascontiguousarray(Xa, dtype=np.float32),
-        router_rows(Wd) if WdT is None else WdT,
-        depth,
-        np.ascontiguousarray(keep, dtype=np.bool_),
-        np.ascontiguousarray(V, dtype=np.float64),
-        cls,
-        codes,
-        t.astype(np.float64),
-        np.ascontiguousarray(w, dtype=np.float64),
-        float(floor),
-        flip,
-        g,
-    )
-    return g
+    return GammaPass(Xa, t, w, depth, cls, floor, flip)(keep, V, Wd, WdT)
 
 
 class LeafSums:

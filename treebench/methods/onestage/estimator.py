@@ -57,12 +57,12 @@ from treebench.methods.base import (
     validate_sample_weight,
 )
 from treebench.methods.onestage.core import (
+    GammaPass,
     LeafSums,
     adam_pair,
     center_router_biases,
     collapse_neutral_splits,
     compiled_logistic_exact,
-    gamma_gradient,
     n_internal,
     node_values,
     reachable,
@@ -495,10 +495,13 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         loss between gamma_bar_i = 1 and 0 (the slope of the secant over [0, 1]; for MSE exactly the
         relaxed derivative at gamma_i = 1/2, the prox_C1 threshold).
         """
+        return self._gamma_pass(Xs, ts, ws, D)(keep, V, Wd, WdT)[:n_int]
+
+    def _gamma_pass(self, Xs, ts, ws, D):
+        """:meth:`_gamma_grad` on the rows ``Xs`` as a prepared :class:`~.core.GammaPass`."""
         cls = self._task == CLASSIFICATION
         floor = float(self.prob_floor) if cls else 0.0
-        flip = self.gamma_gradient == "flip"
-        return gamma_gradient(Xs, Wd, keep, V, D, ts, ws, cls, floor, flip, WdT)[:n_int]
+        return GammaPass(Xs, ts, ws, D, cls, floor, self.gamma_gradient == "flip")
 
     # ------------------------------------------------------------------ inference
     def _transform(self, X):

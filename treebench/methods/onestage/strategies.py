@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from treebench.methods.onestage.core import LeafSums, refresh_values, route_paths, router_rows
+from treebench.methods.onestage.core import LeafSums, RefreshPass, route_paths, router_rows
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
@@ -63,6 +63,9 @@ class FitState:
     #: ``step_rows="batch"``: running leaf statistics, and the epoch's order of the validation rows
     leaves: LeafSums | None = None
     vorder: Any = None
+    #: the prepared compiled passes over the training rows and over all validation rows
+    rpass: Any = None
+    gpass: Any = None
 
     def refresh_values(self, fresh: bool = True) -> None:
         """Router differences (unless ``fresh=False``: the router step wrote them) and
@@ -70,9 +73,9 @@ class FitState:
         if fresh:
             self.Wd = wdiff(self.W)
             self.WdT = router_rows(self.Wd)
-        self.V, leaf = refresh_values(
-            self.Xtr, self.Wd, self.Ytr, self.wtr, self.D, self.codes, self.nth, self.WdT
-        )
+        if self.rpass is None:
+            self.rpass = RefreshPass(self.Xtr, self.Ytr, self.wtr, self.D, self.codes, self.nth)
+        self.V, leaf = self.rpass(self.Wd, self.WdT)
         if self.leaves is not None:
             self.leaves.reset(leaf)
 
@@ -86,6 +89,22 @@ class FitState:
             return
         self.leaves.move(b, route_paths(self.Xtr[b], self.Wd, self.D, True))
         self.V = self.leaves.values()
+
+    def gamma_grad(self, est, keep: np.ndarray, step: int) -> np.ndarray:
+        """The gamma gradient (``est._gamma_grad``) on the validation rows of ``step``."""
+        if self.vorder is not None:
+            return est._gamma_grad(
+                *self.val_rows(step, int(est.batch_size)),
+                self.Wd,
+                self.V,
+                keep,
+                self.D,
+                self.n_int,
+                WdT=self.WdT,
+            )
+        if self.gpass is None:
+            self.gpass = est._gamma_pass(self.Xva, self.tva, self.wva, self.D)
+        return self.gpass(keep, self.V, self.Wd, self.WdT)
 
     def val_rows(self, step: int, bs: int):
         """The validation rows of a gamma step: all of them, or with ``step_rows="batch"`` the
@@ -128,9 +147,7 @@ class BilevelSearch:
         # (c) closed-form node values on the training part, deterministic routing
         s.refresh_step(b)
         # (d) architecture step on the validation part (or a minibatch of it)
-        gg = est._gamma_grad(
-            *s.val_rows(step, int(est.batch_size)), s.Wd, s.V, keep, s.D, s.n_int, WdT=s.WdT
-        )
+        gg = s.gamma_grad(est, keep, step)
         gg += est.gamma_l1
         if est.gamma_optimizer == "sgd":  # Eq. (15): plain projected gradient step
             s.gamma -= s.glr * gg
