@@ -220,7 +220,7 @@ def test_fused_refresh_equals_routing_then_node_values(task):
     """One compiled pass (route every row, sum it into its leaf, values) gives exactly the values
     of route_paths + node_values, and each row's leaf."""
     rng = np.random.RandomState(3)
-    D, n, d = 5, 700, 6
+    D, n, d = 5, 703, 6  # not a multiple of 4: rows are routed four at a time, then one by one
     Xa = np.hstack([rng.randn(n, d), np.ones((n, 1))]).astype(np.float32)
     Wd = rng.randn(d + 1, 2**D - 1).astype(np.float32)
     w = rng.rand(n) + 0.1
@@ -554,6 +554,9 @@ def test_stop_nodes_equal_full_paths_then_stop_positions():
     paths = route_paths(Xa, Wd, D)
     s1, _ = stop_positions(keep[paths[:, :D]])
     assert (level == s1).all() and (stop == paths[np.arange(n), s1]).all()
+    for m in (1, 7):  # rows walk four at a time, the rest one by one: the same stops
+        s, lv = stop_nodes(Xa[:m, :d], np.zeros(d), np.ones(d), Wd, keep, D)
+        assert (s == stop[:m]).all() and (lv == level[:m]).all()
     assert 0 < level.mean() < D
     # raw features: standardised inside as fit standardises them (float64, then float32)
     mu, sd = rng.randn(d), rng.rand(d) + 0.5

@@ -22,7 +22,9 @@ _NUMBA_ROUTE = None
 
 def _split_z(A, ra, WdT, i):
     """Row ``ra`` of ``A`` times router ``i``: the logit difference every compiled pass routes by
-    (training, the gamma step and prediction sum it in this one order)."""
+    (training, the gamma step and prediction sum it in this one order). The reference of the
+    order: the compiled kernels compute the four accumulators as the four lanes of one vector
+    (:func:`_lane_sums`), the same float32 products and sums."""
     p = A.shape[1]
     p4 = p - p % 4
     z0 = z1 = z2 = z3 = np.float32(0.0)  # four accumulators break the add dependency chain
@@ -36,25 +38,128 @@ def _split_z(A, ra, WdT, i):
     return (z0 + z1) + (z2 + z3)
 
 
+_LANES = {}
+
+
+def _lane_sums(k: int):
+    """A numba intrinsic ``f((a_1, w_1, ..., a_k, w_k), n4)``: for each pair of contiguous float32
+    rows, the four accumulators of :func:`_split_z` over the first ``4 * n4`` entries, as one
+    ``(4 k,)`` tuple.
+
+    Each accumulator is a lane of a 4-float vector (a vector multiply and add per block of four:
+    IEEE lane-wise, so the same rounding as the scalar loop; numba does not vectorise that loop
+    itself), and ``k`` rows are interleaved so their independent add chains overlap.
+    """
+    if k not in _LANES:
+        from llvmlite import ir
+        from numba import types
+        from numba.core import cgutils
+        from numba.extending import intrinsic
+
+        @intrinsic
+        def lanes(typingctx, arrs, n4):
+            sig = types.UniTuple(types.float32, 4 * k)(arrs, n4)
+
+            def codegen(context, builder, sig, args):
+                vec = ir.VectorType(ir.FloatType(), 4)
+                items = cgutils.unpack_tuple(builder, args[0])
+                ptr = [
+                    builder.bitcast(
+                        context.make_array(sig.args[0][q])(context, builder, items[q]).data,
+                        vec.as_pointer(),
+                    )
+                    for q in range(2 * k)
+                ]
+                zero = ir.Constant(vec, [0.0] * 4)
+                acc = [cgutils.alloca_once_value(builder, zero) for _ in range(k)]
+                with cgutils.for_range(builder, args[1]) as loop:
+                    for q in range(k):
+                        x = builder.load(builder.gep(ptr[2 * q], [loop.index]), align=4)
+                        y = builder.load(builder.gep(ptr[2 * q + 1], [loop.index]), align=4)
+                        builder.store(
+                            builder.fadd(builder.load(acc[q]), builder.fmul(x, y)), acc[q]
+                        )
+                out = []
+                for q in range(k):
+                    v = builder.load(acc[q])
+                    out += [
+                        builder.extract_element(v, ir.Constant(ir.IntType(32), c)) for c in range(4)
+                    ]
+                return context.make_tuple(builder, sig.return_type, out)
+
+            return sig, codegen
+
+        _LANES[k] = lanes
+    return _LANES[k]
+
+
 _NUMBA_ROW = None
 
 
 def _route_row():
-    """The compiled (inlined) row routers: ``(split_z, route_row)``; ``route_row(Xa, WdT, depth,
-    paths, r)`` writes row ``r``'s full-depth path into ``paths[r, 1:]``."""
+    """The compiled (inlined) routers: ``(split_z, route_row, route_rows)``.
+
+    ``split_z(A, ra, WdT, i)`` is :func:`_split_z`; ``route_row(Xa, WdT, depth, paths, r)``
+    writes row ``r``'s full-depth path into ``paths[r, 1:]``; ``route_rows(Xa, WdT, depth,
+    paths, lo, hi)`` does so for rows ``lo:hi``, four rows at a time (the same decisions)."""
     global _NUMBA_ROW
     if _NUMBA_ROW is None:
         import numba
 
-        split_z = numba.njit(inline="always", nogil=True)(_split_z)
+        one, four = _lane_sums(1), _lane_sums(4)
+        jit = numba.njit(inline="always", nogil=True)
 
+        @jit
+        def tail(z0, z1, z2, z3, A, ra, WdT, i):
+            p = A.shape[1]
+            for j in range(p - p % 4, p):
+                z0 += A[ra, j] * WdT[i, j]
+            return (z0 + z1) + (z2 + z3)
+
+        @jit
+        def split_z(A, ra, WdT, i):
+            z = one((A[ra], WdT[i]), A.shape[1] // 4)
+            return tail(z[0], z[1], z[2], z[3], A, ra, WdT, i)
+
+        @jit
         def route_row(Xa, WdT, depth, paths, r):
             i = 0
             for lvl in range(depth):
                 i = 2 * i + 1 + (1 if split_z(Xa, r, WdT, i) <= 0 else 0)
                 paths[r, lvl + 1] = i
 
-        _NUMBA_ROW = (split_z, numba.njit(inline="always", nogil=True)(route_row))
+        @jit
+        def route_four(Xa, WdT, depth, paths, r):
+            i0 = i1 = i2 = i3 = 0
+            n4 = Xa.shape[1] // 4
+            for lvl in range(depth):
+                z = four(
+                    (Xa[r], WdT[i0], Xa[r + 1], WdT[i1], Xa[r + 2], WdT[i2], Xa[r + 3], WdT[i3]),
+                    n4,
+                )
+                a = tail(z[0], z[1], z[2], z[3], Xa, r, WdT, i0)
+                b = tail(z[4], z[5], z[6], z[7], Xa, r + 1, WdT, i1)
+                c = tail(z[8], z[9], z[10], z[11], Xa, r + 2, WdT, i2)
+                e = tail(z[12], z[13], z[14], z[15], Xa, r + 3, WdT, i3)
+                i0 = 2 * i0 + 1 + (1 if a <= 0 else 0)
+                i1 = 2 * i1 + 1 + (1 if b <= 0 else 0)
+                i2 = 2 * i2 + 1 + (1 if c <= 0 else 0)
+                i3 = 2 * i3 + 1 + (1 if e <= 0 else 0)
+                paths[r, lvl + 1] = i0
+                paths[r + 1, lvl + 1] = i1
+                paths[r + 2, lvl + 1] = i2
+                paths[r + 3, lvl + 1] = i3
+
+        @jit
+        def route_rows(Xa, WdT, depth, paths, lo, hi):
+            r = lo
+            while r + 4 <= hi:
+                route_four(Xa, WdT, depth, paths, r)
+                r += 4
+            for q in range(r, hi):
+                route_row(Xa, WdT, depth, paths, q)
+
+        _NUMBA_ROW = (split_z, route_row, route_rows)
     return _NUMBA_ROW
 
 
@@ -64,15 +169,15 @@ def _numba_route():
     if _NUMBA_ROUTE is None:
         import numba
 
-        kernel = _route_row()[1]
+        rows = _route_row()[2]
 
         def route(Xa, WdT, depth, paths):
-            for r in range(Xa.shape[0]):
-                kernel(Xa, WdT, depth, paths, r)
+            rows(Xa, WdT, depth, paths, 0, Xa.shape[0])
 
         def route_par(Xa, WdT, depth, paths):
-            for r in numba.prange(Xa.shape[0]):
-                kernel(Xa, WdT, depth, paths, r)
+            n = Xa.shape[0]
+            for b in numba.prange((n + 255) // 256):  # blocks of rows, each routed as route's
+                rows(Xa, WdT, depth, paths, 256 * b, min(n, 256 * b + 256))
 
         _NUMBA_ROUTE = (
             numba.njit(cache=True, nogil=True)(route),
@@ -88,20 +193,71 @@ def _stops_factory():
     import numba
 
     split_z = _route_row()[0]
+    four = _lane_sums(4)
+
+    @numba.njit(inline="always", nogil=True)
+    def standardise(X, r, mean, scale, xa, q):
+        for j in range(X.shape[1]):  # [x; 1] standardised as fit does: in float64, then float32
+            xa[q, j] = np.float32((np.float64(X[r, j]) - mean[j]) / scale[j])
+
+    @numba.njit(inline="always", nogil=True)
+    def advance(z0, z1, z2, z3, xa, q, WdT, i):
+        for j in range(xa.shape[1] - xa.shape[1] % 4, xa.shape[1]):
+            z0 += xa[q, j] * WdT[i, j]
+        return 2 * i + 1 + (1 if (z0 + z1) + (z2 + z3) <= 0 else 0)
 
     def stops(X, mean, scale, WdT, keep, depth, stop, level):
-        d = X.shape[1]
-        xa = np.ones((1, d + 1), dtype=np.float32)
-        for r in range(X.shape[0]):
-            for j in range(d):  # [x; 1] standardised as fit does: in float64, then float32
-                xa[0, j] = np.float32((np.float64(X[r, j]) - mean[j]) / scale[j])
+        n, d = X.shape
+        xa = np.ones((4, d + 1), dtype=np.float32)
+        n4 = (d + 1) // 4
+        r = 0
+        while r + 4 <= n:  # four rows at a time, each walking only the kept splits it passes
+            for q in range(4):
+                standardise(X, r + q, mean, scale, xa, q)
+            i0 = i1 = i2 = i3 = 0
+            lvl = 0
+            while lvl < depth:
+                m0, m1, m2, m3 = keep[i0], keep[i1], keep[i2], keep[i3]
+                if not (m0 or m1 or m2 or m3):
+                    break
+                # a row that has stopped is evaluated at the root and the result dropped
+                z = four(
+                    (
+                        xa[0],
+                        WdT[i0 if m0 else 0],
+                        xa[1],
+                        WdT[i1 if m1 else 0],
+                        xa[2],
+                        WdT[i2 if m2 else 0],
+                        xa[3],
+                        WdT[i3 if m3 else 0],
+                    ),
+                    n4,
+                )
+                lvl += 1
+                if m0:
+                    i0 = advance(z[0], z[1], z[2], z[3], xa, 0, WdT, i0)
+                    level[r] = lvl
+                if m1:
+                    i1 = advance(z[4], z[5], z[6], z[7], xa, 1, WdT, i1)
+                    level[r + 1] = lvl
+                if m2:
+                    i2 = advance(z[8], z[9], z[10], z[11], xa, 2, WdT, i2)
+                    level[r + 2] = lvl
+                if m3:
+                    i3 = advance(z[12], z[13], z[14], z[15], xa, 3, WdT, i3)
+                    level[r + 3] = lvl
+            stop[r], stop[r + 1], stop[r + 2], stop[r + 3] = i0, i1, i2, i3
+            r += 4
+        for q in range(r, n):
+            standardise(X, q, mean, scale, xa, 0)
             i = 0
             lvl = 0
             while lvl < depth and keep[i]:
                 i = 2 * i + 1 + (1 if split_z(xa, 0, WdT, i) <= 0 else 0)
                 lvl += 1
-            stop[r] = i
-            level[r] = lvl
+            stop[q] = i
+            level[q] = lvl
 
     return numba.njit(cache=True, nogil=True)(stops)
 
@@ -259,7 +415,7 @@ def _step_kernels():
     if _NUMBA_STEP is None:
         import numba
 
-        route_row = _route_row()[1]
+        route_rows = _route_row()[2]
         values = numba.njit(inline="always", nogil=True)(_values_loops)
 
         def refresh(Xa, WdT, depth, codes, Y, w, leaf, V):
@@ -268,8 +424,8 @@ def _step_kernels():
             paths = np.zeros((n, depth + 1), dtype=np.int64)
             sums = np.zeros((n_int + 1, k))
             cnt = np.zeros(n_int + 1)
+            route_rows(Xa, WdT, depth, paths, 0, n)
             for r in range(n):  # rows in order: the sums of leaf_stats' bincounts
-                route_row(Xa, WdT, depth, paths, r)
                 leaf[r] = paths[r, depth]
                 li = leaf[r] - n_int
                 cnt[li] += w[r]
@@ -288,8 +444,8 @@ def _step_kernels():
                 for i in range(V.shape[0]):
                     for j in range(V.shape[1]):
                         L[i, j] = -np.log(max(V[i, j], floor))
+            route_rows(Xa, WdT, depth, paths, 0, n)
             for r in range(n):
-                route_row(Xa, WdT, depth, paths, r)
                 s1 = depth  # first and second stop level (stop_positions)
                 for lvl in range(depth):
                     if not keep[paths[r, lvl]]:
@@ -338,61 +494,88 @@ def _step_kernels():
     return _NUMBA_STEP
 
 
-def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1):
+class RefreshPass:
+    """Node values (Eq. 17) of the rows ``Xa`` and each row's leaf, for routers given at each
+    call: the rows, targets and weights are converted once (the pass runs after every router
+    step). ``pass_(Wd, WdT=None) -> (V, leaf)``; see :func:`refresh_values`."""
+
+    def __init__(self, Xa, Y, w, depth: int, codes=None, n_threads: int = 1):
+        self.Xa = np.ascontiguousarray(Xa, dtype=np.float32)
+        self.Y = np.ascontiguousarray(Y, dtype=np.float64)
+        self.w = np.ascontiguousarray(w, dtype=np.float64)
+        self.depth, self.n_threads, self.codes_given = depth, n_threads, codes
+        self.codes = (
+            np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes, dtype=np.int64)
+        )
+        self.n_nodes = 2 ** (depth + 1) - 1
+
+    def __call__(self, Wd, WdT=None):
+        n, D = self.Xa.shape[0], self.depth
+        if self.n_threads > 1 and n >= 4096:
+            leaf = route_paths(self.Xa, Wd, D, True, self.n_threads)
+            return node_values(leaf, self.Y, self.w, D, self.codes_given), leaf
+        leaf = np.empty(n, dtype=np.int64)
+        V = np.zeros((self.n_nodes, self.Y.shape[1]))
+        WdT = router_rows(Wd) if WdT is None else WdT
+        _step_kernels()[0](self.Xa, WdT, D, self.codes, self.Y, self.w, leaf, V)
+        return V, leaf
+
+
+def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1, WdT=None):
     """Node values (Eq. 17) of the rows ``Xa`` under the routers ``Wd`` and each row's leaf.
 
     One compiled pass routes every row and sums it into its leaf; the same numbers as
     ``node_values(route_paths(Xa, Wd, depth, True), Y, w, depth, codes)``, without its
     intermediate arrays (it runs after every router step). From 4,096 rows with ``n_threads > 1``
-    the rows are routed in parallel first (same routing, same sums).
+    the rows are routed in parallel first (same routing, same sums). ``WdT`` may give
+    :func:`router_rows` of ``Wd``.
     """
-    n = Xa.shape[0]
-    if n_threads > 1 and n >= 4096:
-        leaf = route_paths(Xa, Wd, depth, True, n_threads)
-        return node_values(leaf, Y, w, depth, codes), leaf
-    leaf = np.empty(n, dtype=np.int64)
-    V = np.zeros((2 ** (depth + 1) - 1, Y.shape[1]))
-    c = np.zeros(0, dtype=np.int64) if codes is None else np.asarray(codes, dtype=np.int64)
-    _step_kernels()[0](
-        np.ascontiguousarray(Xa, dtype=np.float32),
-        router_rows(Wd),
-        depth,
-        c,
-        np.ascontiguousarray(Y, dtype=np.float64),
-        np.ascontiguousarray(w, dtype=np.float64),
-        leaf,
-        V,
-    )
-    return V, leaf
+    return RefreshPass(Xa, Y, w, depth, codes, n_threads)(Wd, WdT)
 
 
-def gamma_gradient(Xa, Wd, keep, V, depth: int, t, w, cls: bool, floor: float, flip: bool):
+class GammaPass:
+    """The gamma gradient (:func:`gamma_gradient`) of the rows ``Xa``, for the architecture,
+    values and routers given at each call: the rows, targets and weights are converted once.
+    ``pass_(keep, V, Wd, WdT=None) -> g``."""
+
+    def __init__(self, Xa, t, w, depth: int, cls: bool, floor: float, flip: bool):
+        t = np.asarray(t)
+        self.Xa = np.ascontiguousarray(Xa, dtype=np.float32)
+        self.codes = t.astype(np.int64) if cls else np.zeros(0, dtype=np.int64)
+        self.t = t.astype(np.float64)
+        self.w = np.ascontiguousarray(w, dtype=np.float64)
+        self.depth, self.cls, self.floor, self.flip = depth, cls, float(floor), flip
+
+    def __call__(self, keep, V, Wd, WdT=None):
+        g = np.zeros(keep.size)
+        _step_kernels()[1](
+            self.Xa,
+            router_rows(Wd) if WdT is None else WdT,
+            self.depth,
+            np.ascontiguousarray(keep, dtype=np.bool_),
+            np.ascontiguousarray(V, dtype=np.float64),
+            self.cls,
+            self.codes,
+            self.t,
+            self.w,
+            self.floor,
+            self.flip,
+            g,
+        )
+        return g
+
+
+def gamma_gradient(
+    Xa, Wd, keep, V, depth: int, t, w, cls: bool, floor: float, flip: bool, WdT=None
+):
     """Gradient of the mean validation loss w.r.t. the discrete ``gamma_bar`` (Eq. 15), one
     compiled pass over the rows (see ``_OneStageBase._gamma_grad`` for the two gradients).
 
     ``t`` holds class codes (``cls``) or the standardised targets; ``floor`` is ``prob_floor``.
     Each row's contributions are added to its path's nodes in the order of ``np.bincount`` over
-    the row-major (row, level) paths.
+    the row-major (row, level) paths. ``WdT`` may give :func:`router_rows` of ``Wd``.
     """
-    n_int = keep.size
-    g = np.zeros(n_int)
-    t = np.asarray(t)
-    codes = t.astype(np.int64) if cls else np.zeros(0, dtype=np.int64)
-    _step_kernels()[1](
-        np.ascontiguousarray(Xa, dtype=np.float32),
-        router_rows(Wd),
-        depth,
-        np.ascontiguousarray(keep, dtype=np.bool_),
-        np.ascontiguousarray(V, dtype=np.float64),
-        cls,
-        codes,
-        t.astype(np.float64),
-        np.ascontiguousarray(w, dtype=np.float64),
-        float(floor),
-        flip,
-        g,
-    )
-    return g
+    return GammaPass(Xa, t, w, depth, cls, floor, flip)(keep, V, Wd, WdT)
 
 
 class LeafSums:
@@ -527,43 +710,66 @@ def collapse_neutral_splits(paths: np.ndarray, used: np.ndarray, keep: np.ndarra
 _NUMBA_BACKWARD = None
 
 
-def _backward_kernel(right, Vb, mix, depth, cls, t, w, floor, tau, y0, R, SUB, gz):
-    B, n_int = right.shape
+def _backward_kernel(Z, noise, V, t, w, mix, depth, cls, floor, tau, y0, SUB, gz):
+    B, n_int = Z.shape
+    n_nodes = V.shape[0]
+    a = np.empty(n_int)
+    R = np.empty(n_nodes)
+    reach = np.empty(n_int)
     for r in range(B):
-        for i in range(n_int, R.shape[1]):
-            R[r, i] = Vb[r, i]
+        c = int(t[r]) if cls else 0  # the row's class (its column of V) or V's only column
+        for i in range(n_int):  # the Gumbel-perturbed logit differences; right iff <= 0
+            a[i] = (np.float64(Z[r, i]) + noise[r, i]) / tau
+        for i in range(n_int, n_nodes):
+            R[i] = V[i, c]
         for lvl in range(depth - 1, -1, -1):  # hard response of every node, bottom up
             for i in range(2**lvl - 1, 2 ** (lvl + 1) - 1):
-                sub = R[r, 2 * i + 1 + (1 if right[r, i] else 0)]
+                sub = R[2 * i + 1 + (1 if a[i] <= 0 else 0)]
                 SUB[r, i] = sub
-                R[r, i] = mix[i] * sub + (1.0 - mix[i]) * Vb[r, i]
+                R[i] = mix[i] * sub + (1.0 - mix[i]) * V[i, c]
         if cls:  # d loss / d f, as _loss_and_grad: clamped log loss or squared error
-            dl = -w[r] / max(R[r, 0], floor)
+            dl = -w[r] / max(R[0], floor)
         else:
-            dl = 2.0 * (R[r, 0] - t[r]) * w[r]
+            dl = 2.0 * (R[0] - t[r]) * w[r]
         dlb = dl / B
         # reach weight along the hard sample (top down) and the logit-difference gradient
-        reach = np.zeros(n_int)
         reach[0] = 1.0
         for i in range(n_int):
+            right = a[i] <= 0
             if 2 * i + 2 < n_int:
                 ri = reach[i] * mix[i]
-                reach[2 * i + 1] = ri * (0.0 if right[r, i] else 1.0)
-                reach[2 * i + 2] = ri * (1.0 if right[r, i] else 0.0)
-            diff = R[r, 2 * i + 1] - R[r, 2 * i + 2]
+                reach[2 * i + 1] = ri * (0.0 if right else 1.0)
+                reach[2 * i + 2] = ri * (1.0 if right else 0.0)
+            diff = R[2 * i + 1] - R[2 * i + 2]
             delta = dlb * reach[i]
-            gz[r, i] = delta * mix[i] * diff * (y0[r, i] * (1 - y0[r, i]) / tau)
-            SUB[r, i] = delta * (SUB[r, i] - Vb[r, i])  # the gamma gradient's summand
+            if y0.shape[0]:  # the logistic given (scipy's expit)
+                s = y0[r, i] * (1 - y0[r, i]) / tau
+            elif reach[i] != 0.0:  # the logistic as scipy's expit, only where it counts
+                y = 1.0 / (1.0 + np.exp(-a[i]))
+                s = y * (1 - y) / tau
+            else:  # delta is a zero: any finite positive factor gives the same zero
+                s = 1.0
+            gz[r, i] = delta * mix[i] * diff * s
+            SUB[r, i] = delta * (SUB[r, i] - V[i, c])  # the gamma gradient's summand
+
+
+def _logistic_loops(a, out):
+    for k in range(a.size):
+        out[k] = 1.0 / (1.0 + np.exp(-a[k]))
 
 
 def router_backward():
-    """The compiled backward pass of the router step (numba, imported lazily; cached on disk).
+    """The compiled forward and backward pass of the router step (numba, imported lazily; cached
+    on disk), or None.
 
-    ``kernel(right, Vb, mix, depth, cls, t, w, floor, tau, y0, R, SUB, gz)`` fills, per row of the
-    minibatch, the hard responses ``R`` of every node, the logit-difference gradients ``gz`` and the
-    gamma-gradient summands ``SUB``, each with the same floating-point operations in the same order
-    as the numpy expressions it replaces (a fit is bit-identical), without their ~60 small array
-    calls a step.
+    ``kernel(Z, noise, V, t, w, mix, depth, cls, floor, tau, y0, SUB, gz)`` fills, per row of the
+    minibatch, the logit-difference gradients ``gz`` and the gamma-gradient summands ``SUB`` from
+    the rows' logit differences ``Z`` (float32) and path noise, with the same floating-point
+    operations in the same order as the numpy expressions it replaces (a fit is bit-identical).
+    ``y0`` is scipy's ``expit`` of the perturbed logits, or an empty (0, 0) array: then the kernel
+    evaluates the logistic itself, only where the gradient reaches (a row's sampled path, not
+    all the routers). Whether its logistic is scipy's bit for bit is checked once on 2^16 values
+    (:func:`compiled_logistic_exact`); if not, callers pass ``y0``.
     """
     global _NUMBA_BACKWARD
     if _NUMBA_BACKWARD is None:
@@ -573,31 +779,126 @@ def router_backward():
     return _NUMBA_BACKWARD
 
 
+_LOGISTIC_EXACT = None
+
+
+def compiled_logistic_exact() -> bool:
+    """Whether the compiled ``1 / (1 + exp(-a))`` equals ``scipy.special.expit`` bit for bit on
+    2^16 values spanning the range of the perturbed logits (checked once per process)."""
+    global _LOGISTIC_EXACT
+    if _LOGISTIC_EXACT is None:
+        import numba
+        from scipy.special import expit
+
+        rng = np.random.default_rng(0)
+        a = np.concatenate([rng.logistic(size=2**15) * 4, rng.standard_normal(2**15) * 40])
+        a[:8] = [0.0, -0.0, 1e-300, -1e-300, 700.0, -700.0, 40.0, -40.0]
+        out = np.empty_like(a)
+        numba.njit(cache=True, nogil=True)(_logistic_loops)(a, out)
+        _LOGISTIC_EXACT = bool(np.array_equal(out.view(np.int64), expit(a).view(np.int64)))
+    return _LOGISTIC_EXACT
+
+
 _NUMBA_ADAM = None
 
 
-def _adam_pair_loops(W, g0, m, v, lr, b1, b2, eps, c1, c2):
-    for a in range(g0.shape[0]):
-        for i in range(g0.shape[1]):
-            g = g0[a, i]
-            mm = m[a, i] * b1  # the numpy expressions' operations, in their order
+#: doubles per vector of the compiled Adam step (one AVX-512 register; two AVX2 ones elsewhere)
+_ADAM_LANES = 8
+
+
+def _adam_intrinsic():
+    """A numba intrinsic ``f(g, m, v, u, (b1, 1 - b1, b2, 1 - b2, lr, c1, c2, eps), n_blocks)``:
+    Adam's moment updates (in place) and step ``u`` on the first ``8 * n_blocks`` entries of the
+    flat float64 arrays, eight lanes at a time with the scalar loop's operations in its order
+    (lane-wise IEEE multiply, add, divide and square root; numba leaves the loop scalar)."""
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    L = _ADAM_LANES
+
+    @intrinsic
+    def adam_lanes(typingctx, g, m, v, u, consts, n_blocks):
+        sig = types.void(g, m, v, u, consts, n_blocks)
+
+        def codegen(context, builder, sig, args):
+            vec = ir.VectorType(ir.DoubleType(), L)
+            ptr = [
+                builder.bitcast(
+                    context.make_array(sig.args[q])(context, builder, args[q]).data,
+                    vec.as_pointer(),
+                )
+                for q in range(4)
+            ]
+
+            def splat(x):
+                out = ir.Constant(vec, ir.Undefined)
+                for q in range(L):
+                    out = builder.insert_element(out, x, ir.Constant(ir.IntType(32), q))
+                return out
+
+            b1, omb1, b2, omb2, lr, c1, c2, eps = map(splat, cgutils.unpack_tuple(builder, args[4]))
+            sqrt = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(vec, [vec]), f"llvm.sqrt.v{L}f64"
+            )
+            with cgutils.for_range(builder, args[5]) as loop:
+                at = [builder.gep(p, [loop.index]) for p in ptr]
+                G, M, V = (builder.load(at[q], align=8) for q in range(3))
+                mm = builder.fadd(builder.fmul(M, b1), builder.fmul(omb1, G))
+                vv = builder.fadd(builder.fmul(V, b2), builder.fmul(omb2, builder.fmul(G, G)))
+                builder.store(mm, at[1], align=8)
+                builder.store(vv, at[2], align=8)
+                den = builder.fadd(builder.call(sqrt, [builder.fdiv(vv, c2)]), eps)
+                builder.store(
+                    builder.fdiv(builder.fmul(lr, builder.fdiv(mm, c1)), den), at[3], align=8
+                )
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return adam_lanes
+
+
+def _adam_pair_factory():
+    import numba
+
+    lanes = _adam_intrinsic()
+
+    def adam_pair_loops(W, g0, m, v, lr, b1, b2, eps, c1, c2, Wd, WdT):
+        A, N = g0.shape
+        gf, mf, vf = g0.ravel(), m.ravel(), v.ravel()
+        u = np.empty(A * N)
+        nb = (A * N) // _ADAM_LANES
+        lanes(gf, mf, vf, u, (b1, 1 - b1, b2, 1 - b2, lr, c1, c2, eps), nb)
+        for k in range(nb * _ADAM_LANES, A * N):  # the rest: the same operations, scalar
+            g = gf[k]
+            mm = mf[k] * b1  # the numpy expressions' operations, in their order
             mm = mm + (1 - b1) * g
-            vv = v[a, i] * b2
+            vv = vf[k] * b2
             vv = vv + (1 - b2) * (g * g)
-            m[a, i] = mm
-            v[a, i] = vv
-            u = lr * (mm / c1) / (np.sqrt(vv / c2) + eps)
-            W[a, i, 0] -= u
-            W[a, i, 1] += u
+            mf[k] = mm
+            vf[k] = vv
+            u[k] = lr * (mm / c1) / (np.sqrt(vv / c2) + eps)
+        for a in range(A):
+            for i in range(N):
+                W[a, i, 0] -= u[a * N + i]
+                W[a, i, 1] += u[a * N + i]
+                if Wd.shape[0]:  # the new logit differences, as wdiff and router_rows
+                    z = np.float32(W[a, i, 0] - W[a, i, 1])
+                    Wd[a, i] = z
+                    WdT[i, a] = z
+
+    return numba.njit(cache=True, nogil=True)(adam_pair_loops)
 
 
 def adam_pair():
     """The compiled Adam step of a router pair (numba, lazily; cached on disk):
-    ``kernel(W, g0, m, v, lr, b1, b2, eps, 1 - b1**t, 1 - b2**t)`` moves the first logits by
-    ``-u`` and the second by ``+u``, ``u`` Adam's step from ``g0``, in place."""
+    ``kernel(W, g0, m, v, lr, b1, b2, eps, 1 - b1**t, 1 - b2**t, Wd, WdT)`` moves the first
+    logits by ``-u`` and the second by ``+u``, ``u`` Adam's step from ``g0``, in place, and
+    writes the new float32 logit differences into ``Wd`` (d+1, n_int) and ``WdT`` (n_int, d+1)
+    unless they are empty."""
     global _NUMBA_ADAM
     if _NUMBA_ADAM is None:
-        import numba
-
-        _NUMBA_ADAM = numba.njit(cache=True, nogil=True)(_adam_pair_loops)
+        _NUMBA_ADAM = _adam_pair_factory()
     return _NUMBA_ADAM

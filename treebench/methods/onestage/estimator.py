@@ -57,16 +57,18 @@ from treebench.methods.base import (
     validate_sample_weight,
 )
 from treebench.methods.onestage.core import (
+    GammaPass,
     LeafSums,
     adam_pair,
     center_router_biases,
     collapse_neutral_splits,
-    gamma_gradient,
+    compiled_logistic_exact,
     n_internal,
     node_values,
     reachable,
     route_paths,
     router_backward,
+    router_rows,
     stop_nodes,
     stop_positions,
 )
@@ -82,6 +84,8 @@ from treebench.methods.progress import report
 #: patience="auto": minibatch steps without a better validation loss before the fit stops (the paper's
 #: 15 epochs of its median set, ~900 training rows in batches of 32; docs/methods/onestage.md)
 AUTO_PATIENCE_STEPS = 1000
+_NO_LOGISTIC = np.empty((0, 0))  # router_backward evaluates the logistic itself
+_NO_WD = np.empty((0, 0), dtype=np.float32)  # adam_pair writes no logit differences
 
 
 def auto_patience(n_batches, paper):
@@ -326,6 +330,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         if state is not None:  # resume after the saved epoch: everything the loop reads or changes
             for name in ("W", "gamma", "Wd", "V", "adam", "gadam"):
                 setattr(st, name, state[name])
+            st.WdT = router_rows(st.Wd)
             rng.set_state(state["rng"])
             best, bad, history = state["best"], state["bad"], list(state["history"])
             start = state["epoch"] + 1
@@ -418,17 +423,22 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         p -= lr * mhat / (np.sqrt(vhat) + eps)
 
     @staticmethod
-    def _adam_routers(W, g0, st, lr, b1, b2, eps):
+    def _adam_routers(W, g0, st, lr, b1, b2, eps, out=None):
         """Adam on the routers ``W`` (d+1, n_int, 2) from ``g0``, the gradient of the first logits.
 
         The second logits' gradient is always ``-g0``, so their moments are the first ones negated
         (``m``) and equal (``v``) and their step is the first one's negated, exactly (IEEE rounding
         is symmetric in sign): the same numbers as :meth:`_adam` on the stacked gradient, at half
         the cost, in one compiled pass (:func:`~.core.adam_pair`). ``st`` holds the first logits'
-        moments.
+        moments. ``out=(Wd, WdT)`` also receives the new logit differences (:func:`wdiff` and its
+        transpose).
         """
         t = st["t"]
-        adam_pair()(W, g0, st["m"], st["v"], lr, b1, b2, eps, 1 - b1**t, 1 - b2**t)
+        for k in ("m", "v"):  # updated in place through flat views
+            if not st[k].flags.c_contiguous:
+                st[k] = np.ascontiguousarray(st[k])
+        Wd, WdT = (_NO_WD, _NO_WD) if out is None else out
+        adam_pair()(W, g0, st["m"], st["v"], lr, b1, b2, eps, 1 - b1**t, 1 - b2**t, Wd, WdT)
 
     def _router_grad(self, Xb, tb, wb, noise, W, V, keep, tau, D, with_gamma=False, Wd=None):
         """Gradient of the minibatch loss w.r.t. the routers' first logits under one Gumbel-softmax
@@ -446,18 +456,16 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         if Wd is None:  # the routers' logit differences (the fit keeps them as wdiff(W))
             Wd = (W[:, :, 0] - W[:, :, 1]).astype(np.float32)
         Z = Xb @ Wd  # (B, n_int) logit differences
-        a = (Z + noise) / tau
-        right = a <= 0  # hard sample: 0 = left, 1 = right
         cls = self._task == CLASSIFICATION
-        Vb = V.T[tb] if cls else np.broadcast_to(V[:, 0], (B, V.shape[0]))
-        y0 = expit(a)  # logistic, without exp overflow warnings for large |a|
-        # compiled: hard responses bottom up, reach top down, gz and the gamma summands per row
-        R, SUB, gz = np.empty((B, V.shape[0])), np.empty((B, n_int)), np.empty((B, n_int))
+        y0 = _NO_LOGISTIC
+        if not compiled_logistic_exact():  # scipy's logistic for the kernel (the same numbers)
+            y0 = expit((Z + noise) / tau)
+        # compiled: perturbed logits, hard responses bottom up, reach top down, gz and the gamma
+        # summands per row
+        SUB, gz = np.empty((B, n_int)), np.empty((B, n_int))
         t = np.asarray(tb, dtype=np.float64)
         floor = float(self.prob_floor) if cls else 0.0
-        router_backward()(
-            right, np.ascontiguousarray(Vb), mix, D, cls, t, wb, floor, tau, y0, R, SUB, gz
-        )
+        router_backward()(Z, noise, V, t, wb, mix, D, cls, floor, tau, y0, SUB, gz)
         g0 = Xb.T.astype(np.float64) @ gz
         if not with_gamma:
             return g0
@@ -476,7 +484,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
             R[:, ids] = gamma[ids] * sub + (1.0 - gamma[ids]) * Vb[:, ids]
         return float(self._loss_and_grad(R[:, 0], ts, ws)[0].mean())
 
-    def _gamma_grad(self, Xs, ts, ws, Wd, V, keep, D, n_int):
+    def _gamma_grad(self, Xs, ts, ws, Wd, V, keep, D, n_int, WdT=None):
         """Gradient of the mean loss w.r.t. the discrete gamma_bar (Eq. 15), applied to gamma.
 
         ``gamma_gradient='tangent'``: node i on a row's deterministic path gets
@@ -487,10 +495,13 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         loss between gamma_bar_i = 1 and 0 (the slope of the secant over [0, 1]; for MSE exactly the
         relaxed derivative at gamma_i = 1/2, the prox_C1 threshold).
         """
+        return self._gamma_pass(Xs, ts, ws, D)(keep, V, Wd, WdT)[:n_int]
+
+    def _gamma_pass(self, Xs, ts, ws, D):
+        """:meth:`_gamma_grad` on the rows ``Xs`` as a prepared :class:`~.core.GammaPass`."""
         cls = self._task == CLASSIFICATION
         floor = float(self.prob_floor) if cls else 0.0
-        flip = self.gamma_gradient == "flip"
-        return gamma_gradient(Xs, Wd, keep, V, D, ts, ws, cls, floor, flip)[:n_int]
+        return GammaPass(Xs, ts, ws, D, cls, floor, self.gamma_gradient == "flip")
 
     # ------------------------------------------------------------------ inference
     def _transform(self, X):

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from treebench.methods.onestage.core import LeafSums, refresh_values, route_paths
+from treebench.methods.onestage.core import LeafSums, RefreshPass, route_paths, router_rows
 
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
@@ -57,31 +57,54 @@ class FitState:
     Wd: np.ndarray
     V: np.ndarray
     noise: Any = None  # per-epoch router path noise, (n_tr, n_int)
+    WdT: Any = None  # ``Wd`` as the compiled kernels read it (:func:`~.core.router_rows`)
     adam: dict = field(default_factory=dict)
     gadam: dict = field(default_factory=dict)
     #: ``step_rows="batch"``: running leaf statistics, and the epoch's order of the validation rows
     leaves: LeafSums | None = None
     vorder: Any = None
+    #: the prepared compiled passes over the training rows and over all validation rows
+    rpass: Any = None
+    gpass: Any = None
 
-    def refresh_values(self) -> None:
-        """Router differences and closed-form node values (Eq. 17) on the whole training part."""
-        self.Wd = wdiff(self.W)
-        self.V, leaf = refresh_values(
-            self.Xtr, self.Wd, self.Ytr, self.wtr, self.D, self.codes, self.nth
-        )
+    def refresh_values(self, fresh: bool = True) -> None:
+        """Router differences (unless ``fresh=False``: the router step wrote them) and
+        closed-form node values (Eq. 17) on the whole training part."""
+        if fresh:
+            self.Wd = wdiff(self.W)
+            self.WdT = router_rows(self.Wd)
+        if self.rpass is None:
+            self.rpass = RefreshPass(self.Xtr, self.Ytr, self.wtr, self.D, self.codes, self.nth)
+        self.V, leaf = self.rpass(self.Wd, self.WdT)
         if self.leaves is not None:
             self.leaves.reset(leaf)
 
     def refresh_step(self, b: np.ndarray) -> None:
         """Node values after the router step on minibatch ``b``: on the whole training part (the
         paper's Eq. 17), or with ``step_rows="batch"`` from running leaf statistics in which only
-        ``b``'s rows are routed again (:class:`~.core.LeafSums`)."""
+        ``b``'s rows are routed again (:class:`~.core.LeafSums`). The router step has written
+        ``Wd`` and ``WdT``."""
         if self.leaves is None:
-            self.refresh_values()
+            self.refresh_values(fresh=False)
             return
-        self.Wd = wdiff(self.W)
         self.leaves.move(b, route_paths(self.Xtr[b], self.Wd, self.D, True))
         self.V = self.leaves.values()
+
+    def gamma_grad(self, est, keep: np.ndarray, step: int) -> np.ndarray:
+        """The gamma gradient (``est._gamma_grad``) on the validation rows of ``step``."""
+        if self.vorder is not None:
+            return est._gamma_grad(
+                *self.val_rows(step, int(est.batch_size)),
+                self.Wd,
+                self.V,
+                keep,
+                self.D,
+                self.n_int,
+                WdT=self.WdT,
+            )
+        if self.gpass is None:
+            self.gpass = est._gamma_pass(self.Xva, self.tva, self.wva, self.D)
+        return self.gpass(keep, self.V, self.Wd, self.WdT)
 
     def val_rows(self, step: int, bs: int):
         """The validation rows of a gamma step: all of them, or with ``step_rows="batch"`` the
@@ -120,11 +143,11 @@ class BilevelSearch:
             s.Xtr[b], s.ttr[b], s.wtr[b], s.noise[b], s.W, s.V, keep, s.tau, s.D, Wd=s.Wd
         )
         s.adam["t"] += 1
-        est._adam_routers(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS)
+        est._adam_routers(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS, out=(s.Wd, s.WdT))
         # (c) closed-form node values on the training part, deterministic routing
         s.refresh_step(b)
         # (d) architecture step on the validation part (or a minibatch of it)
-        gg = est._gamma_grad(*s.val_rows(step, int(est.batch_size)), s.Wd, s.V, keep, s.D, s.n_int)
+        gg = s.gamma_grad(est, keep, step)
         gg += est.gamma_l1
         if est.gamma_optimizer == "sgd":  # Eq. (15): plain projected gradient step
             s.gamma -= s.glr * gg
@@ -179,7 +202,7 @@ class JointRelaxation:
             Wd=s.Wd,
         )
         s.adam["t"] += 1
-        est._adam_routers(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS)
+        est._adam_routers(s.W, gW, s.adam, s.lr, b1, b2, ADAM_EPS, out=(s.Wd, s.WdT))
         s.gadam["t"] += 1
         est._adam(s.gamma, gg + est.gamma_l1, s.gadam, s.lr, b1, b2, ADAM_EPS)
         np.clip(s.gamma, 0.0, 1.0, out=s.gamma)
