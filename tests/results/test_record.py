@@ -76,21 +76,25 @@ def test_version_1_needs_its_result_and_version_2_every_required_field(status):
 
 
 @pytest.mark.parametrize(
-    ("change", "reason"),
+    ("change", "reason", "full"),
     [
-        ({"seed": "0"}, "field 'seed' is str '0', not int"),
-        ({"seed": True}, "field 'seed' is bool True, not int"),
-        ({"metrics": {"test_accuracy": "0.9"}}, "metrics['test_accuracy'] is not a number"),
-        ({"size": {"n_leaves": [3]}}, "size['n_leaves'] is not a number"),
-        ({"provenance": {"host": 3}}, "provenance: field 'host' is int 3, not str"),
-        ({"overrides": ["seed=0", 1]}, "overrides[1] is not str: 1"),
-        ({FORMAT_FIELD: 3}, "upgrade treebench"),
-        ({FORMAT_FIELD: "2"}, "not a format version"),
-        ({"status": "done"}, "status 'done' is not one of ok, skipped, failed"),
+        ({"seed": "0"}, "field 'seed' is str '0', not int", False),
+        ({"seed": True}, "field 'seed' is bool True, not int", False),
+        ({"metrics": {"test_accuracy": "0.9"}}, "metrics['test_accuracy'] is not a number", False),
+        ({"size": {"n_leaves": [3]}}, "size['n_leaves'] is not a number", False),
+        ({FORMAT_FIELD: 3}, "upgrade treebench", False),
+        ({FORMAT_FIELD: "2"}, "not a format version", False),
+        ({"status": "done"}, "status 'done' is not one of ok, skipped, failed", False),
+        # a read leaves the fields no count or table uses to the write's full check
+        ({"provenance": {"host": 3}}, "provenance: field 'host' is int 3, not str", True),
+        ({"overrides": ["seed=0", 1]}, "overrides[1] is not str: 1", True),
+        ({"tuning": {"cv": {"n_splits": "5"}}}, "tuning: cv: field 'n_splits' is str", True),
     ],
 )
-def test_a_field_of_another_type_is_named(change, reason):
-    assert reason in record_problem({**_minimal("ok"), **change})
+def test_a_field_of_another_type_is_named(change, reason, full):
+    rec = {**_minimal("ok"), **change}
+    assert reason in record_problem(rec, full=True)
+    assert (record_problem(rec) is None) == full
 
 
 def test_version_1_may_have_nulls_version_2_may_not(cart_record):
@@ -98,7 +102,13 @@ def test_version_1_may_have_nulls_version_2_may_not(cart_record):
     why = record_problem({**cart_record, "wall_seconds": None})
     assert why == "field 'wall_seconds' is NoneType None, not a number"
     prov = {k: v for k, v in cart_record["provenance"].items() if k != "git_sha"}
-    assert record_problem({**cart_record, "provenance": prov}) == "provenance: no git_sha"
+    assert (
+        record_problem({**cart_record, "provenance": prov}, full=True) == "provenance: no git_sha"
+    )
+    assert record_problem({**cart_record, "info": {"x": None}, "provenance": {}}) is None  # read
+    assert record_problem({k: v for k, v in cart_record.items() if k != "info"}).startswith(
+        "ok record without info"
+    )
 
 
 def test_the_store_refuses_to_write_a_record_it_could_not_read_back(tmp_path, cart_record):

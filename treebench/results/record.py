@@ -9,11 +9,14 @@ Format versions (``record_format``)
 -----------------------------------
 1
     Every record written before the field existed: it has none, and it is read as it is (the
-    committed ledger is never rewritten). Required: ``key``, ``status`` and the status's own
-    result (``metrics``, ``reason`` or ``error``); any other field present has its type below (or
-    is null).
+    committed ledger is never rewritten). Checked as such records always were: ``key``,
+    ``status`` and the status's own result (``metrics``, ``reason`` or ``error``) are required,
+    and the identity fields, the times, the metrics and the size, where present, have their
+    types below (or are null): :data:`READ_CHECKED`.
 2
     Written from now on: ``record_format: 2`` and every field its status class marks required.
+    A write checks every field's type (nested parts too); a read checks that the required
+    fields are there and that those of :data:`READ_CHECKED` are of their types.
 """
 
 # no ``from __future__ import annotations``: TypedDict reads NotRequired from real annotations
@@ -203,6 +206,12 @@ Record = OkRecord | SkippedRecord | FailedRecord
 BY_STATUS: dict[str, type] = {"ok": OkRecord, "skipped": SkippedRecord, "failed": FailedRecord}
 #: what a version-1 record must hold besides ``key`` and ``status``: its status's result
 VERSION1_RESULT = {"ok": "metrics", "skipped": "reason", "failed": "error"}
+#: the fields whose types a read checks (what counts, tables and summaries compute with); a
+#: write checks every field
+READ_CHECKED = (
+    *("key", "status", "experiment", "method", "dataset", "seed", "fold", "metrics", "size"),
+    *("reason", "error", "wall_seconds", "cpu_seconds", "fit_seconds", "predict_seconds"),
+)
 #: what must agree for two records of one key to be the same result (``Ledger.add``)
 RESULT_FIELDS = ("status", "metrics", "size")
 #: fields that only make sense on the machine that wrote them (left out of the ledger)

@@ -102,7 +102,7 @@ class Store:
         """
         p = self.path(record["key"])
         text = json.dumps(record, indent=1, sort_keys=True, default=str)
-        why = record_problem(json.loads(text), record["key"])  # what a reader will get back
+        why = record_problem(json.loads(text), record["key"], full=True)  # what a reader gets
         if why is not None:
             raise RecordError(
                 f"record {record['key']} not written to {p}: {why}; the code that built it "
