@@ -204,6 +204,8 @@ class FailedRecord(_Identity):
 Record = OkRecord | SkippedRecord | FailedRecord
 #: the TypedDict of each status
 BY_STATUS: dict[str, type] = {"ok": OkRecord, "skipped": SkippedRecord, "failed": FailedRecord}
+#: the fields that say which run a record is (every record has them)
+IDENTITY_FIELDS = tuple(sorted(_Identity.__required_keys__))
 #: what a version-1 record must hold besides ``key`` and ``status``: its status's result
 VERSION1_RESULT = {"ok": "metrics", "skipped": "reason", "failed": "error"}
 #: the fields whose types a read checks (what counts, tables and summaries compute with); a

@@ -18,6 +18,7 @@ from treebench.errors import TreebenchError
 from treebench.results.record import (
     BY_STATUS,
     FORMAT_FIELD,
+    IDENTITY_FIELDS,
     READ_CHECKED,
     RECORD_FORMAT,
     STATUSES,
@@ -67,10 +68,13 @@ class _Spec:
     """The compiled check of one TypedDict (of its fields in ``only``, when given): its fields'
     types and parts, and its required fields."""
 
-    def __init__(self, td, only: tuple[str, ...] | None = None):
+    def __init__(self, td, only: tuple[str, ...] | None = None, not_null=frozenset()):
         hints = typing.get_type_hints(td)
         checks = {f: _compile(t) for f, t in hints.items() if only is None or f in only}
         self.types = tuple((f, a) for f, (a, _) in checks.items() if a)
+        # version 1 (not ``strict``): null passes, except in the fields of ``not_null``
+        none = (type(None),)
+        self.types_v1 = tuple((f, a if f in not_null else a + none) for f, a in self.types)
         self.nested = tuple((f, p) for f, (_, p) in checks.items() if isinstance(p, _Spec))
         self.values = tuple((f, p) for f, (_, p) in checks.items() if isinstance(p, frozenset))
         self.required = frozenset(td.__required_keys__)
@@ -79,9 +83,10 @@ class _Spec:
         """Why the fields of ``rec`` present are not of their types (with ``strict``, or a
         nested part lacks a required field), or None."""
         get = rec.get
-        for f, allowed in self.types:
+        for f, allowed in self.types if strict else self.types_v1:
             v = get(f, _ABSENT)
-            if type(v) not in allowed and v is not _ABSENT and (strict or v is not None):
+            if type(v) not in allowed and v is not _ABSENT:
+                allowed = tuple(t for t in allowed if t is not type(None)) or allowed
                 return f"field {f!r} is {type(v).__name__} {_short(v)}, not {_names(allowed)}"
         for f, allowed in self.values:
             v = rec.get(f)
@@ -108,7 +113,11 @@ def _item_problem(f: str, v, allowed: frozenset) -> str:
 
 
 _BY_STATUS = {s: _Spec(td) for s, td in BY_STATUS.items()}
-_READ_BY_STATUS = {s: _Spec(td, READ_CHECKED) for s, td in BY_STATUS.items()}
+#: what a read checks; a version-1 record's identity and result were never null
+_READ_BY_STATUS = {
+    s: _Spec(td, READ_CHECKED, not_null={*IDENTITY_FIELDS, *VERSION1_RESULT.values()})
+    for s, td in BY_STATUS.items()
+}
 
 
 def record_problem(rec, key: str | None = None, full: bool = False) -> str | None:
