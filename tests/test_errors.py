@@ -226,7 +226,8 @@ def test_written_files_respect_umask(tmp_path, umask, mode):
 
     old = os.umask(umask)
     try:
-        rec_path = Store(tmp_path / "store").write({"key": "aa11", "status": "ok"})
+        rec = {"key": "aa11", "status": "ok", "metrics": {"test_accuracy": 1.0}}
+        rec_path = Store(tmp_path / "store").write(rec)
         (led_path,) = Ledger(tmp_path / "ledger")._write("exp", [{"key": "aa11", "status": "ok"}])
         model_path = atomic_write_bytes(tmp_path / "m" / "x.gz", b"data")
         tmp = tmp_path / "plain"

@@ -30,6 +30,7 @@ from treebench.methods.base import UnsupportedTaskError, get_entry, get_method
 from treebench.methods.checkpoint import DEFAULT_EVERY, Checkpoint, checkpointing
 from treebench.methods.progress import report
 from treebench.metrics import LOWER_IS_BETTER, METRICS  # noqa: F401 - re-exported
+from treebench.results.record import FORMAT_FIELD, RECORD_FORMAT, Record
 from treebench.results.store import JobBusyError, Store, run_key
 
 _RECORDED_PACKAGES = ("numpy", "scipy", "scikit-learn", "pandas", "torch", "hydra-core", "numba")
@@ -245,9 +246,11 @@ def plan_profile(cfg: DictConfig) -> str:
 
 
 def base_record(job: Job, fold: int, key: str) -> dict:
-    """Identity and provenance fields shared by ok, skipped and failed records."""
+    """Identity and provenance fields shared by ok, skipped and failed records
+    (:mod:`treebench.results.record`: the fields of each status)."""
     return {
         "key": key,
+        FORMAT_FIELD: RECORD_FORMAT,
         "experiment": job.cfg.get("experiment_name") or "adhoc",
         "profile": plan_profile(job.cfg),
         "method": job.method,
@@ -735,7 +738,7 @@ def _model_saver(cfg: DictConfig, store: Store, key: str):
     )
 
 
-def summary_line(rec: dict) -> str:
+def summary_line(rec: Record) -> str:
     """One human line for a record: status and the headline test metric."""
     if rec["status"] == "skipped":
         return f"skipped: {rec['reason']}"

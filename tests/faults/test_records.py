@@ -43,7 +43,7 @@ DAMAGES = {
     ),
     "a metric that is text": (
         lambda rec: json.dumps({**rec, "metrics": {"test_accuracy": "0.99"}}).encode(),
-        "metric 'test_accuracy' is not a number",
+        "metrics['test_accuracy'] is not a number",
     ),
     "another key's record": (
         lambda rec: json.dumps({**rec, "key": "0" * 24}).encode(),
@@ -113,7 +113,13 @@ def test_a_broken_ledger_line_is_named_and_left_out(swept, tmp_path):
     lines[1] = lines[1].replace('"status":"ok"', '"status":"done"')
     path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     assert [r["key"] for r in led.records()] == [json.loads(lines[0])["key"]]
-    assert led.problems == [(f"{path}, line 2", "status 'done' is not one of ok, skipped, failed")]
+    assert led.problems == [
+        (
+            f"{path}, line 2",
+            "status 'done' is not one of ok, skipped, failed "
+            f"(`git checkout -- {path}` restores the committed file)",
+        )
+    ]
 
 
 def test_check_names_a_garbage_ledger_file(tmp_path):

@@ -7,6 +7,7 @@ import math
 
 from rich.table import Table
 
+from treebench.results.record import Record
 from treebench.term import make_console
 
 console = make_console()
@@ -19,7 +20,7 @@ def fmt(v) -> str:
     return str(v)
 
 
-def print_records(records: list[dict]) -> None:
+def print_records(records: list[Record]) -> None:
     """Print each record's identity, metrics, size and timing as a two-column table."""
     for rec in records:
         t = Table(

@@ -29,15 +29,18 @@ from pathlib import Path
 
 from treebench.errors import TreebenchError
 from treebench.files import atomic_write_bytes
-from treebench.results.store import DONE_STATUSES, parse_record, profile_of_record
+from treebench.results.record import (
+    DONE_STATUSES,
+    LOCAL_FIELDS,
+    RESULT_FIELDS,
+    Record,
+    profile_of_record,
+)
+from treebench.results.store import parse_record
 
 SUFFIX = ".jsonl.gz"
 #: an experiment's file larger than this (compressed) is split into shards by the key's first digit
 MAX_FILE_BYTES = 900_000
-#: record fields that only make sense on the machine that wrote them
-LOCAL_FIELDS = ("model_path",)
-#: what must agree for two records of one key to be the same result
-RESULT_FIELDS = ("status", "metrics", "size")
 
 
 class LedgerConflict(ValueError, TreebenchError):
@@ -48,11 +51,12 @@ class LedgerFileError(ValueError, TreebenchError):
     """A ledger file that cannot be read whole; the message names the file, the line and the fix."""
 
 
-def read_lines(path: Path) -> tuple[list[dict], list[tuple[str, str]]]:
+def read_lines(path: Path) -> tuple[list[Record], list[tuple[str, str]]]:
     """The valid records of one ledger file and ``("<file>, line <n>", reason)`` of each line that
-    is not one (not JSON, fails :func:`~treebench.results.validate.record_problem`); a file that
-    is not gzip or is cut short yields the lines before the damage and names where it stopped."""
-    recs: list[dict] = []
+    is not one (not JSON, fails :func:`~treebench.results.validate.record_problem`: the reason
+    says how to get the committed file back); a file that is not gzip or is cut short yields the
+    lines before the damage and names where it stopped."""
+    recs: list[Record] = []
     problems: list[tuple[str, str]] = []
     n = 0
     try:
@@ -64,7 +68,7 @@ def read_lines(path: Path) -> tuple[list[dict], list[tuple[str, str]]]:
                 if why is None:
                     recs.append(rec)
                 else:
-                    problems.append((f"{path}, line {n}", why))
+                    problems.append((f"{path}, line {n}", _with_fix(why, path)))
     except (OSError, EOFError, zlib.error) as exc:
         what = "cut short" if isinstance(exc, EOFError) else f"not readable ({exc})"
         problems.append(
@@ -73,15 +77,23 @@ def read_lines(path: Path) -> tuple[list[dict], list[tuple[str, str]]]:
     return recs, problems
 
 
+def _with_fix(why: str, path: Path) -> str:
+    """A ledger line's problem with its fix: the committed file is in git (a record of a newer
+    format says to upgrade instead)."""
+    return (
+        why if "upgrade" in why else f"{why} (`git checkout -- {path}` restores the committed file)"
+    )
+
+
 def _line(rec: dict) -> str:
     return json.dumps(rec, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _same_result(a: dict, b: dict) -> bool:
+def _same_result(a: Record, b: Record) -> bool:
     return all(_line(a.get(f)) == _line(b.get(f)) for f in RESULT_FIELDS)
 
 
-def merge_labels(rec: dict, other: dict) -> dict:
+def merge_labels(rec: Record, other: Record) -> Record:
     """``rec`` with ``other``'s plan labels added: its experiments to ``also_experiments`` (first
     label kept) and its ``full_plan_of`` (:func:`~treebench.results.store.with_label`)."""
     labels = [other.get("experiment"), *(other.get("also_experiments") or [])]
@@ -124,7 +136,7 @@ class Ledger:
     def files(self) -> list[Path]:
         return sorted(self.root.glob(f"*{SUFFIX}")) if self.root.is_dir() else []
 
-    def read_file(self, path: Path) -> list[dict]:
+    def read_file(self, path: Path) -> list[Record]:
         """The valid records of one file; damaged lines are left out and listed in
         :attr:`problems` (once per file)."""
         recs, problems = read_lines(path)
@@ -133,7 +145,7 @@ class Ledger:
             self.problems.extend(problems)
         return recs
 
-    def records(self) -> Iterator[dict]:
+    def records(self) -> Iterator[Record]:
         """Every valid ledger record, file by file (sorted by experiment), each file sorted by
         key; see :meth:`read_file` for damaged lines."""
         for p in self.files():
@@ -151,10 +163,10 @@ class Ledger:
             )
 
     @cached_property
-    def _by_key(self) -> dict[str, dict]:
+    def _by_key(self) -> dict[str, Record]:
         return {r["key"]: r for r in self.records()}
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str) -> Record | None:
         return self._by_key.get(key)
 
     def keys(self) -> set[str]:
@@ -185,7 +197,7 @@ class Ledger:
             rows.append((p.name, len(recs), n_ok, len(recs) - n_ok, p.stat().st_size / 1024))
         return rows
 
-    def add(self, records: Iterable[dict], dry_run: bool = False) -> AddResult:
+    def add(self, records: Iterable[Record], dry_run: bool = False) -> AddResult:
         """Add done records; merge experiment labels of known keys; refuse conflicting results.
 
         Raises
@@ -282,7 +294,7 @@ def records_hash(records: Iterable[dict]) -> str:
     return h.hexdigest()[:16]
 
 
-def combined_records(store_records: Iterable[dict], ledger: Ledger | None) -> Iterator[dict]:
+def combined_records(store_records: Iterable[Record], ledger: Ledger | None) -> Iterator[Record]:
     """Ledger records plus the local store's, one record per run key.
 
     A key in both keeps the store's record (the newer run: a regression check must see it) with the
@@ -312,7 +324,7 @@ def open_ledger() -> Ledger | None:
     return Ledger(d) if d is not None else None
 
 
-def labelled(records: Iterable[dict], wanted: set[str]) -> list[dict]:
+def labelled(records: Iterable[Record], wanted: set[str]) -> list[Record]:
     """The records with a label in ``wanted``, each filed under its first such label (the
     experiment ``ledger add`` files it under; its other labels kept in ``also_experiments``)."""
     out = []

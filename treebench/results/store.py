@@ -16,18 +16,11 @@ from filelock import FileLock, Timeout
 from treebench.errors import TreebenchError
 from treebench.faults import raise_env_fault, temp_prefix
 from treebench.files import apply_umask
-from treebench.results.validate import record_problem
-
-DONE_STATUSES = ("ok", "skipped")
-
-
-def profile_of_record(rec: dict) -> str:
-    """The profile a record was made under; ``full`` when it has none (records before profiles)."""
-    p = rec.get("profile")
-    return p if isinstance(p, str) and p else "full"
+from treebench.results.record import DONE_STATUSES, Record, profile_of_record
+from treebench.results.validate import RecordError, record_problem
 
 
-def with_label(rec: dict, experiment: str, profile: str | None = None) -> dict:
+def with_label(rec: Record, experiment: str, profile: str | None = None) -> Record:
     """``rec`` labelled as a job of ``experiment``'s plan under ``profile``; ``rec`` itself when it
     already carries that label.
 
@@ -80,7 +73,7 @@ class Store:
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str) -> Record | None:
         """The local record of ``key``, else the ledger's, else None.
 
         A local record that cannot be read or fails the schema (:func:`read_record`) is absent:
@@ -98,14 +91,29 @@ class Store:
         rec = self.get(key)
         return rec is not None and rec.get("status") in DONE_STATUSES
 
-    def write(self, record: dict) -> Path:
-        """Write ``record`` (which holds its ``key``) atomically: temp file, fsync, ``os.replace``."""
+    def write(self, record: Record) -> Path:
+        """Write ``record`` (which holds its ``key``) atomically: temp file, fsync, ``os.replace``.
+
+        Raises
+        ------
+        RecordError
+            The record as written would fail the read check
+            (:func:`~treebench.results.validate.record_problem`); nothing is written.
+        """
         p = self.path(record["key"])
+        text = json.dumps(record, indent=1, sort_keys=True, default=str)
+        why = record_problem(json.loads(text), record["key"], full=True)  # what a reader gets
+        if why is not None:
+            raise RecordError(
+                f"record {record['key']} not written to {p}: {why}; the code that built it "
+                "(the runner, or the method's size_report / fit_info_) must give that field "
+                "its declared type (treebench/results/record.py)"
+            )
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=temp_prefix(), suffix=".json")
         try:
             with os.fdopen(fd, "w") as f:
-                json.dump(record, f, indent=1, sort_keys=True, default=str)
+                f.write(text)
                 f.flush()
                 os.fsync(f.fileno())
             apply_umask(tmp)  # mkstemp makes 0600: teammates sharing the store could not read it
@@ -158,7 +166,7 @@ class Store:
         finally:
             lk.release()
 
-    def records(self) -> Iterator[dict]:
+    def records(self) -> Iterator[Record]:
         """Every stored record (ok, skipped and failed).
 
         A record that cannot be read or parsed is left out and listed in :attr:`problems`
@@ -176,7 +184,7 @@ class Store:
                 self.problems.append((p, why))
 
 
-def parse_record(data: bytes, key: str | None = None) -> tuple[dict | None, str | None]:
+def parse_record(data: bytes, key: str | None = None) -> tuple[Record | None, str | None]:
     """``(record, None)`` from a record file's bytes, or ``(None, reason)`` when they are not valid
     UTF-8 JSON or fail the schema (:func:`~treebench.results.validate.record_problem`)."""
     try:
@@ -189,7 +197,7 @@ def parse_record(data: bytes, key: str | None = None) -> tuple[dict | None, str 
     return (None, why) if why is not None else (rec, None)
 
 
-def read_record(path: Path, key: str | None = None) -> tuple[dict | None, str | None]:
+def read_record(path: Path, key: str | None = None) -> tuple[Record | None, str | None]:
     """:func:`parse_record` of the file at ``path``; ``(None, "absent")`` when there is none."""
     try:
         data = path.read_bytes()

@@ -10,7 +10,7 @@ import pandas as pd
 
 from treebench.results.index import concat, store_rows
 from treebench.results.ledger import Ledger, merge_labels
-from treebench.results.store import DONE_STATUSES
+from treebench.results.record import DONE_STATUSES, FORMAT_FIELD, Record, Reference, Tuning
 
 #: nested groups flattened into the row, each with its columns' prefix
 _NESTED = {
@@ -20,21 +20,23 @@ _NESTED = {
     "info": "info.",
     "provenance": "provenance.",
 }
-_NOT_TOP = frozenset({*_NESTED, "also_experiments", "full_plan_of", "ran_profile"})
+#: top-level fields that are no column: the plan labels (rows are expanded by them) and the file's
+#: format version (how the record is stored, not what it says)
+_NOT_TOP = frozenset({*_NESTED, "also_experiments", "full_plan_of", "ran_profile", FORMAT_FIELD})
 ALSO = "__also_experiments"  # a record's extra experiment labels, until rows are expanded
 FULL = "__full_plan_of"  # experiments whose full plan holds a record made under another profile
 COLS = "__columns"  # a row's column names in order (joined by _SEP)
 _SEP = "\x1f"
 
 
-def _flatten(rec: dict) -> dict:
+def _flatten(rec: Record) -> dict:
     row = {k: v for k, v in rec.items() if k not in _NOT_TOP and not isinstance(v, dict)}
     if rec.get("full_plan_of"):  # set on the rows of those experiments (:func:`per_experiment`)
         row["ran_profile"] = rec.get("ran_profile")
     for group, prefix in _NESTED.items():
         for k, v in (rec.get(group) or {}).items():
             row[prefix + k] = str(v) if isinstance(v, (dict, list)) else v
-    tuning = rec.get("tuning")
+    tuning: Tuning | None = rec.get("tuning")
     if tuning:  # a tuned run's budget (``tune``, part of its configuration in tables) and choice
         row["tune"] = (
             f"{tuning['strategy']}({tuning['n_candidates']}, cv={tuning['cv']['n_splits']})"
@@ -42,7 +44,7 @@ def _flatten(rec: dict) -> dict:
         for k, v in tuning.items():
             if k != "candidates":  # every candidate's scores stay in the record
                 row[f"tuning.{k}"] = v if not isinstance(v, (dict, list)) else str(v)
-    ref = rec.get("reference")
+    ref: Reference | None = rec.get("reference")
     if ref:  # the size-matched baseline fitted beside the method (runner.fit_reference)
         row["reference"] = (
             f"{ref['method']}({', '.join(f'{p}={f}' for p, f in ref['match'].items())})"
@@ -52,7 +54,7 @@ def _flatten(rec: dict) -> dict:
     return row
 
 
-def per_experiment(rec: dict) -> list[dict]:
+def per_experiment(rec: Record) -> list[Record]:
     """One copy of ``rec`` per experiment it belongs to (its label plus ``also_experiments``),
     each with the ``full`` profile where that experiment's full plan holds it (``full_plan_of``;
     the profile it ran under in ``ran_profile``), as :func:`records_frame` has them."""
@@ -95,7 +97,7 @@ def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _row(rec: dict) -> dict:
+def _row(rec: Record) -> dict:
     """A record's flat row, with its extra experiment labels (for :func:`_expand`) and its column
     names in order (for :func:`_columns`)."""
     row = _flatten(rec)
