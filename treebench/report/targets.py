@@ -1,40 +1,10 @@
 """Paper targets as data: ``treebench/conf/papers/<paper>.yaml`` loaded and validated.
 
-A paper file holds
-
-* ``paper``, ``title``, ``units`` (``percent`` or ``fraction``: how the file writes rates such as
-  accuracy; percent values are divided by 100 on load so they compare with the records' fractions),
-* ``defaults`` for every target (``metric``, ``tolerance``, ``tolerance_sd``, ``rtol``, ``runs``,
-  ``profile`` ...): the tolerances are the ones the method's issue set, never widened for a run
-  that made fewer seeds or a reduced profile -- such a number is shown as ``info`` with what it
-  lacked ("reduced: 3 of 10 runs"), never as a pass;
-  a metric is a record column or one derived from them (``treebench.report.select.DERIVED``, e.g.
-  ``test_error``, or ``test_score`` = accuracy on classification rows and R² on regression rows),
-* ``unavailable``: dataset → why it cannot be run (e.g. not in the data mirror),
-* ``experiments``: per experiment name, the report layout (``tables``, ``figures``, ``stats``),
-* ``targets``: a list of numbers (``kind: value``, the default), claims comparing two selections
-  (``kind: relation``) and significance claims (``kind: stat``). A relation compares per block
-  (``per``, default per dataset; ``per: []`` = one block, the mean over all selected rows); its
-  ``rhs`` may be a number (a constant in record units, e.g. 0.4 for 40 % of nodes pruned) or
-  ``{value_of: <id>}``: the number a value target of the same file prints (a published baseline's);
-  ``blocks`` says how many blocks the paper's claim spans (fewer measured: info, "reduced: 1 of 3").
-  ``at: n_splits`` compares two curves at equal size, as a figure of accuracy vs size is read: per
-  block, each rhs config's mean against the lhs curve read at that config's mean size.
-  A ``stat`` with ``test: spearman`` checks a trend over blocks: the ``best_of`` value with the best
-  mean metric per block against the block's ``x`` (e.g. the best validation share vs n_features).
-
-A *selector* picks result rows: ``method``, optional ``dataset``, ``where`` (column → value, e.g.
-``param.teacher: rf``; a list value means "any of"), ``profile`` and ``largest`` (a column, e.g.
-``n_estimators``: keep only the rows with its largest value in each block, so that runs of
-different sizes are not averaged together) and ``best_over`` (columns, e.g. ``[n_estimators,
-max_depth]``, with ``best: min|max`` and optional ``best_by``, default the target's metric: keep
-only the rows of the configuration with the best mean ``best_by`` in each block, as a paper that
-reports the best of a grid does). Nothing here knows a method's or a dataset's name: everything is
-data.
-
-Any target may carry ``lowered: {from: <previous value>, reason: "..."}``: why a regression guard
-was made looser (``treebench.report.guards`` refuses a loosened guard without one); ``check`` shows
-it.
+A paper file holds the paper's numbers (``kind: value``), its claims comparing two selections
+(``kind: relation``) and its significance claims (``kind: stat``), with per-target defaults and the
+tolerances set for its method; a *selector* picks the result rows each compares. Nothing here knows
+a method's or a dataset's name: everything is data. The file format, field by field:
+``docs/architecture.md`` ("Paper files").
 
 The file's schema is :mod:`treebench.report.target_schema` (pydantic models); this module turns a
 validated file into :class:`Target` objects and words errors as "<file>: <entry>: <field>
