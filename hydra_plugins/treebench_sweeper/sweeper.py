@@ -61,8 +61,7 @@ class TreebenchSweeperConf:
     # the jobs a dry run lists (a larger plan: a summary per method and its first jobs); null: all
     plan_rows: Optional[int] = 20  # noqa: UP045
     # explicit jobs, each a string of overrides (``a,b`` values expand to one job each), crossed
-    # with ``params``; or named lists of rows ({datasets: [...], methods: [...]}) crossed with each
-    # other
+    # with ``params``; or named lists of rows ({datasets: [...], methods: [...]}), crossed
     rows: Optional[Any] = None  # noqa: UP045
     # the plan of ``profile=reduced``: {params: ..., rows: ...} replacing the two above
     reduced: Optional[Dict[str, Any]] = None  # noqa: UP006, UP045
@@ -434,7 +433,7 @@ class TreebenchSweeper(BasicSweeper):
         store = open_store(self.config)
         if not self.dry_run:
             clean_stale_temps(store.root)  # what a killed process left
-        # runs still held by SLURM jobs of an earlier sweep (its driver may have died): not
+        # runs still held by SLURM jobs of an earlier sweep (its driver may have died) are not
         # resubmitted
         held = slurm.reconcile(store, record=not self.dry_run)
         tracking = hasattr(self.launcher, "job_runs")

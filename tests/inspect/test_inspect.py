@@ -312,8 +312,7 @@ def test_cnn_split_tree_is_not_exportable():
 
 
 def test_refit_passes_the_test_part_to_a_method_that_asks_for_it(tmp_path):
-    # RHF's labelled paper protocol (selection=test) needs fit(..., eval_set=test part), as the
-    # runner
+    # RHF's labelled paper protocol (selection=test) needs fit(..., eval_set=test part), as in a run
     out = tmp_path / "out"
     env = {"TREEBENCH_OUTPUTS": str(out)}
     args = ["run", "method=hinge_forest", "dataset=iris", "threads=1"]

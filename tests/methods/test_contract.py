@@ -191,8 +191,7 @@ def test_parameters_are_declared_the_sklearn_way(name, task):
     check_param_validation(type(est).__name__, est)
 
 
-# ----------------------------------------------------------------------------- scikit-learn's
-# checks
+# ------------------------------------------------------------------------ scikit-learn's checks
 
 # Settings for scikit-learn's estimator checks, on top of smoke_params: fast, and each reaches the
 # checks' bars (check_classifiers_train: training accuracy > 0.83 on easy blobs, seeds 0-2 checked;

@@ -431,8 +431,7 @@ def test_compiled_apply_equals_numpy_levels():
     np.testing.assert_array_equal(t.apply(Xt), t.apply_numpy(Xt))
 
 
-# ----------------------------------------------------------------------------- alpha by
-# cross-validation
+# -------------------------------------------------------------------- alpha by cross-validation
 
 
 class FoldHistogramTeacher(ClassifierMixin, BaseEstimator):

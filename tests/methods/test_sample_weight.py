@@ -130,8 +130,7 @@ def test_unweighted_fits_unchanged(name):
     assert _digest(pred) == want, f"{name}: unweighted predictions moved (paper numbers would)"
 
 
-# ----------------------------------------------------------------------------- stochastic:
-# distribution
+# ---------------------------------------------------------------------- stochastic: distribution
 
 # Estimators whose weighted fit can equal the repeated one only in distribution (declared failures
 # of check_sample_weight_equivalence_on_dense_data), with settings that separate the two effects the
@@ -139,8 +138,7 @@ def test_unweighted_fits_unchanged(name):
 # same number of optimiser steps, by scaling its epochs) and land in a validation part drawn by row
 # (so the hinge models keep their last state and One-Stage trains without early stopping).
 STOCHASTIC = {
-    # e2edt: a fixed batch (batch_size="auto" gives every stump ~16 steps per epoch, however many
-    # rows)
+    # e2edt: a fixed batch (batch_size="auto" gives every stump ~16 steps per epoch at any size)
     "e2edt": ({"max_depth": 3, "epochs": 10, "batch_size": 1000}, "epochs"),
     "e2edf": ({"max_depth": 3, "epochs": 5}, "epochs"),
     "sdt": ({"batch_size": 32}, "max_epochs"),

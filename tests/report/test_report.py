@@ -225,8 +225,7 @@ def test_latex_escapes():
     assert r"a\_b" in tex and r"$\pm$" in tex and r"\%" in tex and r"x \& y" in tex
 
 
-# ----------------------------------------------------------------------------------- CLI (real
-# conf)
+# ----------------------------------------------------------------------------- CLI (real conf)
 
 
 def load_papers_yaml_targets(paper):

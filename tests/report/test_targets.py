@@ -16,8 +16,7 @@ from treebench.report.targets import (
 )
 
 CONF = Path(__file__).resolve().parents[2] / "treebench" / "conf"
-# names fixed in HELPERS.md (datasets) and the brief (methods); adf/sndf are published-only
-# baselines
+# names fixed in HELPERS.md (datasets) and the brief (methods); adf/sndf: published-only baselines
 DATASETS = set(
     """iris digits wine breast_cancer diabetes mnist fashion_mnist usps letter letter_libsvm
 connect4 pendigits optdigits satimage dna protein sensit adult crx eeg bank german cmc

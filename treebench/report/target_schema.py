@@ -317,8 +317,7 @@ class RelationEntry(_Entry):
     # a param the sides' ``where`` set to a size the paper ran (e.g. n_estimators: 80): until that
     # size has run, the claim is checked at the largest smaller size the lhs has, labelled reduced
     short_of: str | None = None
-    # a size column (e.g. n_splits): the claim compares curves at equal size, one pair per rhs
-    # config
+    # a size column (e.g. n_splits): the claim compares curves at equal size, a pair per rhs config
     at: Column | None = None
 
 
@@ -443,11 +442,11 @@ class ItemIn(_Model):
     What the report says of one item (a target's ``table``, else ``source``).
     """
 
-    #: the part of the item the targets check, when they cover only part of it ("the CART curve
-    # only")
+    #: the part of the item the targets check, when they cover only part of it
+    #: ("the CART curve only")
     partly: Text = ""
     #: what the item is when it is not the paper's (a project's acceptance check, the authors'
-    # demo): : it leaves the paper's item count and is shown apart
+    #: demo): it leaves the paper's item count and is shown apart
     outside_paper: Text = ""
 
 

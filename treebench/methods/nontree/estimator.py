@@ -46,9 +46,9 @@ class _Standardized(SizeMixin):
 
 # Each class repeats its scikit-learn parent's parameters and defaults in ``__init__`` (an
 # estimator's parameters are its signature) and adds ``standardize``; a test keeps the defaults
-# equal to the parent's. Each class scales in the public methods that reach the model without going
-# through another scaled one (LinearSVC.predict calls decision_function; MLP's predict_log_proba,
-# predict_proba).
+# equal to the parent's. Each class scales in the public methods that reach the model without
+# going through another scaled one (LinearSVC.predict calls decision_function; MLP's
+# predict_log_proba, predict_proba).
 
 
 class _ScaledPredict:

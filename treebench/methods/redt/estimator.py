@@ -447,8 +447,8 @@ def pair_heldout_soft_labels(
 # everything they are a function of (rows, labels, weights, teacher settings and the random
 # generator's state on entry), so a hit returns exactly what the computation would, and leaves the
 # generator in the state the computation would have left it. Forest teachers with an int
-# random_state only (DNN teachers are not bit-reproducible across thread counts); bounded in entries
-# and bytes.
+# random_state only (DNN teachers are not bit-reproducible across thread counts); bounded in
+# entries and bytes.
 _MEMO: OrderedDict = OrderedDict()
 _MEMO_LOCK = threading.Lock()
 _MEMO_MAX_ENTRIES = 64  # a sweep may run every seed of a dataset at one alpha before the next alpha

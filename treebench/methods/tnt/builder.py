@@ -151,13 +151,11 @@ class _TnTBuilder:
             raise ValueError("the numba micro-tree backend supports criterion='gini' only")
         if self.backend == "numba":
             self.enc = _core().encode_features(X) if enc is None else enc
-            # features are visited in a random order drawn from the seed (ties between equally good
-            # splits on different features are broken by it, as scikit-learn's random feature order
-            # does)
+            # features are visited in a random order drawn from the seed (it breaks ties between
+            # equally good splits on different features as scikit-learn's random feature order does)
             feats = np.flatnonzero(self.enc[1] > 1).astype(np.int64)
             self.feats0 = np.random.RandomState(seed).permutation(feats)
-        # graph (lists; -1 = none). A single leaf predicting the weighted majority (label
-        # irrelevant).
+        # graph (lists; -1 = none). A single leaf predicting the weighted majority (any label).
         self.feat, self.thr, self.left, self.right = [0], [0.0], [-1], [-1]
         self.label = [int(np.argmax(np.bincount(y, weights=w, minlength=n_classes)))]
         self.root = 0
@@ -459,8 +457,8 @@ class _TnTBuilder:
                 label[g] = int(labels[0])
                 left[g] = right[g] = -1
                 continue
-            # ids: micro node 0 -> g; other micro internal nodes (and, for leaf g, micro leaves) ->
-            # new
+            # ids: micro node 0 -> g; other micro internal nodes (and, for leaf g, micro leaves)
+            # -> new
             ids = np.full(t.node_count, -1, dtype=np.int64)
             ids[0] = g
             for j in range(1, t.node_count):

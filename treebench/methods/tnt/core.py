@@ -376,8 +376,7 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
         lab[node] = best_k
         m = e - s
         R = W * g
-        # a node with weighted impurity below the penalty is a leaf of the pruned tree (R(t) <
-        # alpha)
+        # a node whose weighted impurity is below the penalty (R(t) < alpha) is a pruned leaf
         if not nd_x[node] or not _splittable(m, W, g, tau, min_leaf):
             _finish(node, R + tau, par, left, right, wsum, imp, cost, done, tau)
             continue
@@ -524,8 +523,7 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
         # its ancestors survive pruning. ``T`` is the cost above which some ancestor is provably
         # pruned to a leaf (ancestors' R + tau minus the siblings along the path: their pruned cost
         # once their subtree is complete, a lower bound before); the node itself is provably a leaf
-        # if R
-        # + tau <= the children's lower bounds. Either way it becomes a leaf now.
+        # if R + tau <= the children's lower bounds. Either way it becomes a leaf now.
         WL, gL = _block_stats(Y, Wt, s, mid, K, cl)
         WR, gR = _block_stats(Y, Wt, mid, e, K, cl)
         lbL = _cost_lb(WL, gL, tau)

@@ -44,8 +44,8 @@ LEDGER_COLUMNS = (
     ("key", "run key"),
 )
 _MAX_HOVER_PARAMS = 6
-#: matplotlib line styles and markers (:func:`~treebench.report.figures.series_styles`) in Plotly's
-# words
+#: matplotlib line styles and markers (:func:`~treebench.report.figures.series_styles`) in
+#: Plotly's words
 _DASH = {"-": "solid", "--": "dash", ":": "dot", "-.": "dashdot"}
 _SYMBOL = {
     "o": "circle",
