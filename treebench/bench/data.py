@@ -20,10 +20,11 @@ class BenchData:
     image_shape: tuple | None = None
 
     def pooled(self, n: int, seed: int = 0) -> BenchData:
-        """Return a dataset of ``n`` rows to time fits: train and test parts pooled, no test part.
+        """Return a dataset of ``n`` rows to time fits on, with no test part.
 
-        The ``n`` rows are a random stratified subset (all rows when ``n`` is not below their
-        count); the preprocessing stays the one fitted on the train part.
+        Its training part is ``n`` rows of the train and test parts pooled: a random stratified
+        subset (all rows when ``n`` is not below their count); the preprocessing stays the one
+        fitted on the train part.
         """
         X = np.concatenate([self.X_train, self.X_test])
         y = np.concatenate([self.y_train, self.y_test])

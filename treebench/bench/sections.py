@@ -162,7 +162,7 @@ class Bench:
             _init_numba()
 
     def worker(self, method: str) -> Worker:
-        """Return a worker for ``method`` (``reuse_workers``: its one worker for all sections).
+        """Return a fresh worker for ``method``, or with ``reuse_workers`` its one live worker.
 
         With ``first_call`` a fresh one has been sent its first call (:meth:`_first_call`), which
         its next job waits for.
@@ -248,7 +248,7 @@ class Bench:
         self.aside_runs = res["runs"]
 
     def _first_call(self, w: Worker, method: str) -> None:
-        """Pay lazy imports, numba cache loads and torch's first operations outside timed jobs.
+        """Pay lazy imports, numba cache loads and torch's first calls outside timed or traced jobs.
 
         A fit and a predict on the first :data:`FIRST_CALL_ROWS` rows of the first dataset, not
         recorded. Started, not awaited: the worker's next job waits for it, so the first calls of

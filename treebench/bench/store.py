@@ -167,7 +167,7 @@ runpy.run_module("treebench.cli", run_name="__main__")
 
 
 def run_child(code: str, args: list[str], env: dict, cwd, timeout: float, poll: float = 0.01):
-    """Run ``python -c code *args`` (stdout discarded) until it exits or ``timeout`` s pass.
+    """Run ``python -c code *args`` (stdout discarded) until it exits or ``timeout`` wall s pass.
 
     Killed at the timeout; reaped with ``os.wait4`` for its own resource usage.
 

@@ -117,7 +117,7 @@ def _print_counts(df, led, all_led) -> None:
 
 
 def _print_failed_and_skipped(df, store_dir: Path, led) -> None:
-    """Print one line per failed or skipped run, and the fixes of SLURM jobs lost with their runs.
+    """Print one line per failed or skipped run, and fixes for SLURM jobs ended without their runs.
 
     The first runs only; the rest are counted by reason.
     """

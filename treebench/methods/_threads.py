@@ -1,4 +1,4 @@
-"""Thread counts: numba's for compiled kernels (keeping PyTorch's) and BLAS/OpenMP limits."""
+"""Thread counts: numba's for compiled kernels (keeping PyTorch's), BLAS/OpenMP limits on fits."""
 
 from __future__ import annotations
 

@@ -611,7 +611,7 @@ def check_curves(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
 
 
 def _curve_config_gaps(t: Target, df: pd.DataFrame, sel: Selector, blocks, avail) -> list[str]:
-    """Return, per dataset block, a curve side that ran fewer configs than the plan sweeps there.
+    """Return, per dataset block, a curve side running fewer configs than the full plan there.
 
     Configs are its varying params: "mnist tnt 7 of 10 configs".
     """

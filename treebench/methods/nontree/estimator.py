@@ -13,7 +13,7 @@ from treebench.methods.base import CLASSIFICATION, REGRESSION, SIZE_KEYS, SizeMi
 
 
 class _Standardized(SizeMixin):
-    """Standardise the inputs with the training part's (weighted) mean and SD first.
+    """A model on inputs standardised with the training part's (weighted) mean and SD.
 
     With ``standardize=True`` (the default): both models are scale-sensitive, and the paper's
     datasets mix units (as SDT and One-Stage, which standardise too). ``standardize=False`` feeds

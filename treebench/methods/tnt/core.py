@@ -135,7 +135,7 @@ def _splittable(m, W, g, tau, min_leaf):
 
 @njit(cache=True)
 def _block_stats(Y, Wt, s, e, K, cnt):
-    """Return the total weight and gini impurity of block ``[s, e)``, as the node computes them."""
+    """Return block ``[s, e)``'s total weight and gini impurity, exactly as a node computes them."""
     for k in range(K):
         cnt[k] = 0.0
     for i in range(s, e):
