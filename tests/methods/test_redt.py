@@ -553,8 +553,8 @@ def test_alpha_cv_heldout_with_full_dnn_teacher():
 def test_experiment_rows_compose_with_the_inferred_protocol(experiment, profile):
     """Every dataset row composes.
 
-    Crx/german/cmc/landcover/connect4 run on a 75/25 stratified holdout, the categorical sets of
-    them ordinal-coded (the split/encoding inferred from Tables I and III).
+    The crx/german/cmc/landcover/connect4 rows run on a 75/25 stratified holdout, the categorical
+    sets of them ordinal-coded (the split/encoding inferred from Tables I and III).
     """
     from treebench.api import compose_config
 
