@@ -27,7 +27,7 @@ def _no_terminal_width(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _no_committed_ledger(monkeypatch):
-    """Test see only the records they make.
+    """Let tests see only the records they make.
 
     The committed ledger is off unless a test sets ``TREEBENCH_LEDGER`` itself
     (tests/results/test_ledger.py does).
