@@ -22,14 +22,18 @@ DONE_STATUSES = ("ok", "skipped")
 
 
 def profile_of_record(rec: dict) -> str:
-    """The profile a record was made under; ``full`` when it has none (records before profiles)."""
+    """Return the profile a record was made under.
+
+    ``full`` when it has none (records before profiles).
+    """
     p = rec.get("profile")
     return p if isinstance(p, str) and p else "full"
 
 
 def with_label(rec: dict, experiment: str, profile: str | None = None) -> dict:
-    """``rec`` labelled as a job of ``experiment``'s plan under ``profile``; ``rec`` itself when it
-    already carries that label.
+    """``rec`` labelled as a job of ``experiment``'s plan under ``profile``.
+
+    ``rec`` itself when it already carries that label.
 
     A record keeps the label it was made under (``experiment``, ``profile``). Another experiment's
     plan that holds the same run key is listed in ``also_experiments``; a ``full`` plan that holds a
@@ -78,10 +82,11 @@ class Store:
         self.invalid: dict[Path, str] = {}
 
     def path(self, key: str) -> Path:
+        """Return the file of record ``key`` under the store."""
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
-        """The local record of ``key``, else the ledger's, else None.
+        """Return the local record of ``key``, else the ledger's, else None.
 
         A local record that cannot be read or fails the schema (:func:`read_record`) is absent:
         its job is not done and a rerun replaces it (the reason is kept in :attr:`invalid`).
@@ -95,11 +100,15 @@ class Store:
         return self.ledger.get(key) if self.ledger is not None else None
 
     def is_done(self, key: str) -> bool:
+        """Return whether ``key`` has a done record."""
         rec = self.get(key)
         return rec is not None and rec.get("status") in DONE_STATUSES
 
     def write(self, record: dict) -> Path:
-        """Write ``record`` (which holds its ``key``) atomically: temp file, fsync, ``os.replace``."""
+        """Write ``record`` (which holds its ``key``) atomically.
+
+        Temp file, fsync, ``os.replace``.
+        """
         p = self.path(record["key"])
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=temp_prefix(), suffix=".json")
@@ -116,8 +125,9 @@ class Store:
         return p
 
     def add_experiment(self, key: str, experiment: str, profile: str | None = None) -> bool:
-        """Label the done record ``key`` as a job of ``experiment`` (run under ``profile``); True if
-        the record changed.
+        """Label the done record ``key`` as a job of ``experiment`` (run under ``profile``).
+
+        True if the record changed.
 
         Run keys do not include the experiment's name or profile, so a fit several plans share runs
         once; the other plans that found it done are added as :func:`with_label` states (under the
@@ -177,8 +187,11 @@ class Store:
 
 
 def parse_record(data: bytes, key: str | None = None) -> tuple[dict | None, str | None]:
-    """``(record, None)`` from a record file's bytes, or ``(None, reason)`` when they are not valid
-    UTF-8 JSON or fail the schema (:func:`~treebench.results.validate.record_problem`)."""
+    """Return ``(record, None)`` from a record file's bytes, or ``(None, reason)``.
+
+    The latter when they are not valid UTF-8 JSON or fail the schema
+    (:func:`~treebench.results.validate.record_problem`).
+    """
     try:
         rec = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

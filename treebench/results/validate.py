@@ -30,7 +30,7 @@ class RecordError(ValueError, TreebenchError):
 
 
 def _is_number(v) -> bool:
-    """A JSON number (records are parsed JSON: int or float, and bool is no number)."""
+    """Return a JSON number (records are parsed JSON: int or float, and bool is no number)."""
     t = type(v)
     return t is float or t is int
 
