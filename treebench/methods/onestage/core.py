@@ -13,7 +13,7 @@ import numpy as np
 
 
 def n_internal(depth: int) -> int:
-    """Number of potential split nodes of a complete tree of ``depth``."""
+    """Return the number of potential split nodes of a complete tree of ``depth``."""
     return 2**depth - 1
 
 
@@ -21,8 +21,11 @@ _NUMBA_ROUTE = None
 
 
 def _split_z(A, ra, WdT, i):
-    """Row ``ra`` of ``A`` times router ``i``: the logit difference every compiled pass routes by
-    (training, the gamma step and prediction sum it in this one order)."""
+    """Row ``ra`` of ``A`` times router ``i``.
+
+    The logit difference every compiled pass routes by (training, the gamma step and prediction sum
+    it in this one order).
+    """
     p = A.shape[1]
     p4 = p - p % 4
     z0 = z1 = z2 = z3 = np.float32(0.0)  # four accumulators break the add dependency chain
@@ -40,8 +43,11 @@ _NUMBA_ROW = None
 
 
 def _route_row():
-    """The compiled (inlined) row routers: ``(split_z, route_row)``; ``route_row(Xa, WdT, depth,
-    paths, r)`` writes row ``r``'s full-depth path into ``paths[r, 1:]``."""
+    """Return the compiled (inlined) row routers.
+
+    ``(split_z, route_row)``; ``route_row(Xa, WdT, depth, paths, r)`` writes row ``r``'s full-depth
+    path into ``paths[r, 1:]``.
+    """
     global _NUMBA_ROW
     if _NUMBA_ROW is None:
         import numba
@@ -107,8 +113,9 @@ def _stops_factory():
 
 
 def stop_nodes(X, mean, scale, Wd: np.ndarray, keep: np.ndarray, depth: int):
-    """The node where each row of raw features ``X`` stops (the first that is not a kept split)
-    and its level.
+    """Return the node where each row of raw features ``X`` stops, and its level.
+
+    The node is the first on the row's path that is not a kept split.
 
     The same decisions as standardising ``[(X - mean) / scale; 1]`` to float32, then
     :func:`route_paths` and :func:`stop_positions` (the same operations in the same order), in one
@@ -136,14 +143,19 @@ def stop_nodes(X, mean, scale, Wd: np.ndarray, keep: np.ndarray, depth: int):
 
 
 def router_rows(Wd: np.ndarray) -> np.ndarray:
-    """``Wd`` (d+1, n_int) as the compiled kernels read it: one contiguous float32 row per router."""
+    """``Wd`` (d+1, n_int) as the compiled kernels read it.
+
+    One contiguous float32 row per router.
+    """
     return np.ascontiguousarray(Wd.T, dtype=np.float32)
 
 
 def route_paths(
     Xa: np.ndarray, Wd: np.ndarray, depth: int, leaves_only: bool = False, n_threads: int = 1
 ) -> np.ndarray:
-    """Deterministic (argmax) full-depth paths: node ids (level order) per row and level, (n, depth+1).
+    """Deterministic (argmax) full-depth paths.
+
+    Node ids (level order) per row and level, (n, depth+1).
 
     ``Xa`` is ``[x; 1]`` (n, d+1) and ``Wd`` the logit differences ``w_0 - w_1`` (d+1, n_internal).
     Rows go left iff the difference is > 0 (Eq. 18). With ``leaves_only`` only the depth-``depth``
@@ -169,12 +181,14 @@ def route_paths(
 def node_values(
     leaf: np.ndarray, Y: np.ndarray, w: np.ndarray, depth: int, codes=None
 ) -> np.ndarray:
-    """Closed-form node values (Eq. 17): weighted mean of ``Y`` (n, k) over the rows reaching each node.
+    """Closed-form node values (Eq. 17).
+
+    Weighted mean of ``Y`` (n, k) over the rows reaching each node.
 
     ``leaf`` is each row's depth-``depth`` node under deterministic routing; the rows reaching an
-    internal node are exactly those of the leaves below it, so sums are accumulated bottom up. A node
-    no row reaches copies its parent's value (the root of an empty set gets zeros). ``codes`` (class
-    index per row) may be given when ``Y`` is one-hot, to count with a single bincount.
+    internal node are exactly those of the leaves below it, so sums are accumulated bottom up. A
+    node no row reaches copies its parent's value (the root of an empty set gets zeros). ``codes``
+    (class index per row) may be given when ``Y`` is one-hot, to count with a single bincount.
     """
     return values_from_leaves(*leaf_stats(leaf, Y, w, depth, codes), depth)
 
@@ -203,7 +217,8 @@ def values_from_leaves(leaf_sums: np.ndarray, leaf_cnt: np.ndarray, depth: int) 
     """Node values (Eq. 17) from per-leaf weighted target sums and weights (:func:`leaf_stats`).
 
     Compiled (numba): a parent's sums are its two children's, its value their ratio, an empty node
-    copies its parent's value; the numpy version of these loops cost ~0.4 ms a router step."""
+    copies its parent's value; the numpy version of these loops cost ~0.4 ms a router step.
+    """
     k = leaf_sums.shape[1]
     n_nodes = 2 ** (depth + 1) - 1
     V = np.zeros((n_nodes, k))
@@ -253,8 +268,10 @@ _NUMBA_STEP = None
 
 
 def _step_kernels():
-    """The compiled per-step passes over all rows (numba, imported lazily; cached on disk):
-    ``(refresh, gamma_grad)``, both routing each row with :func:`route_paths`'s kernel."""
+    """Return the compiled per-step passes over all rows (numba, imported lazily; cached on disk).
+
+    ``(refresh, gamma_grad)``, both routing each row with :func:`route_paths`'s kernel.
+    """
     global _NUMBA_STEP
     if _NUMBA_STEP is None:
         import numba
@@ -367,8 +384,9 @@ def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1):
 
 
 def gamma_gradient(Xa, Wd, keep, V, depth: int, t, w, cls: bool, floor: float, flip: bool):
-    """Gradient of the mean validation loss w.r.t. the discrete ``gamma_bar`` (Eq. 15), one
-    compiled pass over the rows (see ``_OneStageBase._gamma_grad`` for the two gradients).
+    """Return the mean validation loss's gradient w.r.t. the discrete ``gamma_bar`` (Eq. 15).
+
+    In one compiled pass over the rows (see ``_OneStageBase._gamma_grad`` for the two gradients).
 
     ``t`` holds class codes (``cls``) or the standardised targets; ``floor`` is ``prob_floor``.
     Each row's contributions are added to its path's nodes in the order of ``np.bincount`` over
@@ -400,8 +418,9 @@ class LeafSums:
 
     Holds each row's leaf as last routed and the leaves' weighted target sums and weights; after a
     router step only the minibatch's rows are routed again and moved between leaves, so a step costs
-    O(batch) instead of O(training rows). The other rows keep the leaf of their last routing (at most
-    one epoch old: every row is in one minibatch an epoch, and :meth:`reset` routes all of them).
+    O(batch) instead of O(training rows). The other rows keep the leaf of their last routing (at
+    most one epoch old: every row is in one minibatch an epoch, and :meth:`reset` routes all of
+    them).
     """
 
     def __init__(self, Y, w, depth: int, codes=None):
@@ -429,19 +448,22 @@ class LeafSums:
         self.leaf[r] = new
 
     def values(self) -> np.ndarray:
+        """Return the leaves' values from their sums and counts."""
         return values_from_leaves(self.sums, self.cnt, self.depth)
 
 
 def center_router_biases(W: np.ndarray, Xa: np.ndarray, depth: int) -> np.ndarray:
-    """Data-dependent router init: every hyperplane through the median of its node's rows (in place).
+    """Data-dependent router init.
 
-    ``W`` (d+1, n_int, 2) holds the two logits' weights per split node, the last row the biases; ``Xa``
-    is ``[x; 1]`` of the training rows. Level by level from the root, the rows are routed
-    deterministically with the routers already centred above; for each node the direction
-    ``w_0 - w_1`` is kept and the bias difference is set to minus the median of the rows' projections
-    on it, so about half of the node's rows go to each side (rows exactly at the median go right).
-    The two biases move by opposite halves (their mean is kept). Nodes no row reaches keep their
-    biases. One vectorised step per level (sort by node, then projection).
+    Every hyperplane through the median of its node's rows (in place).
+
+    ``W`` (d+1, n_int, 2) holds the two logits' weights per split node, the last row the biases;
+    ``Xa`` is ``[x; 1]`` of the training rows. Level by level from the root, the rows are routed
+    deterministically with the routers already centred above; for each node the direction ``w_0 -
+    w_1`` is kept and the bias difference is set to minus the median of the rows' projections on it,
+    so about half of the node's rows go to each side (rows exactly at the median go right). The two
+    biases move by opposite halves (their mean is kept). Nodes no row reaches keep their biases. One
+    vectorised step per level (sort by node, then projection).
     """
     n, dp1 = Xa.shape
     if n == 0:
@@ -476,9 +498,10 @@ def center_router_biases(W: np.ndarray, Xa: np.ndarray, depth: int) -> np.ndarra
 def stop_positions(keep_path: np.ndarray):
     """First and second stop level along each path.
 
-    ``keep_path`` (n, depth) is ``gamma_bar`` of the internal node at each level of the path. A row stops
-    at the first pruned node (or at depth ``depth``): ``s1``; ``s2`` is where it would stop if ``s1``
-    were a split (used for the gamma gradient of a pruned node; equals ``s1`` when ``s1 == depth``).
+    ``keep_path`` (n, depth) is ``gamma_bar`` of the internal node at each level of the path. A row
+    stops at the first pruned node (or at depth ``depth``): ``s1``; ``s2`` is where it would stop if
+    ``s1`` were a split (used for the gamma gradient of a pruned node; equals ``s1`` when ``s1 ==
+    depth``).
     """
     n, D = keep_path.shape
     S = np.concatenate([keep_path, np.zeros((n, 1), dtype=bool)], axis=1)
@@ -502,12 +525,13 @@ def reachable(keep: np.ndarray, depth: int) -> np.ndarray:
 def collapse_neutral_splits(paths: np.ndarray, used: np.ndarray, keep: np.ndarray, depth: int):
     """``keep`` without the splits that cannot change any prediction.
 
-    ``paths`` are the full-depth deterministic paths of the training rows the node values were computed
-    from (``used`` marks rows of positive weight). If every such row reaching a reachable split ``i``
-    ends at the same stop node, every node of ``i``'s subtree holds ``i``'s own value (the nodes on
-    the way carry the same rows, the others are empty and copy their parent), so ``i`` is turned into
-    a leaf without changing ``predict`` or ``predict_proba``. Typical for deep trees (Table 7), whose
-    lower routers often receive no training rows on one side and so get no gamma gradient at all.
+    ``paths`` are the full-depth deterministic paths of the training rows the node values were
+    computed from (``used`` marks rows of positive weight). If every such row reaching a reachable
+    split ``i`` ends at the same stop node, every node of ``i``'s subtree holds ``i``'s own value
+    (the nodes on the way carry the same rows, the others are empty and copy their parent), so ``i``
+    is turned into a leaf without changing ``predict`` or ``predict_proba``. Typical for deep trees
+    (Table 7), whose lower routers often receive no training rows on one side and so get no gamma
+    gradient at all.
     """
     n_int = keep.size
     reach = reachable(keep, depth)
@@ -557,7 +581,9 @@ def _backward_kernel(right, Vb, mix, depth, cls, t, w, floor, tau, y0, R, SUB, g
 
 
 def router_backward():
-    """The compiled backward pass of the router step (numba, imported lazily; cached on disk).
+    """Return the compiled backward pass of the router step.
+
+    Numba, imported lazily; cached on disk.
 
     ``kernel(right, Vb, mix, depth, cls, t, w, floor, tau, y0, R, SUB, gz)`` fills, per row of the
     minibatch, the hard responses ``R`` of every node, the logit-difference gradients ``gz`` and the
@@ -592,9 +618,11 @@ def _adam_pair_loops(W, g0, m, v, lr, b1, b2, eps, c1, c2):
 
 
 def adam_pair():
-    """The compiled Adam step of a router pair (numba, lazily; cached on disk):
-    ``kernel(W, g0, m, v, lr, b1, b2, eps, 1 - b1**t, 1 - b2**t)`` moves the first logits by
-    ``-u`` and the second by ``+u``, ``u`` Adam's step from ``g0``, in place."""
+    """Return the compiled Adam step of a router pair (numba, lazily; cached on disk).
+
+    ``kernel(W, g0, m, v, lr, b1, b2, eps, 1 - b1**t, 1 - b2**t)`` moves the first logits by ``-u``
+    and the second by ``+u``, ``u`` Adam's step from ``g0``, in place.
+    """
     global _NUMBA_ADAM
     if _NUMBA_ADAM is None:
         import numba
