@@ -23,13 +23,16 @@ import numpy as np
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def forest_forward(z, feats, thr, w, depth, fern, reduce, leaf_out, vstar_out, rstar_out, out):
-    """z [B, F]; feats/thr [M, N]; w [M, L, K]; out [B, 1, K] (reduce: summed over trees, zeroed by
-    the caller) or [B, M, K]. Trees: heap nodes (children 2g+1, 2g+2); ferns: node = level. Right
-    iff r > 0; strict < keeps the shallower decision on |r| ties. Tree-major (one tree's arrays stay
-    cached) and level-synchronous over the batch: the samples' walks are independent, so their
-    memory loads overlap instead of forming one dependent chain per sample. A fern's level reads
-    one feature of every sample: from z transposed, one contiguous row, with branch-free selects
-    (the same comparisons and values, ~2.5x faster at depth 10)."""
+    """Z [B, F]; feats/thr [M, N].
+
+    W [M, L, K]; out [B, 1, K] (reduce: summed over trees, zeroed by the caller) or [B, M, K].
+    Trees: heap nodes (children 2g+1, 2g+2); ferns: node = level. Right iff r > 0; strict < keeps
+    the shallower decision on |r| ties. Tree-major (one tree's arrays stay cached) and
+    level-synchronous over the batch: the samples' walks are independent, so their memory loads
+    overlap instead of forming one dependent chain per sample. A fern's level reads one feature of
+    every sample: from z transposed, one contiguous row, with branch-free selects (the same
+    comparisons and values, ~2.5x faster at depth 10).
+    """
     B = z.shape[0]
     M = feats.shape[0]
     g = np.empty(B, np.int64)
@@ -100,8 +103,11 @@ def _sign(r):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _margin_grad(gb, wl, r, K):
-    """d loss / d margin of one sample in one tree: its output gradient dotted with the reached leaf's
-    weights, signed by the side of the deciding threshold."""
+    """D loss / d margin of one sample in one tree.
+
+    Its output gradient dotted with the reached leaf's weights, signed by the side of the deciding
+    threshold.
+    """
     s = 0.0
     for k in range(K):
         s += gb[k] * wl[k]
@@ -110,8 +116,11 @@ def _margin_grad(gb, wl, r, K):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw):
-    """G [B, 1, K] (reduce) or [B, M, K]. Accumulates into gz [B, F] (if need_z), gt [M, N] and
-    gw [M, L, K] (dense arrays; only the entries of the samples' paths change)."""
+    """G [B, 1, K] (reduce) or [B, M, K].
+
+    Accumulates into gz [B, F] (if need_z), gt [M, N] and gw [M, L, K] (dense arrays; only the
+    entries of the samples' paths change).
+    """
     B = leaf.shape[0]
     M = leaf.shape[1]
     K = w.shape[2]
@@ -135,9 +144,12 @@ def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw)
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _unique_sorted(keys, t, stamp, base, slot, ti, xi, nnz):
-    """The distinct values of ``keys`` (one tree's B indices), sorted, appended at ``nnz`` to the row
-    lists (ti = t, xi = value); ``slot[value]`` = its row. ``stamp`` marks the values seen under the
-    mark ``base`` (a fresh mark per tree and call: the stamps are never reset). Returns the new nnz."""
+    """Append ``keys``' sorted distinct values (one tree's B indices) to the row lists at ``nnz``.
+
+    The lists get ti = t, xi = value; ``slot[value]`` = its row. ``stamp`` marks the values seen
+    under the mark ``base`` (a fresh mark per tree and call: the stamps are never reset). Returns
+    the new nnz.
+    """
     nu = 0
     for b in range(keys.shape[0]):
         x = keys[b]
@@ -157,17 +169,20 @@ def _unique_sorted(keys, t, stamp, base, slot, ti, xi, nnz):
 def forest_backward_rows(
     G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, thr_rows, ws, base
 ):
-    """:func:`forest_backward` with the leaf-weight gradient (and with ``thr_rows`` the threshold
-    gradient) as coalesced rows: sorted unique (tree, leaf) pairs and their summed [nnz, K] values
-    (and (tree, decision) pairs with their sums); without ``thr_rows`` the threshold gradient goes
-    into the dense ``gt`` [M, N]. Same sums in the same order as :func:`forest_backward`.
+    """:func:`forest_backward` with the gradients as coalesced rows.
+
+    The leaf-weight gradient (and with ``thr_rows`` the threshold gradient) as sorted unique (tree,
+    leaf) pairs and their summed [nnz, K] values (and (tree, decision) pairs with their sums);
+    without ``thr_rows`` the threshold gradient goes into the dense ``gt`` [M, N]. Same sums in the
+    same order as :func:`forest_backward`.
 
     ``ws`` = (leaf stamps [L], leaf slots [L], decision stamps [N], decision slots [N]), int64
     workspaces kept by the caller (stamps start at -1) and ``base`` a mark not used before with
     them (the caller adds M per call): no array of the forest's size is filled or allocated per
     call, so a call costs O(B M (D + K)) whatever the number of leaves 2^D.
 
-    Returns (ti, li, vals, tti, tni, tvals)."""
+    Returns (ti, li, vals, tti, tni, tvals).
+    """
     B = leaf.shape[0]
     M = leaf.shape[1]
     K = w.shape[2]
@@ -212,8 +227,10 @@ def forest_backward_rows(
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def adam_dense(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps):
-    """torch.optim.Adam's single-tensor step on flat arrays: m.lerp_(g, w1); v = b2 v + c2 g^2;
-    p -= step_size * m / (sqrt(v) / bc2_sqrt + eps)."""
+    """torch.optim.Adam's single-tensor step on flat arrays.
+
+    M.lerp_(g, w1); v = b2 v + c2 g^2; p -= step_size * m / (sqrt(v) / bc2_sqrt + eps).
+    """
     _adam_dense_inline(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps)
 
 
@@ -229,9 +246,12 @@ def _adam_decay(p, m, v, w1, b2, step_size, bc2_sqrt, eps):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def adam_rows(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
-    """Adam step where the gradient of the [R, K] arrays is ``gv`` on the sorted unique ``rows`` and
-    0 elsewhere: one pass in memory order, the zero-gradient update (vectorised) on the runs between
-    touched rows and the full update (same arithmetic as :func:`adam_dense`) on the touched rows."""
+    """Take an Adam step whose gradient is ``gv`` on the sorted unique ``rows`` and 0 elsewhere.
+
+    The [R, K] arrays are updated in one pass in memory order, the zero-gradient update (vectorised)
+    on the runs between touched rows and the full update (same arithmetic as :func:`adam_dense`) on
+    the touched rows.
+    """
     K = p.shape[1]
     pf = p.reshape(-1)
     mf = m.reshape(-1)
@@ -249,9 +269,12 @@ def adam_rows(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def adam_rows_lazy(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
-    """Lazy Adam (``torch.optim.SparseAdam``'s rule): only the touched ``rows`` of the [R, K] arrays
-    update their moments and move, with :func:`adam_dense`'s arithmetic; the others are left as they
-    are (no decay), so a step costs the touched rows, not all R."""
+    """Lazy Adam (``torch.optim.SparseAdam``'s rule).
+
+    Only the touched ``rows`` of the [R, K] arrays update their moments and move, with
+    :func:`adam_dense`'s arithmetic; the others are left as they are (no decay), so a step costs the
+    touched rows, not all R.
+    """
     K = p.shape[1]
     pf, mf, vf = p.reshape(-1), m.reshape(-1), v.reshape(-1)
     for j in range(rows.shape[0]):
@@ -260,7 +283,10 @@ def adam_rows_lazy(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _adam_row(pf, mf, vf, lo, g, w1, b2, c2, step_size, bc2_sqrt, eps):
-    """:func:`adam_dense`'s step on the row of flat arrays starting at ``lo`` (``len(g)`` entries)."""
+    """:func:`adam_dense`'s step on the row of flat arrays starting at ``lo``.
+
+    ``len(g)`` entries.
+    """
     hi = lo + g.shape[0]
     _adam_dense_inline(pf[lo:hi], mf[lo:hi], vf[lo:hi], g, w1, b2, c2, step_size, bc2_sqrt, eps)
 
@@ -277,6 +303,7 @@ def _adam_dense_inline(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps):
 
 @numba.njit(cache=True, nogil=True)
 def strictly_increasing(a):
+    """Return whether ``a`` is strictly increasing."""
     for i in range(1, a.shape[0]):
         if a[i] <= a[i - 1]:
             return False
@@ -298,8 +325,9 @@ def uci_train_steps(
     Wh, bh,
     acc_Wp, acc_thr, acc_w, acc_Wh, acc_bh, lr, ada_eps, gt, gw,
 ):  # fmt: skip
-    """Training steps of the UCI network, each the same computation as one step of the torch path:
-    inner products (Wp [F, P], no bias) -> running-statistics BN -> hinge trees/ferns with scalar
+    """Training steps of the UCI network, each the same computation as one step of the torch path.
+
+    Inner products (Wp [F, P], no bias) -> running-statistics BN -> hinge trees/ferns with scalar
     leaves -> Linear(M, K) head -> softmax cross-entropy (``classification``; Y holds class codes)
     or L2 (K = 1) loss, mean of ``sw``-weighted per-sample losses -> backward (the paper's sparse
     forest derivatives) -> torch.optim.Adagrad on every parameter (entries with zero gradient keep
@@ -309,8 +337,9 @@ def uci_train_steps(
     ``batches`` [S, B] holds training-row indices of the S minibatches. All arrays are updated in
     place (numpy views of the torch parameters). ``gt`` (shape of ``thr``) and ``gw`` (of ``w``) are
     zero scratch arrays kept by the caller and left zero: a step touches only the entries of the
-    samples' paths, so nothing of the forest's size 2^D is allocated or cleared per call. Returns the
-    mean minibatch loss."""
+    samples' paths, so nothing of the forest's size 2^D is allocated or cleared per call. Returns
+    the mean minibatch loss.
+    """
     S, B = batches.shape
     P = X.shape[1]
     F = Wp.shape[0]
@@ -425,9 +454,12 @@ def uci_train_steps(
 
 @numba.njit(cache=True, nogil=True)
 def gather_rows(p, s, idx, dims):
-    """Rows of the [R, C] arrays ``p`` and ``s`` at the sparse indices ``idx`` [nd, nnz] of a tensor
-    whose first nd dimensions are ``dims``: (flat row ids, p rows, s rows, ordered), the rows
-    copied; ``ordered`` is False when the row ids are not strictly increasing (not coalesced)."""
+    """Return the rows of the [R, C] arrays ``p`` and ``s`` at sparse indices ``idx`` [nd, nnz].
+
+    ``idx`` indexes a tensor whose first nd dimensions are ``dims``; returns (flat row ids, p rows,
+    s rows, ordered), the rows copied; ``ordered`` is False when the row ids are not strictly
+    increasing (not coalesced).
+    """
     nd, nnz = idx.shape
     C = p.shape[1]
     rows = np.empty(nnz, np.int64)
