@@ -1,4 +1,4 @@
-"""Regenerate the measured CI guards in treebench/conf/papers/ci.yaml from a collected `ci` experiment.
+"""Regenerate the measured CI guards in treebench/conf/papers/ci.yaml from a collected `ci` run.
 
 Usage::
 
@@ -29,6 +29,7 @@ BEGIN, END = "  # BEGIN measured guards", "  # END measured guards"
 
 
 def guards(outputs: Path) -> list[str]:
+    """Return the guard lines measured by a finished ``ci`` run under ``outputs``."""
     df = collect(outputs / "store", experiment="ci")
     ok = df[df["status"] == "ok"]
     lines = []
@@ -47,6 +48,7 @@ def guards(outputs: Path) -> list[str]:
 
 
 def main() -> None:
+    """Parse the command line and rewrite the measured guard block."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -38,6 +38,7 @@ def _task(row: dict, mirror: Path) -> str:
 
 
 def build(mirror: Path) -> list[dict]:
+    """Return the index rows of the mirror's PMLB datasets, from its ``MANIFEST.csv``."""
     with open(mirror / "MANIFEST.csv", newline="") as f:
         manifest = [r for r in csv.DictReader(f) if r["source"] == "pmlb"]
     rows = []
@@ -95,6 +96,7 @@ def suite_files(rows: list[dict]) -> dict[Path, str]:
 
 
 def main() -> None:
+    """Parse the command line and write the PMLB index."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--mirror", default=str(ROOT.parent / "shared" / "data"), help="mirror directory"

@@ -1,0 +1,1 @@
+"""The treebench test suite."""

@@ -18,20 +18,26 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def _no_terminal_width(monkeypatch):
-    """pytest-xdist workers export COLUMNS=80; CLI output is checked as a user off a terminal sees it."""
+    """pytest-xdist workers export COLUMNS=80.
+
+    CLI output is checked as a user off a terminal sees it.
+    """
     monkeypatch.delenv("COLUMNS", raising=False)
 
 
 @pytest.fixture(autouse=True)
 def _no_committed_ledger(monkeypatch):
-    """Tests see only the records they make: the committed ledger is off unless a test sets
-    ``TREEBENCH_LEDGER`` itself (tests/results/test_ledger.py does)."""
+    """Let tests see only the records they make.
+
+    The committed ledger is off unless a test sets ``TREEBENCH_LEDGER`` itself
+    (tests/results/test_ledger.py does).
+    """
     monkeypatch.setenv("TREEBENCH_LEDGER", "off")
 
 
 @pytest.fixture
 def outputs(tmp_path, monkeypatch):
-    """A fresh outputs directory, exported as TREEBENCH_OUTPUTS."""
+    """Return a fresh outputs directory, exported as TREEBENCH_OUTPUTS."""
     out = tmp_path / "outputs"
     monkeypatch.setenv("TREEBENCH_OUTPUTS", str(out))
     return out

@@ -9,7 +9,7 @@ from treebench.data.sources import bundled
 
 
 def sleepy_load(name: str, task: str, ctx=None, **kw):
-    """A bundled dataset, after sleeping ``$TREEBENCH_TEST_SLEEP_S`` seconds (0 when unset).
+    """Return a bundled dataset, after sleeping ``$TREEBENCH_TEST_SLEEP_S`` seconds (0 when unset).
 
     Keeps a job queued or running for a while without using CPU; the sleep is not part of the run
     key, so a rerun without it finds the same keys. With ``$TREEBENCH_TEST_SLEEP_MARK`` (a

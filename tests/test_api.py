@@ -51,8 +51,10 @@ def _blas_threads() -> int:
 
 
 def test_fit_from_python_runs_under_the_estimators_thread_limit(monkeypatch):
-    """An estimator fitted outside the runner limits BLAS as a runner job of ``threads=n_jobs``
-    does (one thread without ``n_jobs``), and the process's limit is back afterwards."""
+    """An estimator fitted outside the runner limits BLAS as a runner job of ``threads=n_jobs``.
+
+    One thread without ``n_jobs``; the process's limit is back afterwards.
+    """
     import sklearn.neural_network as nn
     from sklearn.base import BaseEstimator
     from threadpoolctl import threadpool_limits

@@ -35,7 +35,10 @@ NAMES = list(LAYERS)
 
 
 def _unit(module: str) -> str:
-    """The layer unit of a dotted module name: ``treebench.<unit>...`` or ``hydra_plugins``."""
+    """Return the layer unit of a dotted module name.
+
+    ``treebench.<unit>...`` or ``hydra_plugins``.
+    """
     parts = module.split(".")
     if parts[0] == "hydra_plugins":
         return "hydra_plugins"
@@ -52,7 +55,7 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(module: str, path: Path) -> set[str]:
-    """The treebench modules ``module`` imports (absolute and relative imports resolved)."""
+    """Return the treebench modules ``module`` imports (absolute and relative imports resolved)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):

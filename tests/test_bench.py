@@ -1,4 +1,7 @@
-"""`treebench bench --quick`: outputs, columns, and ratios computed from the same run's CART rows."""
+"""`treebench bench --quick`.
+
+Outputs, columns, and ratios computed from the same run's CART rows.
+"""
 
 from __future__ import annotations
 
@@ -48,7 +51,8 @@ def test_outputs_and_columns(quick_run):
         "peak RSS MB",
         "traced MB",
         "split evals",
-        "**Machine**: ",  # with the load the run recorded (test_machine_note_follows_the_recorded_load)
+        # with the load the run recorded (test_machine_note_follows_the_recorded_load)
+        "**Machine**: ",
         "load average",
         "Inference target",
     ):
@@ -208,8 +212,11 @@ def test_store_section_writes_its_table_plot_and_csv(tmp_path):
 
 
 def test_plan_sweep_records_carry_the_keys_the_sweep_plans(tmp_path):
-    """The store section's ``plan`` times a sweep whose jobs are all done: the synthetic records must
-    have exactly the keys the sweeper computes, or it would time launching instead of skipping."""
+    """The store section's ``plan`` times a sweep whose jobs are all done.
+
+    The synthetic records must have exactly the keys the sweeper computes, or it would time
+    launching instead of skipping.
+    """
     from tests.conftest import run_cli
     from treebench.bench.store import add_sweep_records, plan_args
 
@@ -234,8 +241,10 @@ def test_make_store_clones_with_fresh_keys_and_failures(tmp_path):
 
 
 def test_quick_profile_keeps_one_worker_per_method(quick_run):
-    """--quick keeps one worker per method for every section (first-call costs paid once), forked
-    after every section's data are loaded; data loaded later get a new worker."""
+    """--quick keeps one worker per method for every section (first-call costs paid once).
+
+    Forked after every section's data are loaded; data loaded later get a new worker.
+    """
     from treebench.bench.sections import Bench
     from treebench.bench.worker import DATA
 
@@ -267,8 +276,11 @@ def test_quick_profile_keeps_one_worker_per_method(quick_run):
 
 
 def test_quick_profile_settings_leave_the_full_profile_alone():
-    """The quick profile's shortcuts are its own: the full profile keeps its predict budgets, its
-    process sections on their own and its outputs written after every section."""
+    """The quick profile's shortcuts are its own.
+
+    The full profile keeps its predict budgets, its process sections on their own and its outputs
+    written after every section.
+    """
     full, quick = bench.load_config(), bench.load_config(quick=True)
     assert full["inference"]["predict_min_seconds"] == 0.5
     assert full["threading"]["predict_min_seconds"] == 0.2
@@ -279,9 +291,11 @@ def test_quick_profile_settings_leave_the_full_profile_alone():
 
 
 def test_process_sections_run_beside_the_others(tmp_path, monkeypatch):
-    """With ``overlap_processes`` (--quick) the store and startup sections run in a worker of their
-    own, started with the run; their rows, run records and log lines come back to the run, whose
-    outputs are written once (``partial_writes: false``)."""
+    """With ``overlap_processes`` (--quick) the store and startup sections run in their own worker.
+
+    Started with the run; their rows, run records and log lines come back to the run, whose outputs
+    are written once (``partial_writes: false``).
+    """
     import json
 
     import yaml
@@ -342,8 +356,11 @@ def test_machine_note_follows_the_recorded_load():
 
 
 def test_startup_miss_states_the_yardstick_share(tmp_path):
-    """A run that misses the startup target is reported with how much of its time to the first fit
-    is scikit-learn's import alone (the yardstick row), measured in the same section."""
+    """A run that misses the startup target is reported with the share of scikit-learn's import.
+
+    How much of its time to the first fit is scikit-learn's import alone (the yardstick row),
+    measured in the same section.
+    """
     from types import SimpleNamespace
 
     from treebench.bench.startup import FLOOR
@@ -382,8 +399,10 @@ def test_startup_miss_states_the_yardstick_share(tmp_path):
 
 
 def test_repeated_measurements_time_the_whole_fit(monkeypatch):
-    """Repeats of one fit in one worker each do all its work: methods' in-process caches (ReDT's
-    soft-label memo) are emptied before every timed fit."""
+    """Repeats of one fit in one worker each do all its work.
+
+    Methods' in-process caches (ReDT's soft-label memo) are emptied before every timed fit.
+    """
     from sklearn.datasets import load_iris
 
     import treebench.methods.redt.estimator as redt
@@ -407,9 +426,12 @@ def test_repeated_measurements_time_the_whole_fit(monkeypatch):
 
 
 def test_small_section_fits_tunes_once_and_states_the_slope(tmp_path, monkeypatch):
-    """The small section: each method on the pooled datasets of the stated sizes,
-    ratios to the same run's CART, one tune=small job, One-Stage's slope; the full profile fits
-    the methods' own defaults, --quick (this smoke run) their bench profiles."""
+    """The small section.
+
+    Each method on the pooled datasets of the stated sizes, ratios to the same run's CART, one
+    tune=small job, One-Stage's slope; the full profile fits the methods' own defaults, --quick
+    (this smoke run) their bench profiles.
+    """
     from tests.data.tb_data_helpers import MIRROR
 
     if MIRROR is None:
@@ -447,7 +469,7 @@ def test_small_section_fits_tunes_once_and_states_the_slope(tmp_path, monkeypatc
 
 
 def _series_bench(monkeypatch, fit_seconds: dict):
-    """A bench whose workers are stubbed: each point's fit takes ``fit_seconds[value]``."""
+    """Return a bench whose workers are stubbed: each point's fit takes ``fit_seconds[value]``."""
     cfg = bench.load_config()
     b = bench.Bench(cfg, ["cart", "gosdt"], [], log=lambda *a: None)
     measured = []

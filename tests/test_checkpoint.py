@@ -1,4 +1,7 @@
-"""Checkpoints of long fits: an interrupted fit resumed from its checkpoint equals an uninterrupted one."""
+"""Checkpoints of long fits.
+
+An interrupted fit resumed from its checkpoint equals an uninterrupted one.
+"""
 
 from __future__ import annotations
 
@@ -52,8 +55,10 @@ def test_outside_a_context_there_is_no_checkpoint():
 
 
 def test_the_seconds_of_every_attempt_add_up_across_resumes(tmp_path):
-    """Each save stores the attempt's seconds plus those of the attempts before it, so after two
-    interruptions the third attempt knows what both spent up to their last saves."""
+    """Each save stores the attempt's seconds plus those of the attempts before it.
+
+    So after two interruptions the third attempt knows what both spent up to their last saves.
+    """
     ident = {"est": "x"}
     path = tmp_path / "k.pt"
     first = Checkpoint(path, every=0, spent=lambda: {"cpu_seconds": 3.0, "wall_seconds": 4.0})
@@ -183,9 +188,11 @@ def test_onestage_resumes_bit_identical(tmp_path, name, task):
 
 
 def test_runner_resumes_a_killed_run_and_records_it(tmp_path, monkeypatch):
-    """Through the runner: a run interrupted after a checkpoint is resumed by the rerun, which
-    records ``resumed`` and the metrics and fit_info of an uninterrupted run; the checkpoint goes
-    once the record is written."""
+    """Through the runner.
+
+    A run interrupted after a checkpoint is resumed by the rerun, which records ``resumed`` and the
+    metrics and fit_info of an uninterrupted run; the checkpoint goes once the record is written.
+    """
     from tests.conftest import compose_config
     from treebench.data import DataContext
     from treebench.results.store import Store
@@ -243,7 +250,7 @@ def test_runner_resumes_a_killed_run_and_records_it(tmp_path, monkeypatch):
 
 
 def _count_to(phase, k):
-    """A progress callback raising :class:`Interrupt` at the ``k``-th report of ``phase``."""
+    """Return a progress callback raising :class:`Interrupt` at the ``k``-th report of ``phase``."""
     seen = [0]
 
     def cb(p, done, total):

@@ -182,7 +182,7 @@ def test_shell_completion_offers_config_names():
 
 
 def test_ctrl_c_while_run_imports_prints_the_one_line(tmp_path, monkeypatch):
-    """A Ctrl-C before the job starts (heavy imports) gets the same exit and line as one during it."""
+    """A Ctrl-C before the job starts (heavy imports) gets the exit and line of one during it."""
     import treebench.lifeline
 
     def interrupted():

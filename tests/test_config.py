@@ -57,9 +57,11 @@ def test_experiment_configs_compose(name):
 
 
 def test_plan_configs_are_the_grid_a_plan_sweeps_for_a_dataset_and_method():
-    """What a best-of-configs check compares with: RHF Table 2's full plan sweeps the paper's
-    20 (trees, depth) configs per dataset; its reduced plan a few (its 4 000-minibatch CI corner
-    is not the paper's 40 000, which ``where`` states)."""
+    """What a best-of-configs check compares with.
+
+    RHF Table 2's full plan sweeps the paper's 20 (trees, depth) configs per dataset; its reduced
+    plan a few (its 4 000-minibatch CI corner is not the paper's 40 000, which ``where`` states).
+    """
     raw = load_yaml((Path(CONF_DIR) / "experiment" / "rhf_table2.yaml").read_text())
     cols, where = ["n_estimators", "max_depth"], {"weight_init": "bleak", "n_iterations": 40000}
     full, reduced = (sweep_plan(raw["hydra"]["sweeper"], p) for p in ("full", "reduced"))
@@ -93,7 +95,10 @@ def test_plan_configs_are_the_grid_a_plan_sweeps_for_a_dataset_and_method():
 
 
 def test_one_experiment_file_per_experiment():
-    """A paper table or figure is one file; its shards are rows, its laptop/CI plan the reduced profile."""
+    """A paper table or figure is one file.
+
+    Its shards are rows, its laptop/CI plan the reduced profile.
+    """
     names = [compose_config([f"experiment={n}"]).experiment_name for n in _names("experiment")]
     assert len(names) == len(set(names)) and not any(n.endswith("_reduced") for n in names)
 

@@ -1,5 +1,8 @@
-"""Every error treebench raises derives from :class:`treebench.TreebenchError` and keeps its
-built-in base, so ``except TreebenchError`` catches them all and ``except ValueError`` still works."""
+"""Every error treebench raises derives from :class:`treebench.TreebenchError`.
+
+Each keeps its built-in base, so ``except TreebenchError`` catches them all and
+``except ValueError`` still works.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +29,10 @@ _BUILTIN = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)}
 
 
 def _exception_classes() -> dict[str, tuple[str, list[str]]]:
-    """Every class of treebench/ deriving (by name, through treebench's own classes) from a
-    built-in ``Exception``: name -> (module, base names)."""
+    """Return every class of treebench/ deriving from a built-in ``Exception``.
+
+    By name, through treebench's own classes: name -> (module, base names).
+    """
     found: dict[str, tuple[str, list[str]]] = {}
     for p in sorted(ROOT.rglob("*.py")):
         module = ".".join(p.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(

@@ -1,5 +1,8 @@
-"""Bad input fails before any work: parameter checks, misspelt names, unwritable outputs; failed
-sweeps exit non-zero; unreadable store records are reported; written files respect the umask."""
+"""Bad input fails before any work.
+
+Parameter checks, misspelt names, unwritable outputs; failed sweeps exit non-zero; unreadable store
+records are reported; written files respect the umask.
+"""
 
 from __future__ import annotations
 
@@ -275,7 +278,7 @@ def test_a_method_whose_optional_dependency_is_missing_says_how_to_install_it(tm
 
 
 def test_check_outputs_where_access_says_yes_but_creating_fails(tmp_path, monkeypatch):
-    """root passes os.access everywhere; a read-only mount or /proc still refuses new entries."""
+    """Root passes os.access everywhere; a read-only mount or /proc still refuses new entries."""
 
     def refuse(*a, **k):
         raise OSError(30, "Read-only file system")

@@ -1,4 +1,7 @@
-"""Long fits report progress through one protocol; a single run renders it, plainly off a terminal."""
+"""Long fits report progress through one protocol.
+
+A single run renders it, plainly off a terminal.
+"""
 
 from __future__ import annotations
 
@@ -72,8 +75,11 @@ def test_warnings_during_a_bar_are_printed_once_after_it():
 
 
 def test_a_runs_phases_before_its_fit_are_reported(outputs):
-    """The seconds before a method's own bar (loading the data, preprocessing, importing the
-    method) are phases of their own, so a single run is not silent until its first epoch."""
+    """The seconds before a method's own bar are phases of their own.
+
+    Loading the data, preprocessing, importing the method: a single run is not silent until its
+    first epoch.
+    """
     from tests.conftest import compose_config
     from treebench.data import DataContext
     from treebench.results.store import Store

@@ -1,5 +1,7 @@
-"""Installation: a non-editable install carries the configs; a user's own configs join through
-Hydra's ``hydra.searchpath`` (run, sweep and compose alike)."""
+"""Installation: a non-editable install carries the configs.
+
+A user's own configs join through Hydra's ``hydra.searchpath`` (run, sweep and compose alike).
+"""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ preprocess:
 
 @pytest.fixture
 def user_conf(tmp_path) -> Path:
-    """A user's config directory holding one dataset the package does not ship."""
+    """Return a user's config directory holding one dataset the package does not ship."""
     d = tmp_path / "myconf"
     (d / "dataset").mkdir(parents=True)
     (d / "dataset" / "mydata.yaml").write_text(USER_DATASET)

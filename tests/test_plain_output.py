@@ -1,4 +1,7 @@
-"""Output off a terminal (nohup, SLURM, ``tee``): full-width plain tables, one sweep line, Ctrl-C."""
+"""Output off a terminal (nohup, SLURM, ``tee``).
+
+Full-width plain tables, one sweep line, Ctrl-C.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The README's commands work as written: every ``treebench run`` line of its bash blocks plans its
-jobs (``--dry-run``: composed and checked, nothing launched), and the quick start runs for real."""
+"""The README's commands work as written.
+
+Every ``treebench run`` line of its bash blocks plans its jobs (``--dry-run``: composed and checked,
+nothing launched), and the quick start runs for real.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +19,10 @@ pytestmark = pytest.mark.slow  # ~25 commands as processes
 
 
 def readme_commands() -> list[str]:
-    """The ``treebench ...`` commands of README.md's bash blocks (comments cut, continuation
-    lines joined, ``a && b`` split)."""
+    """Return the ``treebench ...`` commands of README.md's bash blocks.
+
+    Comments cut, continuation lines joined, ``a && b`` split.
+    """
     blocks = re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
     cmds = []
     for block in blocks:
@@ -28,15 +33,20 @@ def readme_commands() -> list[str]:
 
 
 def _planned(cmd: str) -> bool:
-    """Commands whose plan is checked: runs, except those that regenerate the committed documents
-    or need a run key or a cluster's answer."""
+    """Commands whose plan is checked.
+
+    Runs, except those that regenerate the committed documents or need a run key or a cluster's
+    answer.
+    """
     return cmd.startswith("treebench run ") and "headtohead" not in cmd
 
 
 @pytest.fixture
 def user_home(tmp_path):
-    """A HOME holding the files the README's examples read (``~/data/flowers.csv``, ``runs.parquet``
-    and ``~/myconf/dataset/mydata.yaml``)."""
+    """Return a HOME holding the files the README's examples read.
+
+    ``~/data/flowers.csv``, ``runs.parquet`` and ``~/myconf/dataset/mydata.yaml``.
+    """
     import pandas as pd
     from sklearn.datasets import load_iris
 

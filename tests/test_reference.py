@@ -1,5 +1,8 @@
-"""The size-matched reference fit (``reference=``): fitted on the method's fold with the method's
-size, recorded beside it, in the key only when set, and its errors."""
+"""The size-matched reference fit (``reference=``).
+
+Fitted on the method's fold with the method's size, recorded beside it, in the key only when set,
+and its errors.
+"""
 
 from __future__ import annotations
 

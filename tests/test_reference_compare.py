@@ -1,5 +1,8 @@
-"""The comparison with the authors' code without their code: ``compare.py all`` with no checkouts,
-and BENCHMARKS.md's section rendered from a small ``references.csv`` and kept on ``--update``."""
+"""The comparison with the authors' code without their code.
+
+``compare.py all`` with no checkouts, and BENCHMARKS.md's section rendered from a small
+``references.csv`` and kept on ``--update``.
+"""
 
 from __future__ import annotations
 

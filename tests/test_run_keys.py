@@ -1,7 +1,7 @@
 """Every committed ledger record's run key is reproduced by composing the overrides it records.
 
-A config change that alters a ledger job's resolved parameters (or a renamed config file its overrides
-name) fails here, listing the records concerned.
+A config change that alters a ledger job's resolved parameters (or a renamed config file its
+overrides name) fails here, listing the records concerned.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ def test_every_ledger_key_recomputes_from_its_overrides():
     assert all(r.get("overrides") for r in records), "records without overrides"
     keys = recompute_keys(records)
     wrong = [
-        f"{r['experiment']}: {' '.join(r['overrides'])} fold {r['fold']}: {r['key']} -> {keys[r['key']]}"
+        f"{r['experiment']}: {' '.join(r['overrides'])} fold {r['fold']}: {r['key']} -> "
+        f"{keys[r['key']]}"
         for r in records
         if keys[r["key"]] != r["key"]
     ]

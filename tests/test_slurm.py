@@ -1,4 +1,6 @@
-"""Sweeps through ``hydra/launcher=slurm`` on a real SLURM scheduler (``scripts/slurm_local.sh start``).
+"""Sweeps through ``hydra/launcher=slurm`` on a real SLURM scheduler.
+
+``scripts/slurm_local.sh start``.
 
 Skipped, saying why, when no SLURM node answers idle. The jobs are tiny (cart/rf on iris/wine);
 ``tests.slurm_jobs.sleepy_load`` keeps a job queued or running for a while without using CPU.
@@ -67,7 +69,7 @@ def _env(tmp_path, sleep_s: float = 0) -> dict:
 
 
 def _start(args, tmp_path, env) -> subprocess.Popen:
-    """A sweep driver in the background (stdout and stderr to ``driver.log``)."""
+    """Return a sweep driver in the background (stdout and stderr to ``driver.log``)."""
     e = {
         **os.environ,
         **env,

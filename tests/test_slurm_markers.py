@@ -106,7 +106,8 @@ def test_stepd_reason_reads_the_last_scheduler_line(tmp_path):
     err = tmp_path / "x.err"
     err.write_text(
         "noise\nslurmstepd-vm: error: *** JOB 5 ON vm CANCELLED AT 2026-01-01T10:00:00 ***\n"
-        "slurmstepd-vm: error: *** JOB 5 ON vm CANCELLED AT 2026-01-01T11:00:00 DUE TO TIME LIMIT ***\n"
+        "slurmstepd-vm: error: *** JOB 5 ON vm CANCELLED AT 2026-01-01T11:00:00 DUE TO TIME LIMIT "
+        "***\n"
     )
     assert slurm.stepd_reason(err, tmp_path / "missing") == (
         "CANCELLED AT 2026-01-01T11:00:00 DUE TO TIME LIMIT"

@@ -5,7 +5,8 @@ SLURM's preemption signal (``scancel --signal=USR2``, what the scheduler sends b
 at the time limit). submitit checkpoints the job (our launcher is Checkpointable) and requeues it;
 the requeued job finds the run's record missing, resumes the fit from the checkpoint and records
 ``resumed``, with the metrics of an uninterrupted fit. (slurmctld holds a requeued job back ~2 min
-before it may start again; the test lets it start 5 s later with ``scontrol update StartTime=now+5``.)
+before it may start again; the test lets it start 5 s later with ``scontrol update
+StartTime=now+5``.)
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Startup discipline: what ``--help``, ``list``, ``status`` and a CART run import,
-the source index of the method registrations, the YAML reader, and the bench's startup section.
+"""Startup discipline.
+
+What ``--help``, ``list``, ``status`` and a CART run import, the source index of the method
+registrations, the YAML reader, and the bench's startup section.
 
 No timings are asserted: the import checks run in fresh subprocesses and look at ``sys.modules``.
 """
@@ -24,8 +26,10 @@ METHOD_LIBS = ["torch", "numba", "matplotlib", "openml"]
 
 
 def _modules_after(code: str, tmp_path: Path) -> dict:
-    """Run ``code`` in a fresh interpreter (outputs in ``tmp_path``, no ledger); it must leave its
-    findings in the dict ``out``, printed here as JSON."""
+    """Run ``code`` in a fresh interpreter (outputs in ``tmp_path``, no ledger).
+
+    It must leave its findings in the dict ``out``, printed here as JSON.
+    """
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
@@ -153,8 +157,11 @@ def test_unknown_method_still_lists_every_choice():
 
 @pytest.fixture
 def extra_methods(tmp_path, monkeypatch):
-    """Two throwaway method packages on ``treebench.methods``' path: one registered with literal
-    arguments (multi-line decorator, keyword task), one under a computed name."""
+    """Two throwaway method packages on ``treebench.methods``' path.
+
+    One registered with literal arguments (multi-line decorator, keyword task), one under a computed
+    name.
+    """
     import treebench.methods as methods_pkg
 
     root = tmp_path / "methods"
@@ -228,8 +235,10 @@ def test_load_yaml_equals_safe_load_and_raises_the_same_error(tmp_path):
 
 
 def test_startup_section_rows_and_table(tmp_path):
-    """The bench's startup section for ``--help`` and a CART run, once, with the yardstick:
-    columns, imports, the first fit of the run, the table."""
+    """The bench's startup section for ``--help`` and a CART run, once, with the yardstick.
+
+    Columns, imports, the first fit of the run, the table.
+    """
     from types import SimpleNamespace
 
     from treebench.bench.startup import FLOOR, STARTUP_COLUMNS, run_startup_section
@@ -270,9 +279,11 @@ def test_startup_section_rows_and_table(tmp_path):
 
 
 def test_numba_threads_leave_the_jobs_torch_threads(tmp_path):
-    """numba's threading layer, launched lazily by the first kernel of a job limited to 1 thread,
-    must not raise torch's intra-op threads to every core (a fresh process: the layer launches
-    once per process)."""
+    """Numba's threading layer, launched lazily by the first kernel of a job limited to 1 thread.
+
+    Must not raise torch's intra-op threads to every core (a fresh process: the layer launches once
+    per process).
+    """
     out = _modules_after(
         """
 from treebench.methods.base import import_torch
@@ -304,8 +315,11 @@ def test_method_names_equal_the_registry_names():
 
 
 def test_run_pauses_the_collector_until_the_job_starts(tmp_path):
-    """The console entry point pauses the cyclic collector for ``run`` (imports, composition) and
-    the job's work runs with it enabled, everything imported before frozen (treebench.gcpause)."""
+    """The console entry point pauses the cyclic collector for ``run``'s startup only.
+
+    Paused for the imports and composition; the job's work runs with it enabled, everything
+    imported before frozen (treebench.gcpause).
+    """
     out = _modules_after(
         """
 import gc, sys

@@ -1,4 +1,4 @@
-"""The treebench sweeper's explicit rows (crossed with the sweep's params) and the reduced profile."""
+"""The treebench sweeper's explicit rows (crossed with the sweep's params) and reduced profile."""
 
 from __future__ import annotations
 
@@ -80,7 +80,10 @@ def test_a_row_with_several_values_is_one_job_per_value(tmp_path):
 
 
 def test_named_lists_of_rows_are_crossed(tmp_path):
-    rows = "hydra.sweeper.rows={data:['dataset=iris','dataset=wine split=holdout'],model:['method=cart']}"
+    rows = (
+        "hydra.sweeper.rows={data:['dataset=iris','dataset=wine "
+        "split=holdout'],model:['method=cart']}"
+    )
     res = _plan(tmp_path, "-m", rows, "seed=0")
     assert res.returncode == 0, res.stderr[-2000:]
     assert "0 done, 2 to run" in res.stdout
@@ -103,8 +106,10 @@ def test_done_sweep_job_counts_in_a_second_experiment(tmp_path):
 
 
 def test_a_full_sweep_holding_a_reduced_runs_job_counts_it_as_full(tmp_path):
-    """A job the reduced profile ran that the full plan holds too (same key) is not fitted again,
-    and from then on counts as the full protocol's in that experiment."""
+    """A job the reduced profile ran that the full plan holds too (same key) is not fitted again.
+
+    And from then on counts as the full protocol's in that experiment.
+    """
     from treebench.results import collect
 
     env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
@@ -119,8 +124,10 @@ def test_a_full_sweep_holding_a_reduced_runs_job_counts_it_as_full(tmp_path):
 
 
 def test_seed_jobs_share_a_composition_with_the_same_keys(tmp_path):
-    """Jobs differing only in ``seed`` are planned from one composed config: their run keys must
-    still be the ones each launched job writes, so a rerun finds every job done."""
+    """Jobs differing only in ``seed`` are planned from one composed config.
+
+    Their run keys must still be the ones each launched job writes, so a rerun finds every job done.
+    """
     env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
     args = ["run", "-m", "method=cart", "dataset=iris", "seed=0,1,2", "method.params.max_depth=2,3"]
     first = run_cli(args, tmp_path, env)
@@ -133,9 +140,11 @@ def test_seed_jobs_share_a_composition_with_the_same_keys(tmp_path):
 
 
 def test_jobs_planned_from_a_shared_composition_match_what_each_job_writes(tmp_path):
-    """Jobs with the same config-group choices share one composition, each job's value overrides
-    applied and undone after it: a value set by one job (or an added key) must not leak into the
-    next, and an interpolation must see the job's own values."""
+    """Jobs with the same config-group choices share one composition.
+
+    Each job's value overrides applied and undone after it: a value set by one job (or an added key)
+    must not leak into the next, and an interpolation must see the job's own values.
+    """
     import json
 
     env = {"TREEBENCH_OUTPUTS": str(tmp_path / "out")}
@@ -156,8 +165,11 @@ def test_jobs_planned_from_a_shared_composition_match_what_each_job_writes(tmp_p
 
 
 def test_order_runs_jobs_with_the_first_key_slowest(tmp_path):
-    """``hydra.sweeper.order=[seed,dataset]``: every method on one dataset and seed before the next,
-    so a sweep stopped part-way leaves whole cells; without it, the planned (method-major) order."""
+    """``hydra.sweeper.order=[seed,dataset]``.
+
+    Every method on one dataset and seed before the next, so a sweep stopped part-way leaves whole
+    cells; without it, the planned (method-major) order.
+    """
     args = ("-m", "method=cart,rf", "dataset=iris,wine", "seed=0,1")
     res = _plan(tmp_path, *args, "hydra.sweeper.order=[seed,dataset]")
     assert res.returncode == 0, res.stderr[-2000:]

@@ -1,5 +1,8 @@
-"""Tuning (``tune=``): the search-space grammar, tuning on the training part only, the record, run
-keys with and without tuning, and the plan-time errors."""
+"""Tuning (``tune=``).
+
+The search-space grammar, tuning on the training part only, the record, run keys with and without
+tuning, and the plan-time errors.
+"""
 
 from __future__ import annotations
 
@@ -100,7 +103,7 @@ def _wine_fold(overrides, tmp_path):
 
 
 def _poisoned(fold):
-    """The fold with noise for test features and permuted test labels."""
+    """Return the fold with noise for test features and permuted test labels."""
     rng = np.random.RandomState(1)
     X = np.asarray(fold.test.X, dtype=float)
     noise = rng.normal(size=X.shape) * X.std(axis=0) * 10
@@ -329,8 +332,10 @@ class _Reporting(CARTClassifier):
 @pytest.mark.parametrize("n_jobs", [1, 2])
 @pytest.mark.parametrize("strategy", ["random", "halving_random"])
 def test_tuning_progress_counts_candidates_k_of_n(strategy, n_jobs):
-    """The bar counts finished candidates of the search (per round for halving), from joblib
-    workers too; the candidates' own epochs never reach it."""
+    """The bar counts finished candidates of the search (per round for halving).
+
+    From joblib workers too; the candidates' own epochs never reach it.
+    """
     from sklearn.datasets import load_iris
 
     from treebench.methods.progress import reporting

@@ -1,4 +1,7 @@
-"""Python API for scripts: the runner's own data path (load, split, preprocess) and estimators by name."""
+"""Python API for scripts.
+
+The runner's own data path (load, split, preprocess) and estimators by name.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +39,10 @@ class FoldArrays:
 
 
 def compose_config(overrides: Sequence[str] = (), return_hydra_config: bool = False):
-    """Compose ``treebench/conf/config.yaml`` with command-line style overrides (``dataset=letter``, ...)."""
+    """Compose ``treebench/conf/config.yaml`` with command-line style overrides.
+
+    ``dataset=letter``, ...
+    """
     from treebench.config import compose
 
     return compose(overrides, return_hydra_config)
@@ -92,14 +98,16 @@ def make_estimator(
     image_shape: tuple | None = None,
     **kwargs,
 ):
-    """An estimator of a registered method with its YAML's parameters, updated by ``params`` and
-    keyword parameters: ``make_estimator("tnt", ccp_alpha=1e-3)``.
+    """Return an estimator of a registered method with its YAML's parameters.
 
-    ``method`` is a ``treebench/conf/method`` file name (a variant such as ``tnt_finetune`` works too).
-    ``random_state``, ``n_jobs`` and ``image_shape`` fill what the YAML leaves unset, as the runner does;
-    the estimator's ``fit`` and predictions run with BLAS/OpenMP limited to its ``n_jobs`` (one thread
-    for a method without one), as a runner job of ``threads=n_jobs``.
-    A name the estimator does not take fails with a did-you-mean among its parameters.
+    They are updated by ``params`` and keyword parameters: ``make_estimator("tnt",
+    ccp_alpha=1e-3)``.
+
+    ``method`` is a ``treebench/conf/method`` file name (a variant such as ``tnt_finetune`` works
+    too). ``random_state``, ``n_jobs`` and ``image_shape`` fill what the YAML leaves unset, as the
+    runner does; the estimator's ``fit`` and predictions run with BLAS/OpenMP limited to its
+    ``n_jobs`` (one thread for a method without one), as a runner job of ``threads=n_jobs``. A name
+    the estimator does not take fails with a did-you-mean among its parameters.
     """
     from treebench.methods.base import get_entry, suggest
 

@@ -1,4 +1,7 @@
-"""The Hydra task behind ``treebench run``: resolve the job, skip stored folds, run, store, summarise."""
+"""The Hydra task behind ``treebench run``.
+
+Resolve the job, skip stored folds, run, store, summarise.
+"""
 
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ def _abspath(p: str) -> Path:
 
 
 def open_store(cfg: DictConfig):
-    """The job store of ``cfg``, over the committed ledger when its keys count as done.
+    """Return the job store of ``cfg``, over the committed ledger when its keys count as done.
 
     ``ledger=null`` (the default): for an experiment's jobs, whose paper runs are committed; an
     ad-hoc run (the default ``experiment_name``) fits here. ``true`` / ``false`` force it.
@@ -61,7 +64,10 @@ def _launcher_parallelism() -> int:
 
 
 def _job_log(msg: str) -> None:
-    """A job's status line: on the console and, through Hydra's logging, in the job's log file."""
+    """Write a job's status line.
+
+    On the console and, through Hydra's logging, in the job's log file.
+    """
     sys.stdout.write(msg + "\n")  # one write: parallel workers' lines never run together
     sys.stdout.flush()
     logging.getLogger("treebench").info(msg)
@@ -116,7 +122,7 @@ def run_task(cfg: DictConfig) -> list[dict[str, Any]]:
 
 @contextmanager
 def _fit_progress(cfg: DictConfig, single: bool):
-    """A single run shows the progress its method reports (a sweep has its own bar)."""
+    """Show the progress a single run's method reports (a sweep has its own bar)."""
     if not single:
         yield
         return
@@ -147,7 +153,7 @@ def _print_paper_setting(rec: dict) -> None:
 
 
 def sweep_failures(sweep_dir: Path, store) -> int:
-    """How many of a sweep's runs (the keys its jobs wrote to ``keys.json``) have a failed record."""
+    """Count the sweep's runs (the keys its jobs wrote to ``keys.json``) with a failed record."""
     keys: dict[str, None] = {}
     for p in sorted(sweep_dir.glob("*/keys.json")):
         try:
@@ -158,18 +164,23 @@ def sweep_failures(sweep_dir: Path, store) -> int:
 
 
 class SweepSummary(Callback):
-    """At the end of a multirun: a table of every job's records, printed and written to the sweep dir.
+    """At the end of a multirun.
+
+    A table of every job's records, printed and written to the sweep dir.
 
     A sweep with failed runs then exits with status 1 (the other jobs have finished), so that CI
     and cluster scripts see it.
     """
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Before the sweep is planned (configs composed for every job): the collector paused for
-        ``run``'s startup runs again (:mod:`treebench.gcpause`)."""
+        """Before the sweep is planned (configs composed for every job).
+
+        The collector paused for ``run``'s startup runs again (:mod:`treebench.gcpause`).
+        """
         gcpause.resume()
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        """Print the sweep's summary once every job has ended (not for a dry run)."""
         from treebench.report.console import summarize_sweep
 
         if config.hydra.sweeper.get("dry_run"):

@@ -1,5 +1,8 @@
-"""The config catalog: the names of each config group with their descriptions, checked before a run;
-method requirements, experiments' sweep plans and datasets' nodes, read without composing (fast)."""
+"""The config catalog.
+
+The names of each config group with their descriptions, checked before a run; method requirements,
+experiments' sweep plans and datasets' nodes, read without composing (fast).
+"""
 
 from __future__ import annotations
 
@@ -20,17 +23,21 @@ class UnknownChoiceError(ValueError, TreebenchError):
 
 
 def group_names(group: str, args=()) -> list[str]:
-    """Config names of a group (file stems), without reading the files: what
-    :func:`check_choices` needs before every ``run`` (parsing every YAML for its description
-    costs a noticeable part of a second)."""
+    """Config names of a group (file stems), without reading the files.
+
+    What :func:`check_choices` needs before every ``run`` (parsing every YAML for its description
+    costs a noticeable part of a second).
+    """
     from treebench.config import search_dirs
 
     return sorted({p.stem for d in search_dirs(args) for p in (d / group).glob("*.yaml")})
 
 
 def group_choices(group: str, args=()) -> dict[str, str]:
-    """Config names of a group with their one-line descriptions (``description`` or first comment);
-    with ``args``, also those of the directories their ``hydra.searchpath`` adds."""
+    """Config names of a group with their one-line descriptions (``description`` or first comment).
+
+    With ``args``, also those of the directories their ``hydra.searchpath`` adds.
+    """
     from treebench.config import search_dirs
 
     out = {}
@@ -57,8 +64,11 @@ def group_choices(group: str, args=()) -> dict[str, str]:
 
 
 def complete(incomplete: str) -> list[tuple[str, str]]:
-    """Shell completion of ``run``/``fetch`` arguments: ``method=``, ``dataset=`` … and their config
-    names with descriptions (``treebench --install-completion`` sets it up)."""
+    """Shell completion of ``run``/``fetch`` arguments.
+
+    ``method=``, ``dataset=`` … and their config names with descriptions (``treebench
+    --install-completion`` sets it up).
+    """
     if "=" not in incomplete:
         keys = [f"{g}=" for g in GROUPS] + ["seed=", "seeds=", "split=", "profile=", "-m"]
         return [(k, "") for k in keys if k.startswith(incomplete)]
@@ -75,8 +85,9 @@ def complete(incomplete: str) -> list[tuple[str, str]]:
 
 
 def check_choices(args: list[str]) -> None:
-    """Fail early, with the choices and the nearest name, on an unknown method/dataset/experiment/
-    split/tune.
+    """Fail early on an unknown method/dataset/experiment/split/tune, with the choices.
+
+    The error names the choices and the nearest name.
 
     Raises
     ------
@@ -103,7 +114,7 @@ def check_choices(args: list[str]) -> None:
 
 
 def method_requires(name: str) -> list[str]:
-    """A method config's ``requires``, its own or from the config it extends (``defaults:``)."""
+    """Return a method config's ``requires``: its own, or the one of the config it extends."""
     data = load_yaml((Path(CONF_DIR) / "method" / f"{name}.yaml").read_text()) or {}
     if data.get("requires") is not None:
         return list(data["requires"])
@@ -112,8 +123,10 @@ def method_requires(name: str) -> list[str]:
 
 
 def method_listing(name: str) -> tuple[str, str | None]:
-    """``treebench list``'s facts of method config ``name``: its tasks (``?`` when no package
-    registers it) and, when a requirement is not installed, the line that installs it.
+    """``treebench list``'s facts of method config ``name``.
+
+    Its tasks (``?`` when no package registers it) and, when a requirement is not installed, the
+    line that installs it.
 
     The tasks come from the registering decorators' source: importing every method package to
     fill the registry costs seconds (PyTorch, numba).
@@ -132,7 +145,10 @@ def method_listing(name: str) -> tuple[str, str | None]:
 
 
 def method_config_names() -> set[str]:
-    """The ``name`` of every method config (a registered method's config may carry another)."""
+    """Return the ``name`` of every method config.
+
+    A registered method's config may carry another.
+    """
     names = set()
     for p in (Path(CONF_DIR) / "method").glob("*.yaml"):
         try:
@@ -159,14 +175,17 @@ def full_plans() -> dict:
 
 
 def needs_settings(name: str) -> bool:
-    """A dataset config with a required setting (``dataset=csv`` needs ``dataset.path``)."""
+    """Return a dataset config with a required setting (``dataset=csv`` needs ``dataset.path``)."""
     path = Path(CONF_DIR) / "dataset" / f"{name}.yaml"
     return path.is_file() and "???" in (load_yaml(path.read_text()) or {}).values()
 
 
 def dataset_node(name: str, compose_dataset):
-    """A dataset's config node: its YAML read directly when it is self-contained (composing
-    through Hydra costs ~0.3 s per dataset), else composed."""
+    """Return a dataset's config node.
+
+    Its YAML read directly when it is self-contained (composing through Hydra costs ~0.3 s per
+    dataset), else composed.
+    """
     from omegaconf import OmegaConf
 
     path = Path(CONF_DIR) / "dataset" / f"{name}.yaml"

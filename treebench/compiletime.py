@@ -1,5 +1,6 @@
-"""Seconds a block spends starting numba: importing it, compiling kernels or loading them from
-the on-disk cache.
+"""Seconds a block spends starting numba.
+
+Importing it, compiling kernels or loading them from the on-disk cache.
 
 A method's first fit in a process imports numba and compiles (or loads from the cache) its
 kernels, seconds that later fits do not pay; the runner records them as ``compile_seconds``
@@ -107,8 +108,10 @@ class CompileClock:
 
 @contextmanager
 def compile_clock():
-    """Measure the block's seconds importing numba and compiling or loading kernels (0.0 when it
-    does neither)."""
+    """Measure the block's seconds importing numba and compiling or loading kernels.
+
+    0.0 when it does neither.
+    """
     install()
     clock = CompileClock()
     t0 = seconds()

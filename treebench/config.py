@@ -18,8 +18,11 @@ _LEDGER_OFF = ("", "0", "off", "none", "false")
 
 
 def ledger_dir() -> Path | None:
-    """The committed ledger (``results/`` of the checkout); ``TREEBENCH_LEDGER`` moves it, and
-    ``TREEBENCH_LEDGER=off`` reads none (the local store alone, as a regression check needs)."""
+    """Return the committed ledger (``results/`` of the checkout).
+
+    ``TREEBENCH_LEDGER`` moves it, and ``TREEBENCH_LEDGER=off`` reads none (the local store alone,
+    as a regression check needs).
+    """
     env = os.environ.get("TREEBENCH_LEDGER")
     if env is not None:
         return None if env.strip().lower() in _LEDGER_OFF else Path(env).expanduser()
@@ -27,9 +30,11 @@ def ledger_dir() -> Path | None:
 
 
 def search_dirs(overrides=()) -> list[Path]:
-    """Config directories: :data:`CONF_DIR`, then those a ``hydra.searchpath=[file://DIR,...]``
-    override adds (a user's own configs, e.g. ``DIR/dataset/mydata.yaml``; ``pkg://`` entries
-    are left to Hydra)."""
+    """Config directories.
+
+    :data:`CONF_DIR`, then those a ``hydra.searchpath=[file://DIR,...]`` override adds (a user's own
+    configs, e.g. ``DIR/dataset/mydata.yaml``; ``pkg://`` entries are left to Hydra).
+    """
     dirs = [Path(CONF_DIR)]
     wanted = [o for o in overrides if o.lstrip("+~").startswith("hydra.searchpath=")]
     if not wanted:  # Hydra's override parser costs ~0.15 s to import (``treebench list``)
@@ -48,7 +53,10 @@ def search_dirs(overrides=()) -> list[Path]:
 
 
 def compose(overrides=(), return_hydra_config: bool = False):
-    """Compose ``treebench/conf/config.yaml`` with command-line style overrides (``dataset=letter``, ...)."""
+    """Compose ``treebench/conf/config.yaml`` with command-line style overrides.
+
+    ``dataset=letter``, ...
+    """
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -64,8 +72,10 @@ def compose(overrides=(), return_hydra_config: bool = False):
 
 
 def sweep_plan(sweeper, profile=None) -> dict:
-    """The ``params`` and ``rows`` an experiment's sweeper runs: its ``reduced`` plan with
-    ``profile=reduced`` (where it has one), else its own."""
+    """Return the ``params`` and ``rows`` an experiment's sweeper runs.
+
+    Its ``reduced`` plan with ``profile=reduced`` (where it has one), else its own.
+    """
     from omegaconf import OmegaConf
 
     plan = OmegaConf.to_container(sweeper) if OmegaConf.is_config(sweeper) else dict(sweeper or {})
@@ -75,9 +85,11 @@ def sweep_plan(sweeper, profile=None) -> dict:
 
 
 def plan_values(plan: dict, key: str) -> list[str]:
-    """Every value a sweep plan gives ``key`` (``dataset``, ``method``), in order, each once; the
-    ``dataset`` values include the members of the plan's suites of dataset configs
-    (:mod:`treebench.suites`, those whose names are ``dataset=`` choices)."""
+    """Every value a sweep plan gives ``key`` (``dataset``, ``method``), in order, each once.
+
+    The ``dataset`` values include the members of the plan's suites of dataset configs
+    (:mod:`treebench.suites`, those whose names are ``dataset=`` choices).
+    """
     values = [str(plan["params"].get(key) or "")]
     rows = plan["rows"]
     for row in [r for rs in rows.values() for r in rs] if isinstance(rows, dict) else rows:
@@ -97,8 +109,11 @@ def plan_values(plan: dict, key: str) -> list[str]:
 
 
 def plan_rows(plan: dict) -> list[dict[str, str]]:
-    """Each job line of a sweep plan as ``{key: value}`` (the sweep's ``params`` under every row;
-    named lists of rows crossed); tokens without ``=`` (``~key`` deletions) are left out."""
+    """Return each job line of a sweep plan as ``{key: value}``.
+
+    The sweep's ``params`` under every row; named lists of rows crossed; tokens without ``=``
+    (``~key`` deletions) are left out.
+    """
     rows = plan["rows"]
     if isinstance(rows, dict):
         lines = [" ".join(c) for c in itertools.product(*[list(v) for v in rows.values()])]
@@ -113,14 +128,20 @@ def plan_rows(plan: dict) -> list[dict[str, str]]:
 
 
 def _listed(value: str) -> list[str]:
-    """A sweep value's alternatives: ``a,b`` is two, a ``{...}`` or ``[...]`` literal is one."""
+    """Return a sweep value's alternatives.
+
+    ``a,b`` is two, a ``{...}`` or ``[...]`` literal is one.
+    """
     v = value.strip()
     return [v] if v[:1] in "{[" else [x.strip() for x in v.split(",") if x.strip()]
 
 
 def _same_value(a, b) -> bool:
-    """A sweep value string and a wanted value are the same (``40000`` and ``"4e4"`` too; a
-    sweep's ``null`` and a paper file's ``null``, which YAML reads as None)."""
+    """Return whether a sweep value string and a wanted value are the same.
+
+    ``40000`` and ``"4e4"`` too; a sweep's ``null`` and a paper file's ``null``, which YAML reads as
+    None.
+    """
     nulls = (None, "null", "None")
     if a in nulls or b in nulls:
         return a in nulls and b in nulls
@@ -133,9 +154,11 @@ def _same_value(a, b) -> bool:
 def plan_configs(
     plan: dict, dataset: str, method: str, params: list[str], where: dict | None = None
 ) -> set[tuple[str, ...]] | None:
-    """The combinations of method ``params`` the plan sweeps for ``dataset`` and ``method``, as raw
-    value strings (``None`` where a row leaves a param at its default), keeping only the values
-    ``where`` (``{param: value or [values]}``) allows; None when no row runs them."""
+    """Return the combinations of method ``params`` the plan sweeps for ``dataset`` and ``method``.
+
+    As raw value strings (``None`` where a row leaves a param at its default), keeping only the
+    values ``where`` (``{param: value or [values]}``) allows; None when no row runs them.
+    """
     wanted = {k: v if isinstance(v, list) else [v] for k, v in (where or {}).items()}
     configs: set[tuple[str, ...]] = set()
     hit = False
@@ -160,8 +183,10 @@ def plan_configs(
 
 
 def load_yaml(text: str):
-    """``yaml.safe_load(text)``, parsed by libyaml when PyYAML has it (~8x faster: ``run`` and
-    ``list`` read every method, dataset and paper file at startup).
+    """Return ``yaml.safe_load(text)``, parsed by libyaml when PyYAML has it.
+
+    Libyaml is ~8x faster: ``run`` and ``list`` read every method, dataset and paper file at
+    startup.
 
     A text libyaml refuses is parsed again by the pure-Python loader, so that an invalid file
     raises the same :class:`yaml.YAMLError`, message included, as ``yaml.safe_load``.

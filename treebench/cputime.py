@@ -6,8 +6,10 @@ import os
 
 
 def _children() -> dict[tuple[int, float], float]:
-    """``{(pid, start time): user + system seconds}`` of this process's live descendants, each with
-    the descendants it has already reaped."""
+    """Return ``{(pid, start time): user + system seconds}`` of this process's live descendants.
+
+    Each descendant's seconds include those of the descendants it has already reaped.
+    """
     import psutil  # lazy: only a run measures itself
 
     out = {}
@@ -24,8 +26,9 @@ def _children() -> dict[tuple[int, float], float]:
 
 
 class CpuClock:
-    """CPU seconds (user + system) used since the clock started, by this process, all its threads
-    and its child processes.
+    """CPU seconds (user + system) used since the clock started.
+
+    By this process, all its threads and its child processes.
 
     A run's wall time times its threads also counts the time it waited for a core; this is what it
     used. Children are counted whether they end within the block (through the reaped-children

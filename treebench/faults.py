@@ -1,6 +1,7 @@
-"""Faults of the environment that end a sweep in one line: a full disk or quota, no permission, a
-read-only filesystem (on the outputs, the store or a cache), and SIGTERM; and the cleanup of the
-temporary files a killed process leaves.
+"""Faults of the environment that end a sweep in one line.
+
+A full disk or quota, no permission, a read-only filesystem (on the outputs, the store or a cache),
+and SIGTERM; and the cleanup of the temporary files a killed process leaves.
 
 A :class:`SweepStopped` is a BaseException, like KeyboardInterrupt: the runner's per-fold
 ``except Exception`` does not record it as the method's failure, Hydra's job wrapper does not turn
@@ -64,7 +65,7 @@ class Terminated(SweepStopped):
 def env_fault(
     exc: BaseException, where: str | os.PathLike | None = None
 ) -> EnvironmentFault | None:
-    """The :class:`EnvironmentFault` an ``OSError`` of the environment amounts to, else None.
+    """Return the :class:`EnvironmentFault` an ``OSError`` of the environment amounts to, else None.
 
     The message names the path (``where``, else the error's own file name) and the fix.
     """
@@ -104,8 +105,11 @@ STALE_AFTER_S = 3600.0
 
 
 def temp_prefix() -> str:
-    """``.tmp-<host>-<pid>-``: the prefix of this process's temporary files, so a later run can
-    tell a dead process's leftovers (:func:`clean_stale_temps`) from a write in flight."""
+    """Return ``.tmp-<host>-<pid>-``, the prefix of this process's temporary files.
+
+    With it a later run can tell a dead process's leftovers (:func:`clean_stale_temps`) from a
+    write in flight.
+    """
     return f".tmp-{_HOST}-{os.getpid()}-"
 
 
@@ -130,9 +134,11 @@ def _stale(p: Path, now: float) -> bool:
 
 
 def clean_stale_temps(root: str | os.PathLike) -> int:
-    """Remove the ``.tmp-*`` files a killed process left in a store (``<root>/*/``, ``<root>``):
-    those of a dead process of this host, and any older than :data:`STALE_AFTER_S`. Returns how
-    many were removed (a file that cannot be removed is left)."""
+    """Remove the ``.tmp-*`` files a killed process left in a store (``<root>/*/``, ``<root>``).
+
+    Those of a dead process of this host, and any older than :data:`STALE_AFTER_S`. Returns how many
+    were removed (a file that cannot be removed is left).
+    """
     root = Path(root)
     if not root.is_dir():
         return 0

@@ -11,14 +11,19 @@ from treebench.errors import TreebenchError
 
 
 def path_part(name) -> str:
-    """``name`` made one safe path component (no separator, no ``..``, no leading dot): a dataset
-    or method name that becomes a directory or file name stays inside its directory."""
+    """``name`` made one safe path component (no separator, no ``..``, no leading dot).
+
+    A dataset or method name that becomes a directory or file name stays inside its directory.
+    """
     out = re.sub(r"[^A-Za-z0-9._+=-]", "_", str(name)).lstrip(".")
     return out or "_"
 
 
 def current_umask() -> int:
-    """The process umask (read from ``/proc`` when possible: setting it to read it is not thread-safe)."""
+    """Return the process umask.
+
+    Read from ``/proc`` when possible: setting it to read it is not thread-safe.
+    """
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("Umask:"):
@@ -40,12 +45,13 @@ def apply_umask(path: str | os.PathLike) -> None:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically: a temp file beside it, fsync, umask mode, ``os.replace``.
+    """Write ``data`` to ``path`` atomically.
+
+    A temp file beside it, fsync, umask mode, ``os.replace``.
 
     A reader sees the old file or the new one, never a part; the temp file is dot-named
     (``.tmp-*``), so globs of the directory's records skip it.
     """
-
     from treebench.faults import temp_prefix
 
     path = Path(path)

@@ -1,5 +1,8 @@
-"""``treebench run`` once its arguments are checked: the Hydra task under a stop handler, so that a
-Ctrl-C or a stopped sweep ends in one line saying how many records were kept."""
+"""``treebench run`` once its arguments are checked.
+
+The Hydra task under a stop handler, so that a Ctrl-C or a stopped sweep ends in one line saying how
+many records were kept.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ err = make_console(stderr=True)
 
 
 def store_dir(args: list[str]) -> Path:
-    """The store a ``run`` writes to, from its ``paths.*`` overrides or ``$TREEBENCH_OUTPUTS``."""
+    """Return the store a ``run`` writes to: its ``paths.*`` overrides or ``$TREEBENCH_OUTPUTS``."""
     opts = dict(a.lstrip("+").split("=", 1) for a in args if "=" in a)
     if "paths.store" in opts:
         return Path(opts["paths.store"])
@@ -22,8 +25,11 @@ def store_dir(args: list[str]) -> Path:
 
 
 def launch(args: list[str]) -> int:
-    """Run the Hydra task with ``args`` (Hydra's own argument list); return the exit status
-    (0, or that of an interrupt or a stopped sweep, after its one line on stderr)."""
+    """Run the Hydra task with ``args`` (Hydra's own argument list).
+
+    Return the exit status (0, or that of an interrupt or a stopped sweep, after its one line on
+    stderr).
+    """
     from treebench.results.status import records_since
 
     os.environ.setdefault("TREEBENCH_OUTPUTS", str(Path("outputs").resolve()))

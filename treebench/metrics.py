@@ -1,4 +1,4 @@
-"""The metrics a record can hold (``metrics:`` in the config), by name, and which are lower-is-better."""
+"""The metrics a record can hold (``metrics:`` in the config), by name, and the lower-is-better."""
 
 from __future__ import annotations
 

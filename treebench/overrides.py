@@ -1,5 +1,8 @@
-"""Command-line overrides checked and normalised before Hydra sees them: ``~`` in a value, and
-a ``+key=`` that would add a top-level key treebench never reads (a typo such as ``+treads=1``)."""
+"""Command-line overrides checked and normalised before Hydra sees them.
+
+``~`` in a value, and a ``+key=`` that would add a top-level key treebench never reads (a typo such
+as ``+treads=1``).
+"""
 
 from __future__ import annotations
 
@@ -18,8 +21,11 @@ class OverrideError(ValueError, TreebenchError):
 
 
 def expand_home(args: list[str]) -> list[str]:
-    """``key=~/x`` -> ``key=$HOME/x``: the shell leaves a ``~`` after ``key=`` alone (a dotted key
-    is not a shell variable) and Hydra's grammar rejects it."""
+    """``key=~/x`` -> ``key=$HOME/x``.
+
+    The shell leaves a ``~`` after ``key=`` alone (a dotted key is not a shell variable) and Hydra's
+    grammar rejects it.
+    """
     out = []
     for a in args:
         m = _VALUE_HOME.match(a)
@@ -28,8 +34,10 @@ def expand_home(args: list[str]) -> list[str]:
 
 
 def top_level_keys() -> set[str]:
-    """The names an override may add at the config's root: the schema's keys, the config groups
-    (``+experiment=...``) and ``hydra``."""
+    """Return the names an override may add at the config's root.
+
+    The schema's keys, the config groups (``+experiment=...``) and ``hydra``.
+    """
     from pathlib import Path
 
     from treebench.config import CONF_DIR
@@ -40,8 +48,10 @@ def top_level_keys() -> set[str]:
 
 
 def check_new_keys(args: list[str]) -> None:
-    """Refuse ``+name=...`` / ``++name...`` for a top-level ``name`` treebench does not know:
-    it would be added to the config and silently ignored."""
+    """Refuse ``+name=...`` / ``++name...`` for a top-level ``name`` treebench does not know.
+
+    It would be added to the config and silently ignored.
+    """
     from treebench.methods.base import suggest
 
     known = top_level_keys()

@@ -1,5 +1,8 @@
-"""A job checked while it is planned: its dataset config resolves, its method parameters are names
-and values the estimator takes, and with ``tune`` on its ``search:`` block is usable."""
+"""A job checked while it is planned.
+
+Its dataset config resolves, its method parameters are names and values the estimator takes, and
+with ``tune`` on its ``search:`` block is usable.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +18,11 @@ from treebench.methods.base import get_entry, suggest
 
 
 class ParamError(ValueError, TreebenchError):
-    """A method parameter the estimator does not take, a value its declared constraints reject, or
-    a dataset setting that is missing or names no usable file."""
+    """A method parameter or dataset setting is unusable.
+
+    A parameter the estimator does not take, a value its declared constraints reject, or a dataset
+    setting that is missing or names no usable file.
+    """
 
 
 def _plain(node) -> Any:
@@ -24,8 +30,11 @@ def _plain(node) -> Any:
 
 
 def check_dataset(cfg: DictConfig) -> None:
-    """The job's dataset config resolves: required settings given (``dataset=csv`` needs
-    ``dataset.path`` and ``dataset.target``), the user's file exists. Raises :class:`ParamError`."""
+    """Check that the job's dataset config resolves.
+
+    Required settings given (``dataset=csv`` needs ``dataset.path`` and ``dataset.target``), the
+    user's file exists. Raises :class:`ParamError`.
+    """
     from omegaconf.errors import OmegaConfBaseException
 
     node = cfg.dataset
@@ -45,8 +54,11 @@ def check_dataset(cfg: DictConfig) -> None:
 
 
 def _check_source(dataset: dict) -> None:
-    """The dataset's source checks what it can before any data loads: a source module may define
-    ``check_config(**loader_arguments)`` (e.g. a user's CSV: the target column exists)."""
+    """Let the dataset's source check what it can before any data loads.
+
+    A source module may define ``check_config(**loader_arguments)`` (e.g. a user's CSV: the target
+    column exists).
+    """
     import importlib
 
     from treebench.data.base import DataError
@@ -72,7 +84,7 @@ _INT_MAX = 2**63 - 1
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity: a SLURM job's allocation)."""
+    """Return the cores this process may run on (its CPU affinity: a SLURM job's allocation)."""
     import os
 
     try:
@@ -82,10 +94,13 @@ def usable_cores() -> int:
 
 
 def check_run_settings(cfg: DictConfig, max_threads: int | None = None) -> None:
-    """``threads``, ``seed`` and ``seeds`` are usable: threads between 1 and the cores a job can
-    have (``max_threads``, default the cores this process may run on; 0 = no upper bound, for a
-    cluster job that checks on its node), seeds from 0 to 2**32 - 1 (numpy's ``SeedSequence``
-    takes no negative seed). Raises :class:`ParamError` naming the fix."""
+    """``threads``, ``seed`` and ``seeds`` are usable.
+
+    Threads between 1 and the cores a job can have (``max_threads``, default the cores this process
+    may run on; 0 = no upper bound, for a cluster job that checks on its node), seeds from 0 to
+    2**32 - 1 (numpy's ``SeedSequence`` takes no negative seed). Raises :class:`ParamError` naming
+    the fix.
+    """
     threads = cfg.get("threads")
     cores = usable_cores() if max_threads is None else max_threads
     if threads is not None and (int(threads) < 1 or (cores and int(threads) > cores)):
@@ -140,8 +155,11 @@ def check_params(cfg: DictConfig, max_threads: int | None = None) -> None:
 
 
 def check_method(cfg: DictConfig) -> None:
-    """The method half of :func:`check_params`: its requirements, ``method.params`` and (with
-    ``tune``) ``search:`` block against the estimator of the dataset's task."""
+    """Check the method half of :func:`check_params`.
+
+    Its requirements, ``method.params`` and (with ``tune``) ``search:`` block against the estimator
+    of the dataset's task.
+    """
     method = cfg.method.name
     missing = missing_requirements(cfg.method)
     if missing:
@@ -179,9 +197,11 @@ def _check_values(method: str, cls, values: dict, where: str) -> None:
 
 
 def check_tune(cfg: DictConfig, cls, params: dict) -> None:
-    """With ``tune`` on: the method has a ``search:`` block in the grammar of ``docs/tuning.md``,
-    naming parameters ``cls`` takes, with values its constraints accept (every choice, or a
-    range's low and high), and its fit does not need the test part.
+    """Check a tuned job's search: with ``tune`` on, the method must have a valid ``search:`` block.
+
+    The method has a ``search:`` block in the grammar of ``docs/tuning.md``, naming parameters
+    ``cls`` takes, with values its constraints accept (every choice, or a range's low and high), and
+    its fit does not need the test part.
 
     Raises
     ------

@@ -1,6 +1,9 @@
-"""Live progress: of a sweep (jobs done / running / failed / skipped, read from the sweep dir and,
-on a cluster, queued / running as the scheduler reports them) and of a long step of one process
-(a fit, planning, writing a report) from what it reports (:mod:`treebench.methods.progress`)."""
+"""Live progress of a sweep and of a long step of one process.
+
+A sweep's: jobs done / running / failed / skipped, read from the sweep dir and, on a cluster,
+queued / running as the scheduler reports them. A step's (a fit, planning, writing a report): what
+it reports (:mod:`treebench.methods.progress`).
+"""
 
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from treebench.term import make_console
 
 
 def sweep_state(sweep_dir: Path, store: Store) -> dict[str, int]:
-    """Counts of started and finished jobs and of their records' statuses."""
+    """Return counts of started and finished jobs and of their records' statuses."""
     state = {"started": 0, "finished": 0, "ok": 0, "failed": 0, "skipped": 0}
     if not sweep_dir.exists():
         return state
@@ -59,10 +62,12 @@ class SweepProgress:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        """Start the thread that renders the bar."""
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop the rendering thread and wait for it."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -101,8 +106,9 @@ class FitProgress:
     """Renders the progress a method reports (:mod:`treebench.methods.progress`) for one job.
 
     On a terminal: a rich bar per phase (epochs, iterations, grow rounds, teacher fits), removed
-    when the job ends, and the warnings of the fit printed once each after it. Off a terminal (nohup, SLURM, ``tee``): a plain line at most every
-    ``every`` seconds, so a log shows a long fit moving without filling up.
+    when the job ends, and the warnings of the fit printed once each after it. Off a terminal
+    (nohup, SLURM, ``tee``): a plain line at most every ``every`` seconds, so a log shows a long fit
+    moving without filling up.
     """
 
     def __init__(self, label: str, console=None, every: float = 30.0):
@@ -144,6 +150,7 @@ class FitProgress:
                 self.console.print(f"[yellow]warning[/] {escape(text)}", highlight=False)
 
     def __call__(self, phase: str, done: int, total: int | None) -> None:
+        """Show that ``phase`` has reached ``done`` of ``total`` (None: unknown)."""
         if self._bar is not None:
             if phase not in self._tasks:
                 self._tasks[phase] = self._bar.add_task(
@@ -170,9 +177,11 @@ class FitProgress:
 
 @contextmanager
 def showing(label: str, every: float = 10.0):
-    """Draw what the code inside the block reports (:func:`treebench.methods.progress.report`)
-    as :class:`FitProgress` does, labelled ``label``: a bar per phase with the time left on a
-    terminal, a line at most every ``every`` seconds elsewhere."""
+    """Draw what the code inside the block reports, as :class:`FitProgress` does.
+
+    The reports are :func:`treebench.methods.progress.report` calls, labelled ``label``: a bar per
+    phase with the time left on a terminal, a line at most every ``every`` seconds elsewhere.
+    """
     from treebench.methods.progress import reporting
 
     with FitProgress(label, every=every) as bar, reporting(bar):

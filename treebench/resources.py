@@ -10,7 +10,7 @@ RESOURCE_KEYS = ("timeout_min", "cpus_per_task", "mem_gb", "gpus_per_node")
 
 
 def _hints(node) -> dict:
-    """The ``resources:`` mapping of a method or dataset config (empty when absent)."""
+    """Return the ``resources:`` mapping of a method or dataset config (empty when absent)."""
     if node is None:
         return {}
     res = node.get("resources") if hasattr(node, "get") else None

@@ -1,4 +1,4 @@
-"""One job: data → split → preprocess → fit → predict → metrics, timing, size → one record per fold."""
+"""One job: data → split → preprocess → fit → predict → metrics, time, size; one record per fold."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ _RECORDED_PACKAGES = ("numpy", "scipy", "scikit-learn", "pandas", "torch", "hydr
 
 
 def stable_int(text: str) -> int:
-    """A platform-independent 32-bit integer from a string (Python's hash() is salted)."""
+    """Return a platform-independent 32-bit integer from a string (Python's hash() is salted)."""
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 
@@ -49,7 +49,7 @@ def derive_seed(seed: int, *names: str | int) -> int:
 
 @cache
 def git_sha() -> str | None:
-    """The git commit of the treebench source tree, if it is a checkout."""
+    """Return the git commit of the treebench source tree, if it is a checkout."""
     root = Path(treebench.__file__).resolve().parent.parent
     try:
         out = subprocess.run(
@@ -62,6 +62,7 @@ def git_sha() -> str | None:
 
 @cache
 def package_versions() -> dict[str, str]:
+    """Return the versions of the packages a record states (those installed)."""
     out = {}
     for name in _RECORDED_PACKAGES:
         try:
@@ -76,13 +77,19 @@ def _plain(node) -> Any:
 
 
 def _resolved(node) -> Any:
-    """A config value as plain Python (mappings and lists converted, interpolations resolved)."""
+    """Return a config value as plain Python.
+
+    Mappings and lists converted, interpolations resolved.
+    """
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, Container) else node
 
 
 def tune_settings(cfg: DictConfig) -> dict | None:
-    """The job's ``tune`` config with the method's ``search:`` block under ``search``, or None when
-    tuning is off (no ``tune`` or a null ``tune.strategy``)."""
+    """Return the job's ``tune`` config with the method's ``search:`` block, or None without tuning.
+
+    The block goes under ``search``; None when tuning is off (no ``tune`` or a null
+    ``tune.strategy``).
+    """
     node = cfg.get("tune")
     tune = OmegaConf.to_container(node, resolve=True, enum_to_str=True) if node else {}
     if not tune.get("strategy"):
@@ -91,7 +98,7 @@ def tune_settings(cfg: DictConfig) -> dict | None:
 
 
 def reference_settings(cfg: DictConfig) -> dict | None:
-    """The job's ``reference`` (a size-matched baseline fitted beside the method), or None.
+    """Return the job's ``reference`` (a size-matched baseline fitted beside the method), or None.
 
     ``{"method": name, "params": {...}, "match": {param: size_field}}``: on each fold the
     reference method is fitted on the same preprocessed training part with each ``param`` set to
@@ -122,8 +129,11 @@ def reference_settings(cfg: DictConfig) -> dict | None:
 
 
 def _size_value(size: dict, expr: str) -> int:
-    """A ``reference.match`` value: a size field (``n_leaves``) or a field plus a count
-    (``n_splits + 1``: a CART of s splits has s + 1 leaves)."""
+    """Return a ``reference.match`` value.
+
+    A size field (``n_leaves``) or a field plus a count (``n_splits + 1``: a CART of s splits has s
+    + 1 leaves).
+    """
     field, _, plus = str(expr).partition("+")
     return int(size[field.strip()]) + int(plus or 0)
 
@@ -143,6 +153,7 @@ class Job:
 
     @classmethod
     def from_config(cls, cfg: DictConfig, seed: int | None = None) -> Job:
+        """Return the job of a composed config (``seed`` overrides the config's)."""
         get_entry(cfg.method.name)  # unknown method → error listing the choices
         split = cfg.get("split") or cfg.dataset.split
         return cls(
@@ -164,24 +175,32 @@ class Job:
 
     @property
     def n_folds(self) -> int:
+        """Return the number of folds of the job's split protocol."""
         return _n_folds(json.dumps(self.split, sort_keys=True))
 
     def folds(self) -> list[int]:
+        """Return the folds the job runs: ``fold`` when set, else all of them."""
         only = self.cfg.get("fold")
         return [int(only)] if only is not None else list(range(self.n_folds))
 
     def split_fold(self, ds, fold: int):
-        """Fold ``fold`` of ``ds`` under this job's split protocol (seeded by seed and dataset only)."""
+        """Fold ``fold`` of ``ds`` under this job's split protocol.
+
+        Seeded by seed and dataset only.
+        """
         (f,) = instantiate(self.split).folds(ds, derive_seed(self.seed, self.dataset), only=fold)
         return f
 
     def key(self, fold: int) -> str:
+        """Return the run key of fold ``fold``."""
         return run_key({**self._identity, "fold": fold})
 
     @cached_property
     def _identity(self) -> dict:
-        """What identifies the job's records besides the fold (resolved once per job: planning
-        a sweep of thousands of jobs keys every fold of each)."""
+        """What identifies the job's records besides the fold.
+
+        Resolved once per job: planning a sweep of thousands of jobs keys every fold of each.
+        """
         ds = self.cfg.dataset
         spec = {
             "method": self.method,
@@ -206,7 +225,10 @@ def _n_folds(split: str) -> int:
 
 
 def resolve_threads(cfg: DictConfig, parallel: int = 1) -> int:
-    """Threads for one job: the config value, else all cores shared among ``parallel`` local jobs."""
+    """Threads for one job.
+
+    The config value, else all cores shared among ``parallel`` local jobs.
+    """
     if cfg.get("threads"):
         return int(cfg.threads)
     return max(1, (os.cpu_count() or 1) // max(1, parallel))
@@ -230,8 +252,11 @@ def _metrics(names, y_true, y_pred, prefix) -> dict[str, float]:
 
 
 def job_overrides() -> list[str] | None:
-    """The running Hydra job's composed overrides (``experiment=…``, sweep values, dataset overrides
-    such as ``dataset.preprocess.categorical=ordinal``): composing them again gives its config back."""
+    """Return the running Hydra job's composed overrides: composing them again gives its config.
+
+    ``experiment=…``, sweep values, dataset overrides such as
+    ``dataset.preprocess.categorical=ordinal``.
+    """
     from hydra.core.hydra_config import HydraConfig
 
     try:
@@ -241,7 +266,7 @@ def job_overrides() -> list[str] | None:
 
 
 def plan_profile(cfg: DictConfig) -> str:
-    """The sweep profile (``full`` or ``reduced``) whose plan the config's job belongs to."""
+    """Return the sweep profile (``full`` or ``reduced``) whose plan the config's job belongs to."""
     return getattr(cfg.get("profile"), "value", cfg.get("profile")) or "full"
 
 
@@ -277,8 +302,11 @@ class Skip(Exception):
 
 
 def data_context(cfg: DictConfig, mirror: str | None = None, allow_fetch: bool | None = None):
-    """Where a composed config's data live: ``paths.data``, ``data.mirror`` and ``data.fetch``
-    (``mirror`` and ``allow_fetch``, when given, replace the config's)."""
+    """Where a composed config's data live.
+
+    ``paths.data``, ``data.mirror`` and ``data.fetch`` (``mirror`` and ``allow_fetch``, when given,
+    replace the config's).
+    """
     return DataContext(
         Path(cfg.paths.data),
         cfg.data.mirror if mirror is None else mirror,
@@ -338,7 +366,7 @@ def build_estimator(
     random_state: int | None = None,
     image_shape=None,
 ):
-    """The estimator of a registered method, as the runner builds it.
+    """Return the estimator of a registered method, as the runner builds it.
 
     ``params`` (a method config's ``params``, ``_target_`` nodes included) are instantiated and
     passed to the method's class for ``task``; the runner-owned parameters the config leaves unset
@@ -523,8 +551,10 @@ def run_fold(job: Job, fold, ds, threads: int, on_fit=None) -> dict:
 
 
 def fit_reference(job: Job, ff: FittedFold, size: dict, names, threads: int) -> dict:
-    """Fit the job's reference (:func:`reference_settings`) on the fold the method was fitted on
-    and measure it as the method is measured: the record's ``reference`` field."""
+    """Fit the job's reference on the method's fold and measure it as the method is measured.
+
+    The reference is :func:`reference_settings`'s; the result is the record's ``reference`` field.
+    """
     ref = job.reference
     missing = [f for f in ref["match"].values() if str(f).partition("+")[0].strip() not in size]
     if missing:
@@ -586,9 +616,11 @@ def job_keys(cfg: DictConfig) -> list[str]:
 
 
 def recompute_keys(records) -> dict[str, str]:
-    """The run key composed from each record's ``overrides`` (by stored key); one composition per
-    override set minus ``seed=``, in one Hydra context (what proves a config change kept the
-    ledger's keys)."""
+    """Return the run key composed from each record's ``overrides`` (by stored key).
+
+    One composition per override set minus ``seed=``, in one Hydra context (what proves a config
+    change kept the ledger's keys).
+    """
     from collections import defaultdict
 
     from hydra import compose, initialize_config_dir
@@ -643,7 +675,8 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
             store.add_experiment(k, experiment, profile)
             where = "" if store.path(k).exists() else ", in the committed ledger"
             log(
-                f"[{job.method} | {job.dataset} | seed {job.seed} | fold {f}] skipped, done ({k}{where})"
+                f"[{job.method} | {job.dataset} | seed {job.seed} | fold {f}] skipped, done "
+                f"({k}{where})"
             )
     if not pending:
         return []
@@ -717,9 +750,12 @@ def _run_seed(job: Job, store: Store, data_ctx: DataContext, log, threads: int) 
 
 
 def run_checkpoint(cfg: DictConfig, store: Store, key: str, spent=None) -> Checkpoint | None:
-    """The checkpoint of run ``key`` (``<store>/_checkpoints/<key>.pt``) that resumable methods
-    save to every ``checkpoint_every`` seconds, with the seconds ``spent()`` says the run has used
-    (:class:`~treebench.methods.checkpoint.Checkpoint`); None when ``checkpoint_every`` is null."""
+    """Return the checkpoint of run ``key``, or None when ``checkpoint_every`` is null.
+
+    ``<store>/_checkpoints/<key>.pt``, which resumable methods save to every ``checkpoint_every``
+    seconds, with the seconds ``spent()`` says the run has used
+    (:class:`~treebench.methods.checkpoint.Checkpoint`).
+    """
     every = cfg.get("checkpoint_every", DEFAULT_EVERY)
     if every is None:
         return None
@@ -727,8 +763,11 @@ def run_checkpoint(cfg: DictConfig, store: Store, key: str, spent=None) -> Check
 
 
 def _model_saver(cfg: DictConfig, store: Store, key: str):
-    """With ``save_model=true``: a hook writing the fitted model's decision-graph JSON next to the
-    record (models without ``to_graph`` get a ``model_error`` field instead)."""
+    """With ``save_model=true``.
+
+    A hook writing the fitted model's decision-graph JSON next to the record (models without
+    ``to_graph`` get a ``model_error`` field instead).
+    """
     if not cfg.get("save_model"):
         return None
     from treebench.graph.saved import save_fitted_model

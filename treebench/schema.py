@@ -1,4 +1,7 @@
-"""Structured-config schema of ``treebench/conf/config.yaml``: typos and wrong types fail at compose time."""
+"""Structured-config schema of ``treebench/conf/config.yaml``.
+
+Typos and wrong types fail at compose time.
+"""
 
 from __future__ import annotations
 
@@ -19,12 +22,16 @@ class Profile(Enum):
 
 @dataclass
 class MetricsConf:
+    """``metrics``: the scores recorded per task."""
+
     classification: list[str] = field(default_factory=lambda: ["accuracy"])
     regression: list[str] = field(default_factory=lambda: ["r2", "rmse"])
 
 
 @dataclass
 class PathsConf:
+    """``paths``: where outputs, the store, the ledger and the data are."""
+
     outputs: str = MISSING
     store: str = MISSING
     results: str = MISSING
@@ -33,13 +40,18 @@ class PathsConf:
 
 @dataclass
 class DataConf:
+    """``data``: the offline mirror and whether missing files are downloaded."""
+
     mirror: str | None = None
     fetch: bool = True
 
 
 class Strategy(Enum):
-    """How ``tune`` searches: scikit-learn's ``HalvingRandomSearchCV``, ``RandomizedSearchCV`` or
-    ``GridSearchCV`` (every combination of a search: block of lists)."""
+    """How ``tune`` searches.
+
+    Scikit-learn's ``HalvingRandomSearchCV``, ``RandomizedSearchCV`` or ``GridSearchCV`` (every
+    combination of a search: block of lists).
+    """
 
     halving_random = "halving_random"
     random = "random"
@@ -58,6 +70,8 @@ class TuneConf:
 
 @dataclass
 class TreebenchConf:
+    """The root config: what one job runs."""
+
     method: Any = MISSING
     dataset: Any = MISSING
     split: Any = None
@@ -101,21 +115,30 @@ def _path_part(name) -> str:
 
 
 def _pmlb(name, key):
-    """``${pmlb:<name>,<field>}``: a field of the mirror's PMLB index (task, n_rows, url, sha256 ...)."""
+    """``${pmlb:<name>,<field>}``.
+
+    A field of the mirror's PMLB index (task, n_rows, url, sha256 ...).
+    """
     from treebench.data.sources.pmlb import field
 
     return field(name, key)
 
 
 def _by_profile(full, reduced, *, _root_):
-    """``${by_profile:<full>,<reduced>}``: a method's value under ``profile=full`` or ``reduced``."""
+    """``${by_profile:<full>,<reduced>}``.
+
+    A method's value under ``profile=full`` or ``reduced``.
+    """
     profile = _root_.get("profile")
     return reduced if getattr(profile, "value", profile) == "reduced" else full
 
 
 def _paper_default(path, default, *, _root_):
-    """``${paper_default:<family>.<param>,<default>}``: the value an experiment states under
-    ``paper_defaults`` (the paper's setting its runs were made with), else the method's own default."""
+    """``${paper_default:<family>.<param>,<default>}``.
+
+    The value an experiment states under ``paper_defaults`` (the paper's setting its runs were made
+    with), else the method's own default.
+    """
     stated = _root_.get("paper_defaults") or {}
     family, _, param = str(path).partition(".")
     values = stated.get(family) or {}
@@ -123,12 +146,14 @@ def _paper_default(path, default, *, _root_):
 
 
 def register_schema() -> None:
-    """Store the schema as ``treebench_schema`` (first entry of the config's defaults list) and
-    register the resolvers configs use (``file_stem``, ``file_sha256`` of a user's file,
-    ``path_part`` for a name that becomes a directory (``dataset.name=../..`` stays inside), ``pmlb``
-    for a field of the PMLB index, and
-    ``by_profile`` for a method's cheaper setting under ``profile=reduced``, ``paper_default`` for a
-    paper's value an experiment states in place of a data-scaled default)."""
+    """Store the schema as ``treebench_schema`` and register the resolvers configs use.
+
+    The schema is the first entry of the config's defaults list. The resolvers: ``file_stem``,
+    ``file_sha256`` of a user's file, ``path_part`` for a name that becomes a directory
+    (``dataset.name=../..`` stays inside), ``pmlb`` for a field of the PMLB index, ``by_profile``
+    for a method's cheaper setting under ``profile=reduced``, and ``paper_default`` for a paper's
+    value an experiment states in place of a data-scaled default.
+    """
     ConfigStore.instance().store(name="treebench_schema", node=TreebenchConf)
     for name, fn in (
         ("file_sha256", _file_sha256),

@@ -67,14 +67,20 @@ last_error = ""
 
 
 class SubmitFailed(SweepStopped):
-    """``sbatch`` refused the sweep's jobs (controller down, bad partition ...): one line, no job."""
+    """``sbatch`` refused the sweep's jobs (controller down, bad partition ...).
+
+    One line, no job.
+    """
 
     exit_code = 2
 
 
 def signal_delay(timeout_min, delay_s) -> tuple[int, str]:
-    """The stop signal's delay for a job of ``timeout_min`` minutes: ``delay_s`` capped to
-    :data:`SIGNAL_SHARE` of the limit, and a note saying so when it was capped ("" otherwise)."""
+    """Return the stop signal's delay for a job of ``timeout_min`` minutes.
+
+    ``delay_s`` capped to :data:`SIGNAL_SHARE` of the limit, and a note saying so when it was capped
+    ("" otherwise).
+    """
     delay = int(delay_s)
     if timeout_min is None:
         return delay, ""
@@ -89,8 +95,11 @@ def signal_delay(timeout_min, delay_s) -> tuple[int, str]:
 
 
 class Unreachable:
-    """Says every :data:`UNREACHABLE_EVERY_S` seconds that the controller does not answer, while
-    the caller keeps waiting (the jobs are the scheduler's; nothing is decided without it)."""
+    """Says every :data:`UNREACHABLE_EVERY_S` seconds that the controller does not answer.
+
+    Meanwhile the caller keeps waiting (the jobs are the scheduler's; nothing is decided without
+    it).
+    """
 
     def __init__(self, every: float = UNREACHABLE_EVERY_S, clock=None):
         import time
@@ -100,11 +109,13 @@ class Unreachable:
         self._said = 0.0
 
     def answered(self) -> None:
+        """Note that the controller answered (and say so if it had not)."""
         if self.since is not None:
             log.warning("the SLURM controller answers again")
         self.since = None
 
     def missed(self, n_jobs: int) -> None:
+        """Note that the controller did not answer about ``n_jobs`` jobs; say so every ``every``."""
         now = self.clock()
         if self.since is None:
             self.since, self._said = now, now - self.every
@@ -151,6 +162,7 @@ class JobState:
 
     @property
     def active(self) -> bool:
+        """Return whether the job is pending or running."""
         return self.state in ACTIVE_STATES
 
 
@@ -202,10 +214,12 @@ def squeue_states(job_ids: Iterable[str]) -> dict[str, JobState] | None:
 
 
 def marker_dir(store_root: os.PathLike) -> Path:
+    """Return the directory of the SLURM job markers under ``store_root``."""
     return Path(store_root) / MARKER_DIR
 
 
 def marker_path(store_root: os.PathLike, job_id: str) -> Path:
+    """Return the marker file of job ``job_id``."""
     return marker_dir(store_root) / f"{job_id}{MARKER_SUFFIX}"
 
 
@@ -254,11 +268,15 @@ def read_markers(store_root: os.PathLike) -> list[dict]:
 
 
 def remove_marker(store_root: os.PathLike, job_id: str) -> None:
+    """Remove the marker of job ``job_id``."""
     marker_path(store_root, job_id).unlink(missing_ok=True)
 
 
 def job_runs(cfg) -> list[dict]:
-    """The runs (seed, fold) of a composed job config: each run's key and record identity fields."""
+    """Return the runs (seed, fold) of a composed job config.
+
+    Each run's key and record identity fields.
+    """
     from treebench.runner import Job, base_record
 
     runs = []
@@ -282,7 +300,10 @@ _STEPD_RE = re.compile(r"\*\*\* (JOB|STEP) \S+ ON \S+ (CANCELLED AT [^*]+?) \*\*
 
 
 def stepd_reason(*log_files: os.PathLike) -> str:
-    """The scheduler's last word in a job's log (``CANCELLED AT <time> DUE TO TIME LIMIT``...)."""
+    """Return the scheduler's last word in a job's log.
+
+    ``CANCELLED AT <time> DUE TO TIME LIMIT``...
+    """
     found = ""
     for f in log_files:
         try:
@@ -425,7 +446,10 @@ def pending_by_sweep(store_root: os.PathLike) -> dict[str, list[tuple[dict, JobS
 
 
 def fix_hint(rec: dict) -> str:
-    """What to do about a record a SLURM job left (empty when there is nothing to suggest)."""
+    """Return what to do about a record a SLURM job left.
+
+    Empty when there is nothing to suggest.
+    """
     c = rec.get("cluster") or {}
     if c.get("state") == "TIMEOUT" or str(rec.get("error", "")).startswith("timeout:"):
         lim = c.get("timeout_min")

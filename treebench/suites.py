@@ -1,4 +1,7 @@
-"""Suites: named lists of datasets with their selection rule (``treebench/conf/suite/<name>.yaml``)."""
+"""Suites: named lists of datasets with their selection rule.
+
+``treebench/conf/suite/<name>.yaml``.
+"""
 
 from __future__ import annotations
 
@@ -33,13 +36,13 @@ class Suite:
         return self.datasets if self.subset is None else self.datasets[: self.subset]
 
     def sliced(self, subset: int | None) -> Suite:
-        """The suite running its first ``subset`` datasets instead (None: all)."""
+        """Return the suite running its first ``subset`` datasets instead (None: all)."""
         if subset is not None and subset < 1:
             raise SuiteError(f"suite.subset must be a positive count or null, got {subset}")
         return Suite(self.name, self.datasets, self.dataset, subset)
 
     def overrides(self, name: str) -> list[str]:
-        """The overrides that select dataset ``name`` of the suite."""
+        """Return the overrides that select dataset ``name`` of the suite."""
         if self.dataset is None:
             return [f"dataset={name}"]
         return [f"dataset={self.dataset}", f"dataset.name={name}"]
@@ -73,6 +76,9 @@ def _load(name: str, dirs: tuple) -> Suite:
 
 
 def load(name: str, dirs) -> Suite:
-    """The suite ``name``: ``<dir>/suite/<name>.yaml`` of the config directories ``dirs``
-    (:func:`treebench.config.search_dirs`: the package's, then ``hydra.searchpath`` ones)."""
+    """Return the suite ``name``.
+
+    ``<dir>/suite/<name>.yaml`` of the config directories ``dirs``
+    (:func:`treebench.config.search_dirs`: the package's, then ``hydra.searchpath`` ones).
+    """
     return _load(str(name), tuple(str(d) for d in dirs))

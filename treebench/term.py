@@ -43,7 +43,7 @@ class _Console(Console):
 
 
 def make_console(stderr: bool = False, **kw) -> Console:
-    """A rich console on stdout (or stderr), full-width and colourless when not a terminal.
+    """Return a rich console on stdout (or stderr), full-width and colourless when not a terminal.
 
     Parameters
     ----------

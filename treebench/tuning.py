@@ -33,8 +33,11 @@ class SearchSpaceError(ValueError, TreebenchError):
 
 
 class _Dimension:
-    """A :mod:`scipy.stats` distribution whose draws are plain Python numbers (JSON records, torch
-    sizes); ``int`` dimensions floor a continuous draw on [low, high + 1)."""
+    """A :mod:`scipy.stats` distribution whose draws are plain Python numbers.
+
+    As JSON records and torch sizes need; ``int`` dimensions floor a continuous draw on
+    [low, high + 1).
+    """
 
     def __init__(self, dist, integer: bool, spec: dict):
         self.dist, self.integer, self.spec = dist, integer, spec
@@ -88,12 +91,17 @@ def dimension(name: str, spec) -> list | _Dimension:
 
 
 def search_space(search: dict | None) -> dict[str, list | _Dimension]:
-    """The ``param_distributions`` of a method's ``search:`` block (``null`` dimensions dropped)."""
+    """Return the ``param_distributions`` of a method's ``search:`` block.
+
+    ``null`` dimensions dropped.
+    """
     return {k: dimension(k, v) for k, v in (search or {}).items() if v is not None}
 
 
 def grid_size(space: dict) -> int:
-    """Configurations in the grid of ``space``; a range is not a grid, so it raises.
+    """Return the number of configurations in the grid of ``space``.
+
+    A range is not a grid, so it raises.
 
     Raises
     ------
@@ -120,8 +128,10 @@ def dimension_values(dim) -> list:
 
 
 def scorer(metric: str):
-    """A scikit-learn scorer for one of :data:`treebench.metrics.METRICS` (negated where lower is
-    better, as scikit-learn maximises)."""
+    """Return a scikit-learn scorer for one of :data:`treebench.metrics.METRICS`.
+
+    Negated where lower is better, as scikit-learn maximises.
+    """
     from sklearn.metrics import make_scorer
 
     from treebench.metrics import LOWER_IS_BETTER, METRICS
@@ -130,8 +140,10 @@ def scorer(metric: str):
 
 
 def inner_cv(task: str, n_splits: int, random_state: int):
-    """The inner CV over the training part: stratified K-fold for classification, K-fold else,
-    shuffled with ``random_state``."""
+    """Return the inner CV over the training part.
+
+    Stratified K-fold for classification, K-fold else, shuffled with ``random_state``.
+    """
     from sklearn.model_selection import KFold, StratifiedKFold
 
     cls = StratifiedKFold if task == "classification" else KFold
@@ -141,8 +153,11 @@ def inner_cv(task: str, n_splits: int, random_state: int):
 def make_search(
     est, space: dict, tune: dict, *, task: str, metric: str, random_state: int, n_jobs: int
 ):
-    """The search CV of ``tune`` (a ``tune`` config: ``strategy``, ``n_candidates``, ``cv``,
-    ``factor``) over ``space`` for the unfitted estimator ``est``; ``refit=True``."""
+    """Return the search CV of ``tune`` over ``space`` for the unfitted estimator ``est``.
+
+    ``tune`` is a ``tune`` config (``strategy``, ``n_candidates``, ``cv``, ``factor``);
+    ``refit=True``.
+    """
     from sklearn.experimental import enable_halving_search_cv  # noqa: F401 - enables the import
     from sklearn.model_selection import GridSearchCV, HalvingRandomSearchCV, RandomizedSearchCV
 
@@ -175,8 +190,10 @@ def make_search(
 
 
 def fit_equivalents(tune: dict) -> float:
-    """What a search costs in fits on the whole training part, taking a fit's time as linear in its
-    rows (for cluster timeouts): every candidate, round and inner fold, plus the refit.
+    """Return what a search costs in fits on the whole training part (for cluster timeouts).
+
+    A fit's time is taken as linear in its rows: every candidate, round and inner fold, plus the
+    refit.
 
     Successive halving keeps ``ceil(n / factor)`` candidates a round, on ``factor`` times the rows,
     the last round on the whole training part (``min_resources="exhaust"``).
@@ -199,7 +216,7 @@ def fit_equivalents(tune: dict) -> float:
 
 
 def _py(v):
-    """A JSON-friendly plain value (numpy scalars → Python; NaN → None)."""
+    """Return a JSON-friendly plain value (numpy scalars → Python; NaN → None)."""
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, float) and not math.isfinite(v):
@@ -227,9 +244,10 @@ class Tuned:
 
 
 class CandidateProgress:
-    """A scikit-learn fit callback for a search CV: reports ``candidates`` k of n to the progress
-    callback active where the search starts (:mod:`treebench.methods.progress`), one phase per
-    halving round (``round 2 candidates``).
+    """A scikit-learn fit callback for a search CV.
+
+    Reports ``candidates`` k of n to the progress callback active where the search starts
+    (:mod:`treebench.methods.progress`), one phase per halving round (``round 2 candidates``).
 
     Candidate fits may run in joblib workers; scikit-learn's callback transport sends each finished
     (candidate, inner fold) fit back to this process, where ``k`` is the candidates whose every
@@ -252,6 +270,7 @@ class CandidateProgress:
         return {**self.__dict__, "_callback": None}
 
     def setup(self, estimator, context):
+        """Open the listener that receives the finished fits from the workers."""
         from sklearn.callback._transport import open_listener
 
         rounds: dict[tuple, int] = {}  # a round's context path -> fits finished
@@ -269,6 +288,7 @@ class CandidateProgress:
         self._handle = open_listener(finished)
 
     def on_fit_task_begin(self, estimator, context, **kwargs):
+        """Start reporting the refit's progress when the refit begins."""
         from treebench.methods.progress import reporting
 
         if context.task_name == "refit-with-best-params" and self._callback is not None:
@@ -279,6 +299,7 @@ class CandidateProgress:
             # the context anyway if the refit raises)
 
     def on_fit_task_end(self, estimator, context, **kwargs):
+        """Count a finished candidate fit (or end the refit's phase) and report it."""
         from sklearn.callback._callback_context import get_context_path
         from sklearn.callback._transport import send
 
@@ -292,6 +313,7 @@ class CandidateProgress:
             send(self._handle, (path, context.parent.max_subtasks))
 
     def teardown(self, estimator, context):
+        """Close the listener."""
         from sklearn.callback._transport import close_listener
 
         close_listener(self._handle)

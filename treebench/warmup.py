@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 def demo_methods() -> list[str]:
-    """The methods ``experiment=demo`` sweeps (its config file says which)."""
+    """Return the methods ``experiment=demo`` sweeps (its config file says which)."""
     from treebench.config import CONF_DIR, load_yaml
 
     cfg = load_yaml((Path(CONF_DIR) / "experiment" / "demo.yaml").read_text())
@@ -23,8 +23,11 @@ def demo_methods() -> list[str]:
 
 
 def warm_up(methods, dataset: str = "digits", log=print) -> dict[str, float]:
-    """Fit each of ``methods`` once on ``dataset``'s first fold; return each fit's compile
-    seconds (0 for a method without numba kernels or whose kernels were cached already)."""
+    """Fit each of ``methods`` once on ``dataset``'s first fold.
+
+    Return each fit's compile seconds (0 for a method without numba kernels or whose kernels were
+    cached already).
+    """
     from treebench.api import load_fold, make_estimator
     from treebench.compiletime import compile_clock
 
@@ -43,6 +46,7 @@ def warm_up(methods, dataset: str = "digits", log=print) -> dict[str, float]:
 
 
 def main(argv=None) -> None:
+    """Compile the kernels of the methods on the command line (default: the demo's)."""
     methods = list(sys.argv[1:] if argv is None else argv) or demo_methods()
     print(f"compiling the numba kernels of {', '.join(methods)} into the on-disk cache (once)")
     warm_up(methods)

@@ -39,6 +39,8 @@ OWN_KEYS = ("poll_s",)
 
 @dataclass
 class TreebenchSlurmConf(SlurmQueueConf):
+    """Config of the ``treebench_slurm`` launcher: submitit's SLURM settings and a poll interval."""
+
     _target_: str = "hydra_plugins.treebench_sweeper.slurm_launcher.TreebenchSlurmLauncher"
     poll_s: float = 10.0  # longest wait between two questions to the scheduler while jobs run
 
@@ -51,7 +53,7 @@ _WATCHER: Any = None
 
 
 def squeue_watcher(poll_s: float):
-    """submitit's job-state watcher for SLURM, asking ``squeue`` once ``sacct`` has failed.
+    """Submitit's job-state watcher for SLURM, asking ``squeue`` once ``sacct`` has failed.
 
     Installed as ``SlurmJob.watcher`` (shared by every submitit SLURM job of the process).
     """
@@ -118,7 +120,9 @@ def squeue_watcher(poll_s: float):
 
 
 class TreebenchSlurmLauncher(SlurmLauncher):
-    """``hydra/launcher=slurm``: submitit's SLURM launcher with pending markers and lost-job records.
+    """``hydra/launcher=slurm``.
+
+    Submitit's SLURM launcher with pending markers and lost-job records.
 
     The sweeper sets :attr:`job_runs` (the runs of each job's overrides) before launching; jobs
     whose overrides it lacks are tracked without their runs.
@@ -149,8 +153,10 @@ class TreebenchSlurmLauncher(SlurmLauncher):
         return _abspath(str(self.config.hydra.sweep.dir))
 
     def _note_keys(self, keys: List[str]) -> None:  # noqa: UP006
-        """Add run keys to ``<sweep>/_slurm/keys.json``: the sweep summary reads them even for jobs
-        killed before writing their own ``keys.json``."""
+        """Add run keys to ``<sweep>/_slurm/keys.json``.
+
+        The sweep summary reads them even for jobs killed before writing their own ``keys.json``.
+        """
         p = self._sweep_dir() / "_slurm" / "keys.json"
         p.parent.mkdir(parents=True, exist_ok=True)
         old = json.loads(p.read_text()) if p.exists() else []
@@ -185,11 +191,17 @@ class TreebenchSlurmLauncher(SlurmLauncher):
     def launch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
     ) -> Sequence[JobReturn]:
+        """Submit the jobs to SLURM and wait for their returns.
+
+        :meth:`submit`, then :meth:`collect`.
+        """
         return self.collect(self.submit(job_overrides, initial_job_idx))
 
     def submit(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> List[tuple]:  # noqa: UP006
-        """Submit one SLURM job array (one task per job) and write the pending markers; return
-        handles for :meth:`collect`. The sweeper submits every resource group before waiting."""
+        """Submit one SLURM job array (one task per job) and write the pending markers.
+
+        Return handles for :meth:`collect`. The sweeper submits every resource group before waiting.
+        """
         import submitit
         from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 
@@ -272,7 +284,13 @@ class TreebenchSlurmLauncher(SlurmLauncher):
         return [self._result(job, ov, marker, store, watcher) for job, ov, marker in handles]
 
     def _result(
-        self, job, overrides, marker: dict, store, watcher, requeued: Optional[Any] = None  # noqa: UP045
+        self,
+        job,
+        overrides,
+        marker: dict,
+        store,
+        watcher,
+        requeued: Optional[Any] = None,  # noqa: UP045
     ) -> JobReturn:
         """Wait for one job; its JobReturn, or records saying why it ended without one.
 
@@ -283,12 +301,16 @@ class TreebenchSlurmLauncher(SlurmLauncher):
         from treebench import slurm
 
         job.wait()
-        info = watcher.get_info(job.job_id, mode="cache") if requeued is None else {
-            "State": requeued.state,
-            "Reason": requeued.reason,
-            "TimeLimit": requeued.time_limit,
-            "Elapsed": requeued.elapsed,
-        }
+        info = (
+            watcher.get_info(job.job_id, mode="cache")
+            if requeued is None
+            else {
+                "State": requeued.state,
+                "Reason": requeued.reason,
+                "TimeLimit": requeued.time_limit,
+                "Elapsed": requeued.elapsed,
+            }
+        )
         state = info.get("State", slurm.GONE).split()[0]
         if state in ("COMPLETED", slurm.GONE, "UNKNOWN"):
             deadline = time.time() + 15  # a shared filesystem may show the result file late
@@ -334,8 +356,10 @@ class TreebenchSlurmLauncher(SlurmLauncher):
             self._live.pop(job.job_id, None)
 
     def wait_adopted(self, markers: List[dict]) -> None:  # noqa: UP006
-        """Wait for jobs of an earlier sweep that still hold runs of this one, then record any
-        that ended without its records (their runs go to this sweep's summary)."""
+        """Wait for the jobs of an earlier sweep that still hold runs of this one.
+
+        Then record any that ended without its records (their runs go to this sweep's summary).
+        """
         from treebench import slurm
 
         store = self._store()
@@ -365,6 +389,10 @@ class TreebenchSlurmLauncher(SlurmLauncher):
         job_id: str,
         singleton_state: Dict[type, Singleton],  # noqa: UP006
     ) -> JobReturn:
+        """Run one job inside its SLURM task (the submitted callable).
+
+        Keeping its marker up to date.
+        """
         import submitit
         from submitit.slurm.slurm import SlurmJobEnvironment
 
@@ -394,9 +422,12 @@ class TreebenchSlurmLauncher(SlurmLauncher):
 
 
 def _wait_requeued(job, poll: float = 2.0, grace: float = 60.0):
-    """Wait until a requeued job's next run has ended: its result file exists, or the scheduler
-    no longer lists it as active (after ``grace`` seconds for it to show up again). Returns the
-    scheduler's last :class:`~treebench.slurm.JobState` of it (``GONE`` when it never answered)."""
+    """Wait until a requeued job's next run has ended.
+
+    Its result file exists, or the scheduler no longer lists it as active (after ``grace`` seconds
+    for it to show up again). Returns the scheduler's last :class:`~treebench.slurm.JobState` of it
+    (``GONE`` when it never answered).
+    """
     from treebench import slurm
 
     start, last = time.time(), slurm.JobState(job.job_id, slurm.GONE)
@@ -419,9 +450,11 @@ def _read_marker(store_root, job_id: str) -> dict:
 
 
 def _time_limit_handler(previous):
-    """A handler of submitit's "time limit near / preempted" signal that raises
-    :class:`~treebench.slurm.TimeLimitReached` when submitit would not requeue the job (its
-    timeouts are used up); otherwise submitit's own handler checkpoints and requeues it."""
+    """Return a handler of submitit's "time limit near / preempted" signal.
+
+    It raises :class:`~treebench.slurm.TimeLimitReached` when submitit would not requeue the job
+    (its timeouts are used up); otherwise submitit's own handler checkpoints and requeues it.
+    """
     from treebench.slurm import TimeLimitReached
 
     def handler(signum, frame):

@@ -1,4 +1,7 @@
-"""A sweeper that skips finished jobs before launching, crosses explicit rows with params, and plans."""
+"""A sweeper that skips finished jobs before launching and crosses explicit rows with params.
+
+It also plans: the dry run, the cost estimate and the data check before any job starts.
+"""
 
 import itertools
 import json
@@ -49,14 +52,16 @@ def _quiet_job_listing() -> None:
 
 @dataclass
 class TreebenchSweeperConf:
+    """Config of the ``treebench`` sweeper: Hydra's basic sweeper settings plus its plan options."""
+
     _target_: str = "hydra_plugins.treebench_sweeper.sweeper.TreebenchSweeper"
     max_batch_size: Optional[int] = None  # noqa: UP045
     params: Optional[Dict[str, str]] = None  # noqa: UP006, UP045
     dry_run: bool = False  # list the jobs and whether each is done; launch nothing
     # the jobs a dry run lists (a larger plan: a summary per method and its first jobs); null: all
     plan_rows: Optional[int] = 20  # noqa: UP045
-    # explicit jobs, each a string of overrides (``a,b`` values expand to one job each), crossed with
-    # ``params``; or named lists of rows ({datasets: [...], methods: [...]}) crossed with each other
+    # explicit jobs, each a string of overrides (``a,b`` values expand to one job each), crossed
+    # with ``params``; or named lists of rows ({datasets: [...], methods: [...]}), crossed
     rows: Optional[Any] = None  # noqa: UP045
     # the plan of ``profile=reduced``: {params: ..., rows: ...} replacing the two above
     reduced: Optional[Dict[str, Any]] = None  # noqa: UP006, UP045
@@ -71,9 +76,11 @@ ConfigStore.instance().store(
 
 
 def _planning(jobs: list):
-    """The jobs one by one, with the progress of planning them on stderr (a bar with an ETA on a
-    terminal, else a line every 10 s once it takes longer: a sweep of thousands of jobs plans for
-    a minute)."""
+    """Yield the jobs one by one, showing the progress of planning them on stderr.
+
+    A bar with an ETA on a terminal, else a line every 10 s once it takes longer: a sweep of
+    thousands of jobs plans for a minute.
+    """
     from treebench.progress import FitProgress
 
     with FitProgress("sweep", every=10.0) as bar:
@@ -84,7 +91,10 @@ def _planning(jobs: list):
 
 
 def _shown(overrides: list[str]) -> str:
-    """A job's overrides as typed (``treebench run`` forces ``method.params.*`` with ``++``)."""
+    """Return a job's overrides as typed.
+
+    ``treebench run`` forces ``method.params.*`` with ``++``.
+    """
     return " ".join(o[2:] if o.startswith("++method.params.") else o for o in overrides)
 
 
@@ -99,8 +109,11 @@ def _fail(messages) -> None:
 def _missing_note(
     nodata: dict[str, int], absent: dict[str, list[str]], fixes: dict[str, str]
 ) -> str:
-    """The jobs left out because their data is missing, per dataset, with the commands that fetch
-    it (the config names in one ``treebench fetch``, a loader's own command such as OpenML's apart)."""
+    """Return the note on the jobs left out because their data is missing, per dataset.
+
+    It gives the commands that fetch the data (the config names in one ``treebench fetch``, a
+    loader's own command such as OpenML's apart).
+    """
     if not nodata:
         return ""
     sets = "; ".join(
@@ -112,19 +125,23 @@ def _missing_note(
     commands += sorted({fixes[name] for name in nodata if name not in by_name})
     n = sum(nodata.values())
     return (
-        f"{n} job{'s need' if n > 1 else ' needs'} data files that are in neither the cache nor the "
+        f"{n} job{'s need' if n > 1 else ' needs'} data files that are in neither the cache nor "
+        "the "
         f"mirror ({sets}); {' and '.join(f'`{c}`' for c in commands)} "
         f"download{'s' if len(commands) == 1 else ''} them"
     )
 
 
 def _unseeded(overrides) -> tuple:
-    """A job's overrides without its seeds: the jobs that differ only in seeds share this."""
+    """Return a job's overrides without its seeds: the jobs that differ only in seeds share this."""
     return tuple(o for o in overrides if not o.startswith(("seed=", "seeds=")))
 
 
 def _undatasetted(overrides) -> tuple:
-    """A job's overrides without those choosing its data (``dataset``, ``dataset.*``, ``suite``)."""
+    """Return a job's overrides without those choosing its data.
+
+    ``dataset``, ``dataset.*``, ``suite``.
+    """
     return tuple(
         o
         for o in overrides
@@ -133,7 +150,10 @@ def _undatasetted(overrides) -> tuple:
 
 
 def _core_seconds(store, keys) -> list[float]:
-    """Core-seconds of the done runs among ``keys`` (:func:`treebench.results.table.core_seconds`)."""
+    """Core-seconds of the done runs among ``keys``.
+
+    :func:`treebench.results.table.core_seconds`.
+    """
     import pandas as pd
 
     from treebench.results.table import core_seconds
@@ -149,9 +169,12 @@ def _core_seconds(store, keys) -> list[float]:
 
 
 def _estimate(costs: dict, job, modelled: dict) -> float | None:
-    """Core-seconds a job's runs still to do will take: the mean of the done runs of the jobs that
-    differ from it only in seeds (itself included), times its runs not done; without any, the
-    cost model's estimate of one run (``modelled``, from other datasets' runs) times them."""
+    """Core-seconds a job's runs still to do will take.
+
+    The mean of the done runs of the jobs that differ from it only in seeds (itself included), times
+    its runs not done; without any, the cost model's estimate of one run (``modelled``, from other
+    datasets' runs) times them.
+    """
     overrides, n, n_done, *_ = job
     done = costs.get(_unseeded(overrides))
     if n_done >= n:
@@ -163,8 +186,11 @@ def _estimate(costs: dict, job, modelled: dict) -> float | None:
 
 
 def _train_rows(cfg) -> tuple[float | None, float | None]:
-    """(training rows, features) a job's dataset will give, from its declared shape and split
-    (the rows left after the split's test and validation fractions); None where unknown."""
+    """Return the (training rows, features) a job's dataset will give; None where unknown.
+
+    From its declared shape and split: the rows left after the split's test and validation
+    fractions.
+    """
     shape = cfg.dataset.get("shape") or {}
     rows, feats = shape.get("n_samples"), shape.get("n_features")
     if not rows:
@@ -178,7 +204,7 @@ def _train_rows(cfg) -> tuple[float | None, float | None]:
 
 
 def _cost_model():
-    """The cost model of the committed ledger's records (None with the ledger off)."""
+    """Return the cost model of the committed ledger's records (None with the ledger off)."""
     from treebench.results.cost import CostModel
     from treebench.results.ledger import open_ledger
 
@@ -187,9 +213,11 @@ def _cost_model():
 
 
 def _expand_suites(jobs: list[list[str]]) -> list[list[str]]:
-    """Each job with a ``suite=<name>`` override as one job per dataset the suite runs (its
-    overrides right after ``suite=``, in the suite's order; ``suite.subset=<n>`` takes its first n);
-    a job that also sets the dataset is an error (say which in one place)."""
+    """Expand each job with a ``suite=<name>`` override into one job per dataset the suite runs.
+
+    The dataset's overrides come right after ``suite=``, in the suite's order; ``suite.subset=<n>``
+    takes its first n. A job that also sets the dataset is an error (say which in one place).
+    """
     from treebench.config import search_dirs
     from treebench.suites import SuiteError, load
 
@@ -215,7 +243,10 @@ def _expand_suites(jobs: list[list[str]]) -> list[list[str]]:
 
 
 def _plain(node):
-    """A config node as plain lists and dicts (the sweeper gets its settings as OmegaConf nodes)."""
+    """Return a config node as plain lists and dicts.
+
+    The sweeper gets its settings as OmegaConf nodes.
+    """
     return OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
 
 
@@ -228,7 +259,8 @@ class TreebenchSweeper(BasicSweeper):
     A job whose runs a SLURM job of an earlier sweep still holds (queued or running, by its pending
     marker, see :mod:`treebench.slurm`) is not launched again; the SLURM launcher waits for it.
     With a submitit launcher, jobs are launched in groups that share the resources hinted by their
-    method and dataset configs (``resources:``); a ``hydra.launcher.<key>=`` override wins over hints.
+    method and dataset configs (``resources:``); a ``hydra.launcher.<key>=`` override wins over
+    hints.
     """
 
     def __init__(
@@ -249,7 +281,7 @@ class TreebenchSweeper(BasicSweeper):
         self.order = [str(k) for k in (_plain(order) or [])]
 
     def _use_profile(self) -> None:
-        """With ``profile=reduced`` and a ``reduced`` plan, its params and rows replace the full ones."""
+        """Under ``profile=reduced``, take the ``reduced`` plan's params and rows, not the full."""
         from treebench.config import sweep_plan
 
         profile = self.config.get("profile") if self.config is not None else None
@@ -261,8 +293,11 @@ class TreebenchSweeper(BasicSweeper):
         self.params, self.rows, self.reduced = plan["params"], plan["rows"], None
 
     def _row_jobs(self, parser) -> list[tuple[str, list[str]]]:
-        """(row text, overrides) of every job the rows give: a list of rows, each expanded; named
-        lists of rows are crossed (one row of each list per job)."""
+        """(row text, overrides) of every job the rows give.
+
+        A list of rows, each expanded; named lists of rows are crossed (one row of each list per
+        job).
+        """
         if isinstance(self.rows, dict):
             lists = [self._rows_of(list(rows), parser) for rows in self.rows.values()]
             return [
@@ -281,7 +316,10 @@ class TreebenchSweeper(BasicSweeper):
 
     @staticmethod
     def _expand_row(row_overrides: list[str], parsed) -> list[list[str]]:
-        """A row's jobs: one per combination of its swept values (``method=cart,rf``), in order."""
+        """Return a row's jobs.
+
+        One per combination of its swept values (``method=cart,rf``), in order.
+        """
         choices = []
         for line, o in zip(row_overrides, parsed, strict=True):
             if o.is_sweep_override():
@@ -292,9 +330,12 @@ class TreebenchSweeper(BasicSweeper):
         return [list(c) for c in itertools.product(*choices)]
 
     def _jobs(self, arguments: list[str]) -> list[list[str]]:
-        """Every job's overrides: the cartesian product of ``params`` (and the command line),
-        crossed with ``rows`` when the experiment lists explicit rows. A command-line override of a
-        key the rows set selects the rows with that value (``dataset=madelon``: madelon's rows)."""
+        """Every job's overrides.
+
+        The cartesian product of ``params`` (and the command line), crossed with ``rows`` when the
+        experiment lists explicit rows. A command-line override of a key the rows set selects the
+        rows with that value (``dataset=madelon``: madelon's rows).
+        """
         self._use_profile()
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         row_jobs = self._row_jobs(parser) if self.rows else []
@@ -341,8 +382,11 @@ class TreebenchSweeper(BasicSweeper):
 
     @staticmethod
     def _ordered(jobs: list[list[str]], order: list[str]) -> list[list[str]]:
-        """``jobs`` sorted by the values of the ``order`` keys, the first key slowest; each key's
-        values rank in the order they first appear; stable, so ties keep the planned order."""
+        """``jobs`` sorted by the values of the ``order`` keys, the first key slowest.
+
+        Each key's values rank in the order they first appear; stable, so ties keep the planned
+        order.
+        """
         if not order:
             return jobs
         ranks: dict[str, dict[str, int]] = {k: {} for k in order}
@@ -360,6 +404,7 @@ class TreebenchSweeper(BasicSweeper):
         return sorted(jobs, key=lambda job: tuple(ranks[k][value(job, k)] for k in order))
 
     def sweep(self, arguments: list[str]) -> Any:
+        """Plan the sweep, skip the jobs that are done or lack data, and launch the rest."""
         from treebench import slurm
         from treebench.app import _abspath, open_store
         from treebench.data.fetch import fetch_command, missing_files
@@ -388,7 +433,8 @@ class TreebenchSweeper(BasicSweeper):
         store = open_store(self.config)
         if not self.dry_run:
             clean_stale_temps(store.root)  # what a killed process left
-        # runs still held by SLURM jobs of an earlier sweep (its driver may have died): not resubmitted
+        # runs still held by SLURM jobs of an earlier sweep (its driver may have died) are not
+        # resubmitted
         held = slurm.reconcile(store, record=not self.dry_run)
         tracking = hasattr(self.launcher, "job_runs")
         todo, done_keys, plan, labels = [], [], [], []
@@ -560,14 +606,16 @@ class TreebenchSweeper(BasicSweeper):
                 print(f"{len(adopted)} job(s) left to SLURM: {', '.join(sorted(adopted))}")
 
     def _job_config(self, overrides: list[str], composed: dict):
-        """The job's composed config, valid until the next call (read within the planning loop only).
+        """Return the job's composed config, valid until the next call.
+
+        It is read within the planning loop only.
 
         Composing costs 0.1-0.2 s a job, so the jobs of a sweep share one composition per choice of
         config groups (``method=``, ``dataset=``, ``experiment=`` ...): a job's value overrides
-        (``seed=3``, ``method.params.max_depth=5``) are applied to it the way Hydra applies them after
-        composing, and undone at the next call (a copy would cost more than the rest of the job's
-        planning). The launched job composes its own config. Hydra overrides, deletions and keys
-        that do not exist yet take the full path.
+        (``seed=3``, ``method.params.max_depth=5``) are applied to it the way Hydra applies them
+        after composing, and undone at the next call (a copy would cost more than the rest of the
+        job's planning). The launched job composes its own config. Hydra overrides, deletions and
+        keys that do not exist yet take the full path.
         """
         undo = composed.pop("_undo", None)
         if undo is not None:
@@ -639,7 +687,10 @@ class TreebenchSweeper(BasicSweeper):
         return known[key]
 
     def _hints_used(self) -> bool:
-        """Whether the launcher takes resource requests (the submitit ones keep them in ``params``)."""
+        """Whether the launcher takes resource requests.
+
+        The submitit ones keep them in ``params``.
+        """
         return isinstance(getattr(self.launcher, "params", None), dict)
 
     @contextmanager

@@ -1,4 +1,7 @@
-"""What every comparison shares: timing, importing the reference checkout, data through treebench."""
+"""What every comparison shares.
+
+Timing, importing the reference checkout, data through treebench.
+"""
 
 from __future__ import annotations
 

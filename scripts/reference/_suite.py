@@ -1,5 +1,8 @@
-"""``compare.py all``: the fixed list of comparisons behind BENCHMARKS.md's "Comparison with the
-authors' code", run alternately and written to a CSV (one row per fit) and a Markdown table."""
+"""``compare.py all``.
+
+The fixed list of comparisons behind BENCHMARKS.md's "Comparison with the authors' code", run
+alternately and written to a CSV (one row per fit) and a Markdown table.
+"""
 
 from __future__ import annotations
 
@@ -80,8 +83,11 @@ def _commit(path: Path) -> str | None:
 
 
 def run_comparison(c: Comparison, refs: Path, repeats: int, base: dict, log=print) -> list[dict]:
-    """The rows of one comparison: ``repeats`` fits of each implementation, alternating (the
-    first implementation changes every repeat); one ``not run``/``failed`` row if it cannot run."""
+    """Return the rows of one comparison.
+
+    ``repeats`` fits of each implementation, alternating (the first implementation changes every
+    repeat); one ``not run``/``failed`` row if it cannot run.
+    """
     path = (refs / c.checkout).resolve()
     row = {**base, "method": c.method, "dataset": c.dataset, "setting": c.setting}
     row.update(reference_repo=c.repo, reference_commit=None)
@@ -126,8 +132,10 @@ def run_comparison(c: Comparison, refs: Path, repeats: int, base: dict, log=prin
 
 
 def run_all(refs: str, out: str, repeats: int = 3, only=None, command: str = "", log=print):
-    """Run :data:`SUITE` (or the methods in ``only``), write ``out`` (CSV) and ``out`` with the
-    suffix ``.md`` (the table); returns the rows as a frame."""
+    """Run :data:`SUITE` (or the methods in ``only``), write its table, return the rows as a frame.
+
+    The rows go to ``out`` (CSV), the table to ``out`` with the suffix ``.md``.
+    """
     from treebench.bench.references import REFERENCE_COLUMNS, references_markdown
     from treebench.runner import git_sha
 

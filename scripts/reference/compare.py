@@ -3,21 +3,22 @@
     python scripts/reference/compare.py METHOD [--ref CHECKOUT] [options]
     python scripts/reference/compare.py tnt --ref ~/src/TnTDecisionGraph --dataset letter --C 1.2e-4
     python scripts/reference/compare.py METHOD --help
-    python scripts/reference/compare.py all --refs DIR [--out docs/bench/references.csv] [--repeats 3]
+    python scripts/reference/compare.py all --refs DIR [--out docs/bench/references.csv] [--repeats
+    3]
 
 METHOD is one of tnt, onestage, e2edt, hinge (one module ``<method>_ref.py`` each). Both
 implementations get the same data (``treebench.api.load_fold``, the runner's loading) and the same
-hyperparameters in one process; wall and CPU seconds are printed for both (on a shared machine the CPU
-seconds and the ratios are the numbers to read). Without ``--ref`` only treebench is timed. The
+hyperparameters in one process; wall and CPU seconds are printed for both (on a shared machine the
+CPU seconds and the ratios are the numbers to read). Without ``--ref`` only treebench is timed. The
 reference code is never part of this repository: clone it yourself (scripts/README.md lists the
 repositories) and pass the checkout's path; it is imported from there at run time.
 
-``all`` runs the fixed comparisons of BENCHMARKS.md's "Comparison with the authors' code" (``_suite.py``)
-with the checkouts DIR/TnTDecisionGraph, DIR/endtoenddecisiontrees, DIR/One-Stage-Tree and
-DIR/HingeTreeForTorch (built in place), the two implementations alternating, and writes one CSV row
-per fit (``--out``, default docs/bench/references.csv) and the Markdown table beside it (``.md``); a
-checkout that is missing or fails to import gives a ``not run: ...`` row. ``treebench bench`` renders
-the committed CSV.
+``all`` runs the fixed comparisons of BENCHMARKS.md's "Comparison with the authors' code"
+(``_suite.py``) with the checkouts DIR/TnTDecisionGraph, DIR/endtoenddecisiontrees,
+DIR/One-Stage-Tree and DIR/HingeTreeForTorch (built in place), the two implementations alternating,
+and writes one CSV row per fit (``--out``, default docs/bench/references.csv) and the Markdown table
+beside it (``.md``); a checkout that is missing or fails to import gives a ``not run: ...`` row.
+``treebench bench`` renders the committed CSV.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ METHODS = ("tnt", "onestage", "e2edt", "hinge")
 
 
 def main(argv=None) -> None:
+    """Parse the command line and run the comparison it names."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -3,12 +3,13 @@
 Both train one tree on the same data with the same settings (depth, epochs per split, steepness
 increment 0.1, batch ``--batch-size``: the reference's 1000 unless given; treebench's own default
 ``auto`` takes smaller batches), torch with 1 thread; ``--seed`` seeds both (treebench's
-``random_state``, the reference's global torch RNG); ``--greedy-only`` skips both Finetunes. treebench: greedy seconds and test accuracy of a fit
-without finetuning, then finetune seconds per epoch (``fit_info_``) and test accuracy of a fit with
-``--finetune-epochs``. Reference: ``fit_greedy`` (EM), then ``--ref-finetune-epochs`` of ``refine``
-(it is slow), the first (leaves-only) epoch reported apart. The reference is imported from the
-checkout, neither copied nor modified; one shim is applied at run time for modern PyTorch: boolean
-masks where the 2018 code uses uint8 masks (``Tensor.byte`` on masks).
+``random_state``, the reference's global torch RNG); ``--greedy-only`` skips both Finetunes.
+treebench: greedy seconds and test accuracy of a fit without finetuning, then finetune seconds per
+epoch (``fit_info_``) and test accuracy of a fit with ``--finetune-epochs``. Reference:
+``fit_greedy`` (EM), then ``--ref-finetune-epochs`` of ``refine`` (it is slow), the first
+(leaves-only) epoch reported apart. The reference is imported from the checkout, neither copied nor
+modified; one shim is applied at run time for modern PyTorch: boolean masks where the 2018 code uses
+uint8 masks (``Tensor.byte`` on masks).
 
 Data: letter = LIBSVM Letter 15000/5000, standardised on train; usps = ESL zip 7291/2007, pixels
 rescaled to [0, 1]; mnist = 60000/10000, normalised as the reference ((x/255 - 0.1307) / 0.3081).
@@ -29,6 +30,7 @@ DATA = {  # dataset: (treebench dataset, overrides, pixel transform)
 
 
 def add_arguments(p):
+    """Add this comparison's options to the ``compare.py e2edt`` parser ``p``."""
     p.add_argument("--dataset", default="letter", choices=sorted(DATA))
     p.add_argument("--depth", type=int, default=8)
     p.add_argument("--epochs", type=int, default=20)
@@ -49,6 +51,7 @@ def add_arguments(p):
 
 
 def load(name):
+    """Return fold 0 of dataset ``name`` as float32 features and integer labels, scaled."""
     ds, overrides, scale = DATA[name]
     Xtr, ytr, Xte, yte = fold(ds, 0, overrides)
     f = np.float32
@@ -56,7 +59,10 @@ def load(name):
 
 
 def reference_class(torch):
-    """The reference's ``DecisionTree``, with boolean masks for ``Tensor.byte`` (modern PyTorch)."""
+    """Return the reference's ``DecisionTree``, patched to use boolean masks for ``Tensor.byte``.
+
+    Modern PyTorch refuses byte masks.
+    """
     if not getattr(torch.Tensor.byte, "_bool_mask_shim", False):
         orig = torch.Tensor.byte
 
@@ -73,8 +79,11 @@ def reference_class(torch):
 
 
 def suite(ref, dataset="letter", depth=8, epochs=3, finetune_epochs=2, batch_size=1000, seed=0):
-    """The fits of ``compare.py all``: greedy growth then ``finetune_epochs`` of Finetune (the
-    reference's ``refine``, the leaves-only first epoch included on both sides), timed together."""
+    """Return the fits of ``compare.py all``.
+
+    Greedy growth then ``finetune_epochs`` of Finetune (the reference's ``refine``, the leaves-only
+    first epoch included on both sides), timed together.
+    """
     import torch
 
     from treebench.api import make_estimator
@@ -129,6 +138,7 @@ def suite(ref, dataset="letter", depth=8, epochs=3, finetune_epochs=2, batch_siz
 
 
 def run(a):
+    """Run the comparison with the options ``a`` and print its rows."""
     import torch
 
     from treebench.api import make_estimator
@@ -216,7 +226,8 @@ def run(a):
     ref_ft = float(rep[1:].mean()) if len(rep) > 1 else float(rep[0])
     ref_ft_cpu = float(np.diff(cpu)[1:].mean()) if len(rep) > 1 else float(np.diff(cpu)[0])
     print(
-        f"reference: finetune {ref_ft:.3f} s/epoch wall / {ref_ft_cpu:.3f} CPU over {len(rep) - 1} full epochs "
+        f"reference: finetune {ref_ft:.3f} s/epoch wall / {ref_ft_cpu:.3f} CPU over {len(rep) - 1} "
+        "full epochs "
         f"(first, leaves-only epoch {rep[0]:.3f} s)"
     )
     print(

@@ -1,13 +1,13 @@
 """Random Hinge Forest: training seconds per 1000 minibatches, treebench vs HingeTreeForTorch.
 
-The paper's Table 3 setting on Letter (the first 16000 rows, file order): 100 inner-product features,
-100 trees of depth 10, 26-vector leaves summed, Adam lr 0.005, minibatches of 53. treebench: the
-``hinge_forest`` estimator fitted for ``--iterations`` minibatches (``fit_info_`` training seconds;
-snapshot selection off). Reference: the model of the authors' ``experiments/run_letter.py`` (Linear ->
-BatchNorm1d(affine=False) -> RandomHingeForest -> sum) trained by a plain loop in the same process.
-HingeTreeForTorch is a C++ extension: build it in its checkout first
-(``python setup.py build_ext --inplace``). Reports seconds per 1000 minibatches and the
-extrapolation to the paper's 40 000.
+The paper's Table 3 setting on Letter (the first 16000 rows, file order): 100 inner-product
+features, 100 trees of depth 10, 26-vector leaves summed, Adam lr 0.005, minibatches of 53.
+treebench: the ``hinge_forest`` estimator fitted for ``--iterations`` minibatches (``fit_info_``
+training seconds; snapshot selection off). Reference: the model of the authors'
+``experiments/run_letter.py`` (Linear -> BatchNorm1d(affine=False) -> RandomHingeForest -> sum)
+trained by a plain loop in the same process. HingeTreeForTorch is a C++ extension: build it in its
+checkout first (``python setup.py build_ext --inplace``). Reports seconds per 1000 minibatches and
+the extrapolation to the paper's 40 000.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ REPOSITORY = "github.com/nslay/HingeTreeForTorch (built in place)"
 
 
 def add_arguments(p):
+    """Add this comparison's options to the ``compare.py hinge`` parser ``p``."""
     p.add_argument("--iterations", type=int, default=2000, help="minibatches to time")
 
 
@@ -31,6 +32,10 @@ def letter():
 
 
 def reference_net(torch, trees=100, depth=10):
+    """Return the authors' Random Hinge Forest network of their letter experiment.
+
+    ``trees`` of ``depth``.
+    """
     from RandomHingeForest import RandomHingeForest  # the authors' package, from --ref
 
     class Net(torch.nn.Module):  # as in the authors' experiments/run_letter.py
@@ -58,10 +63,12 @@ class Trainer:
         net.train()
 
     def reset(self):
+        """Zero the timers and the minibatch count."""
         self.fwd = self.bwd = self.step_s = self.wall = self.cpu = 0.0
         self.n = 0
 
     def run(self, n):
+        """Train on ``n`` minibatches, adding their forward, backward and step times."""
         torch = self.torch
         w0, c0 = time.perf_counter(), time.process_time()
         for _ in range(n):
@@ -81,6 +88,7 @@ class Trainer:
         self.n += n
 
     def per1000(self):
+        """Return the timers per 1000 minibatches."""
         k = 1000 / self.n
         return {
             "wall": self.wall * k,
@@ -93,8 +101,11 @@ class Trainer:
 
 
 def suite(ref, iterations=1000, seed=0):
-    """The fits of ``compare.py all``: ``iterations`` minibatches of the Table 3 model on Letter;
-    treebench's whole ``fit`` against the reference model's training loop."""
+    """Return the fits of ``compare.py all``.
+
+    ``iterations`` minibatches of the Table 3 model on Letter; treebench's whole ``fit`` against the
+    reference model's training loop.
+    """
     import torch
 
     from treebench.api import make_estimator
@@ -139,6 +150,7 @@ def suite(ref, iterations=1000, seed=0):
 
 
 def run(a):
+    """Run the comparison with the options ``a`` and print its rows."""
     import torch
 
     from treebench.api import make_estimator

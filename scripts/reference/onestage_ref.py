@@ -1,19 +1,19 @@
 """One-Stage: seconds per training epoch, treebench vs the authors' One-Stage-Tree code.
 
-The reference's training loop needs PyTorch Lightning 1.x; instead of installing it, this registers a
-minimal stand-in module (LightningModule = torch.nn.Module with ``device``/``log``, Callback,
-LightningDataModule) and drives the reference's own objects per minibatch exactly as Lightning would:
-ArchOptimizer.on_train_batch_start (gamma binarisation) -> training_step -> backward -> Adam step ->
-LeafOptimizer.on_train_batch_end (leaves on the whole training part) -> ArchOptimizer.on_train_batch_end
-(gamma step on the whole validation part). Lightning's own per-step overhead is left out, so the
-reference time is a lower bound. The reference's ``utils.data`` uses ``np.long`` (removed in numpy 2);
-it is aliased to ``np.int64`` before the import.
+The reference's training loop needs PyTorch Lightning 1.x; instead of installing it, this registers
+a minimal stand-in module (LightningModule = torch.nn.Module with ``device``/``log``, Callback,
+LightningDataModule) and drives the reference's own objects per minibatch exactly as Lightning
+would: ArchOptimizer.on_train_batch_start (gamma binarisation) -> training_step -> backward -> Adam
+step -> LeafOptimizer.on_train_batch_end (leaves on the whole training part) ->
+ArchOptimizer.on_train_batch_end (gamma step on the whole validation part). Lightning's own per-step
+overhead is left out, so the reference time is a lower bound. The reference's ``utils.data`` uses
+``np.long`` (removed in numpy 2); it is aliased to ``np.int64`` before the import.
 
-Data: Pima (the mirror's file through treebench), the reference's protocol: 80/20 split, scaler on the
-80 %, 25 % of it as validation (460 training rows); depth 6, batch 32. The two implementations are
-timed alternately (``--rounds`` times each) so that load from other users of the machine hits both
-alike; the medians are compared. ``--credit`` also times treebench alone on credit_default (the 80 %
-training part, 24,000 rows) at n_jobs 1 and 2.
+Data: Pima (the mirror's file through treebench), the reference's protocol: 80/20 split, scaler on
+the 80 %, 25 % of it as validation (460 training rows); depth 6, batch 32. The two implementations
+are timed alternately (``--rounds`` times each) so that load from other users of the machine hits
+both alike; the medians are compared. ``--credit`` also times treebench alone on credit_default (the
+80 % training part, 24,000 rows) at n_jobs 1 and 2.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ REPOSITORY = "github.com/Unkrible/One-Stage-Tree"
 
 
 def add_arguments(p):
+    """Add this comparison's options to the ``compare.py onestage`` parser ``p``."""
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--depth", type=int, default=6)
@@ -36,11 +37,13 @@ def add_arguments(p):
 
 
 def pooled(name):
+    """Return dataset ``name``'s train and test parts pooled, labels as class indices."""
     Xtr, ytr, Xte, yte = fold(name)
     return np.r_[Xtr, Xte].astype(np.float64), np.unique(np.r_[ytr, yte], return_inverse=True)[1]
 
 
 def install_lightning_standin(torch):
+    """Install a minimal ``pytorch_lightning`` module so that the reference code imports."""
     pl = types.ModuleType("pytorch_lightning")
 
     class LightningModule(torch.nn.Module):
@@ -70,7 +73,7 @@ def reference_epoch_seconds(Xtr, ytr, Xva, yva, depth, epochs, seed):
 
 
 def reference_fit(Xtr, ytr, Xva, yva, depth, epochs, seed):
-    """The reference's tree trained for ``epochs`` and its (wall, CPU) seconds per epoch."""
+    """Return the reference's tree trained for ``epochs`` and its (wall, CPU) seconds per epoch."""
     import torch
 
     install_lightning_standin(torch)
@@ -107,6 +110,10 @@ def reference_fit(Xtr, ytr, Xva, yva, depth, epochs, seed):
 
 
 def ours_epoch_seconds(X, y, depth, epochs, seed, n_jobs=1):
+    """Fit treebench's One-Stage tree on ``X, y``.
+
+    Return its (wall, CPU) seconds per epoch and the model.
+    """
     from treebench.api import make_estimator
 
     m = make_estimator(
@@ -122,8 +129,11 @@ def ours_epoch_seconds(X, y, depth, epochs, seed, n_jobs=1):
 
 
 def split_pima():
-    """Pima as the reference's protocol splits it: 80/20, scaler on the 80 %, 25 % of it validation;
-    ``(X_80, y_80, X_test, y_test, scaled train, y, scaled validation, y, scaled test)``."""
+    """Pima as the reference's protocol splits it.
+
+    80/20, scaler on the 80 %, 25 % of it validation; ``(X_80, y_80, X_test, y_test, scaled train,
+    y, scaled validation, y, scaled test)``.
+    """
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
@@ -136,8 +146,11 @@ def split_pima():
 
 
 def suite(ref, depth=6, epochs=5, seed=0):
-    """The fits of ``compare.py all``: ``epochs`` training epochs on Pima; treebench's whole ``fit``
-    against the reference's training loop (tree built, Lightning overhead excluded)."""
+    """Return the fits of ``compare.py all``.
+
+    ``epochs`` training epochs on Pima; treebench's whole ``fit`` against the reference's training
+    loop (tree built, Lightning overhead excluded).
+    """
     import torch
 
     torch.set_num_threads(1)
@@ -178,6 +191,7 @@ def suite(ref, depth=6, epochs=5, seed=0):
 
 
 def run(a):
+    """Run the comparison with the options ``a`` and print its rows."""
     import torch
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler

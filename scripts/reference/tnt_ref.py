@@ -7,8 +7,8 @@ CART (``max_leaf_nodes``) at the #splits of our graph and at ``--cart-splits``.
 
 Data (``treebench.api.load_fold``): letter = UCI file order 16000/4000, mnist = raw 0-255 pixels
 60000/10000 (``--n-train`` keeps the first n training images), usps = ESL zip.train/zip.test, digits
-= the bundled set with the runner's split. ``--split holdout`` pools train and test and draws a seeded
-33 % test part (scikit-learn ``train_test_split``), the protocol of docs/methods/tnt.md.
+= the bundled set with the runner's split. ``--split holdout`` pools train and test and draws a
+seeded 33 % test part (scikit-learn ``train_test_split``), the protocol of docs/methods/tnt.md.
 ``--compat`` makes treebench use the reference's weight scale and care-set order (tie-breaking only;
 then the graphs are identical on digits).
 
@@ -24,6 +24,7 @@ REPOSITORY = "github.com/BingzhaoZhu/TnTDecisionGraph"
 
 
 def add_arguments(p):
+    """Add this comparison's options to the ``compare.py tnt`` parser ``p``."""
     p.add_argument("--dataset", nargs="+", default=["letter"], help="letter, mnist, usps, digits")
     p.add_argument("--C", type=float, nargs="+", default=[1.2e-4], help="ccp_alpha values")
     p.add_argument("--N1", type=int, default=2)
@@ -37,6 +38,10 @@ def add_arguments(p):
 
 
 def load(name, seed, split, n_train):
+    """Return ``(Xtr, ytr, Xte, yte)`` of ``name`` for ``seed``, labels as class indices.
+
+    ``split="holdout"`` splits the pooled rows 67/33; ``n_train`` keeps the first training rows.
+    """
     Xtr, ytr, Xte, yte = fold(name, seed)
     if split == "holdout":
         from sklearn.model_selection import train_test_split
@@ -56,6 +61,7 @@ def load(name, seed, split, n_train):
 
 
 def fit_ours(a, data, C, seed):
+    """Fit treebench's TnT on ``data`` and return its times, size and accuracies."""
     from treebench.api import make_estimator
 
     Xtr, ytr, Xte, yte = data
@@ -74,6 +80,7 @@ def fit_ours(a, data, C, seed):
 
 
 def fit_ref(a, data, C, seed):
+    """Fit the reference TnT on ``data`` and return its times, size and accuracies."""
     from TreeInTree import TnT  # the reference implementation, from the --ref checkout
 
     Xtr, ytr, Xte, yte = data
@@ -89,6 +96,7 @@ def fit_ref(a, data, C, seed):
 
 
 def cart(data, n_splits, seed):
+    """Fit CART with at most ``n_splits`` splits; return its splits, train and test accuracy."""
     from sklearn.tree import DecisionTreeClassifier
 
     Xtr, ytr, Xte, yte = data
@@ -97,6 +105,7 @@ def cart(data, n_splits, seed):
 
 
 def line(name, r):
+    """Return one printed result line of implementation ``name``."""
     return (
         f"  {name:10s} fit {r['wall']:8.2f} s wall, {r['cpu']:8.2f} s CPU | #S {r['splits']:5d} "
         f"leaves {r['leaves']:5d} | train {r['train']:.4f} test {r['test']:.4f}"
@@ -104,7 +113,10 @@ def line(name, r):
 
 
 def suite(ref, dataset="letter", C=5e-4, seed=0):
-    """The fits of ``compare.py all``: implementation -> callable returning one fit's numbers."""
+    """Return the fits of ``compare.py all``.
+
+    Implementation -> callable returning one fit's numbers.
+    """
     from argparse import Namespace
 
     from sklearn.datasets import load_iris
@@ -127,6 +139,7 @@ def suite(ref, dataset="letter", C=5e-4, seed=0):
 
 
 def run(a):
+    """Run the comparison with the options ``a`` and print its rows."""
     from sklearn.datasets import load_iris
 
     from treebench.api import make_estimator
@@ -155,10 +168,12 @@ def run(a):
                 ref = fit_ref(a, data, C, seed)
                 print(line("reference", ref), flush=True)
                 s = (
-                    f"{ds} seed {seed} C={C:g}: reference/treebench {ratio(ref['wall'], ours['wall'])} "
+                    f"{ds} seed {seed} C={C:g}: reference/treebench "
+                    f"{ratio(ref['wall'], ours['wall'])} "
                     f"wall, {ratio(ref['cpu'], ours['cpu'])} CPU; test agreement "
                     f"{(ref['pred'] == ours['pred']).mean():.4f}; test accuracy difference "
-                    f"{100 * (ours['test'] - ref['test']):+.2f} pp; #S {ours['splits']} vs {ref['splits']}"
+                    f"{100 * (ours['test'] - ref['test']):+.2f} pp; #S {ours['splits']} vs "
+                    f"{ref['splits']}"
                 )
                 print(s, flush=True)
                 summary.append(s)

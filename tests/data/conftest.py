@@ -20,9 +20,11 @@ def mirror() -> Path:
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    """Serves ``server.files`` (url path → bytes) with per-path behaviours in ``server.modes``:
-    ``corrupt`` (flip bytes), ``cut`` (send half, then close), ``cut_once`` (cut the first
-    request only), ``slow`` (dribble the body), ``500`` (server error)."""
+    """Serves ``server.files`` (url path → bytes) with per-path behaviours in ``server.modes``.
+
+    ``corrupt`` (flip bytes), ``cut`` (send half, then close), ``cut_once`` (cut the first request
+    only), ``slow`` (dribble the body), ``500`` (server error).
+    """
 
     def log_message(self, *args):  # keep test output clean
         pass
@@ -63,7 +65,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def http_server():
-    """A threaded HTTP server on 127.0.0.1; returns (server, base_url)."""
+    """Yield a threaded HTTP server on 127.0.0.1; returns (server, base_url)."""
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     srv.files, srv.modes, srv.hits, srv.lock = {}, {}, {}, threading.Lock()
     srv.daemon_threads = True

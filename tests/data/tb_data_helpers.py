@@ -10,7 +10,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def find_mirror() -> Path | None:
-    """TREEBENCH_MIRROR, else a ``shared/data`` directory next to the repository (or one level up)."""
+    """TREEBENCH_MIRROR.
+
+    Else a ``shared/data`` directory next to the repository (or one level up).
+    """
     env = os.environ.get("TREEBENCH_MIRROR")
     if env and "://" not in env and Path(env).is_dir():
         return Path(env)

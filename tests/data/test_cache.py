@@ -1,5 +1,8 @@
-"""The download primitive end to end against a local HTTP server: mirror mapping, checksums,
-retries after a cut transfer, server errors, no partial files, archive members, concurrency."""
+"""The download primitive end to end against a local HTTP server.
+
+Mirror mapping, checksums, retries after a cut transfer, server errors, no partial files, archive
+members, concurrency.
+"""
 
 from __future__ import annotations
 
@@ -149,8 +152,11 @@ def test_archive_member_extracted_and_verified(tmp_path, http_server):
 
 
 def test_concurrent_fetch_from_two_processes(tmp_path, http_server):
-    """Two processes load the same two-file dataset from a slow server: every file is downloaded
-    once, both processes get identical data, and no partial file or cache entry is left."""
+    """Two processes load the same two-file dataset from a slow server.
+
+    Every file is downloaded once, both processes get identical data, and no partial file or cache
+    entry is left.
+    """
     srv, base = http_server
     test_part = b"".join(b"%d 1:%d\n" % (i % 3, i) for i in range(300))
     srv.files["/m/libsvm/toy"] = PAYLOAD

@@ -18,7 +18,8 @@ REQUIRED = (
 IMAGES = {"mnist": [28, 28], "fashion_mnist": [28, 28], "usps": [16, 16], "optdigits": [8, 8]}
 ALL = sorted(p.stem for p in CONF.glob("*.yaml"))
 #: configs with a required ``???`` setting: the user's own data (a file, an OpenML id, no shape)
-#: and any PMLB set by name (its shape, files and checksums from the PMLB index, tests/data/test_pmlb.py)
+#: and any PMLB set by name (its shape, files and checksums from the PMLB index:
+#: tests/data/test_pmlb.py)
 TEMPLATES = ["csv", "openml", "pmlb"]
 DATASETS = [n for n in ALL if n not in TEMPLATES]
 

@@ -59,7 +59,7 @@ def iris_arff() -> bytes:
 
 @pytest.fixture
 def fake_openml(http_server, tmp_path, monkeypatch):
-    """The stand-in server, and the environment of a user pointing treebench at it."""
+    """Return the stand-in server, and the environment of a user pointing treebench at it."""
     srv, base = http_server
     arff = iris_arff()
     md5 = hashlib.md5(arff).hexdigest()
@@ -118,8 +118,11 @@ def test_fetch_then_run_offline_from_the_cache(fake_openml, tmp_path):
 
 
 def test_a_sweep_stops_before_launch_on_an_openml_dataset_not_cached(fake_openml, tmp_path):
-    """Fetching off (the default) and OpenML 61 not cached: the plan marks its jobs "no data" and
-    the sweep stops before launching, naming the fetch command; nothing asks the server, no record."""
+    """Fetching off (the default) and OpenML 61 not cached.
+
+    The plan marks its jobs "no data" and the sweep stops before launching, naming the fetch
+    command; nothing asks the server, no record.
+    """
     srv, _ = fake_openml
     sweep = ["run", "-m", "method=cart,rf", "dataset=openml", f"dataset.data_id={DATA_ID}"]
     fix = f"`treebench fetch dataset=openml dataset.data_id={DATA_ID}` downloads them"
@@ -129,8 +132,8 @@ def test_a_sweep_stops_before_launch_on_an_openml_dataset_not_cached(fake_openml
     text = " ".join(plan.stdout.split())
     assert "no data" in text
     assert (
-        f"2 jobs need data files that are in neither the cache nor the mirror (openml_{DATA_ID}, 2 jobs: OpenML {DATA_ID})"
-        in text
+        f"2 jobs need data files that are in neither the cache nor the mirror (openml_{DATA_ID}, 2 "
+        f"jobs: OpenML {DATA_ID})" in text
     )
     assert fix in text
 

@@ -1,4 +1,7 @@
-"""A user's own table through ``dataset=csv``: loaded, keyed by content, and bad settings refused early."""
+"""A user's own table through ``dataset=csv``.
+
+Loaded, keyed by content, and bad settings refused early.
+"""
 
 from __future__ import annotations
 

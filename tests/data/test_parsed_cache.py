@@ -1,4 +1,7 @@
-"""Loading a mirrored dataset twice reuses the parsed cache (whole-mirror checks: ``fetch --verify``)."""
+"""Loading a mirrored dataset twice reuses the parsed cache.
+
+Whole-mirror checks: ``fetch --verify``.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Fault tests: bad data, damaged records, a faulty environment, SLURM failures."""

@@ -30,7 +30,10 @@ os.replace = _full
 
 @pytest.fixture
 def faulty(tmp_path):
-    """A directory for a ``sitecustomize.py`` planting the full-disk fault (see :data:`_FULL_DISK`)."""
+    """Return a directory for a ``sitecustomize.py`` planting the full-disk fault.
+
+    See :data:`_FULL_DISK`.
+    """
     d = tmp_path / "site"
     d.mkdir()
     (d / "sitecustomize.py").write_text(_FULL_DISK)
@@ -38,8 +41,10 @@ def faulty(tmp_path):
 
 
 def treebench(args, cwd, env=None, timeout=300, site=None, popen=False):
-    """``python -m treebench.cli ARGS`` as a user runs it (ledger off), optionally with ``site``'s
-    sitecustomize loaded in every process."""
+    """``python -m treebench.cli ARGS`` as a user runs it (ledger off).
+
+    Optionally with ``site``'s sitecustomize loaded in every process.
+    """
     e = dict(os.environ)
     e.update(env or {})
     path = [str(site)] if site else []
@@ -54,7 +59,7 @@ def treebench(args, cwd, env=None, timeout=300, site=None, popen=False):
 
 
 def records(store: Path) -> dict[str, dict]:
-    """The store's record files by key (no temporary ones)."""
+    """Return the store's record files by key (no temporary ones)."""
     import json
 
     return {p.stem: json.loads(p.read_text()) for p in sorted(store.glob("*/[!.]*.json"))}

@@ -1,6 +1,9 @@
-"""Bad data and bad values, caught before launch where the plan can tell: a missing target column,
-infinite or NaN class labels, a numeric column with a few text cells, duplicate column names, text
-that is not UTF-8, names that would become paths outside the outputs, unusable threads and seeds."""
+"""Bad data and bad values, caught before launch where the plan can tell.
+
+A missing target column, infinite or NaN class labels, a numeric column with a few text cells,
+duplicate column names, text that is not UTF-8, names that would become paths outside the outputs,
+unusable threads and seeds.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Integrity of what treebench derives and reads back: the parsed-data cache, checkpoints, and the
-configs a record replays. Nothing crafted runs; anything changed is detected and rebuilt."""
+"""Integrity of what treebench derives and reads back.
+
+The parsed-data cache, checkpoints, and the configs a record replays. Nothing crafted runs; anything
+changed is detected and rebuilt.
+"""
 
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ class _Evil:
 
 @pytest.fixture
 def toy(tmp_path):
-    """A LIBSVM dataset in a local mirror: its config and a data context over it."""
+    """Return a LIBSVM dataset in a local mirror: its config and a data context over it."""
     rng = np.random.RandomState(0)
     lines = [f"{int(x[0] + x[1] > 0)} 1:{x[0]:.4f} 2:{x[1]:.4f}" for x in rng.normal(size=(300, 2))]
     raw = ("\n".join(lines) + "\n").encode()
@@ -55,7 +58,7 @@ def toy(tmp_path):
 
 
 def _entry(ctx):
-    """The cache entry's path without suffix (``parsed/toy-<key>``), of either format."""
+    """Return the cache entry's path without suffix (``parsed/toy-<key>``), of either format."""
     (p,) = {p.with_suffix("") for p in (ctx.data_dir / "parsed").glob("toy-*")}
     return p
 

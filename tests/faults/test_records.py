@@ -1,6 +1,8 @@
-"""Damaged, truncated and crafted records in the store and the ledger: reported with their path and
-the reason, counted as not done (the rerun replaces them), never crashing a command or entering a
-summary."""
+"""Damaged, truncated and crafted records in the store and the ledger.
+
+Reported with their path and the reason, counted as not done (the rerun replaces them), never
+crashing a command or entering a summary.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""SLURM under faults: a stop signal that would not fit the limit, a controller that does not answer,
-a sweep that cannot submit. The real-cluster test runs against ``scripts/slurm_local.sh start``."""
+"""SLURM under faults.
+
+A stop signal that would not fit the limit, a controller that does not answer, a sweep that cannot
+submit. The real-cluster test runs against ``scripts/slurm_local.sh start``.
+"""
 
 from __future__ import annotations
 
@@ -75,8 +78,11 @@ def test_a_sweep_that_cannot_submit_says_so_in_one_line(tmp_path):
 @pytest.mark.xdist_group("slurm")
 @pytest.mark.skipif(NO_CLUSTER is not None, reason=f"SLURM tests skipped: {NO_CLUSTER}")
 def test_a_two_minute_limit_runs_a_30_s_job_instead_of_timing_it_out(tmp_path):
-    """The default signal_delay_s=120 signalled a timeout_min=2 job at its start (what `status`
-    advised after a 1-minute timeout); capped, the signal comes 30 s before the limit."""
+    """A short job's stop signal comes 30 s before its limit, not at its start.
+
+    The default signal_delay_s=120 signalled a timeout_min=2 job at its start (what `status`
+    advised after a 1-minute timeout); capped, the signal comes 30 s before the limit.
+    """
     args = [
         "run",
         "-m",

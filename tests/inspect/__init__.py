@@ -1,0 +1,1 @@
+"""Tests of model inspection: drawing, rules, importances and refitting a stored run."""

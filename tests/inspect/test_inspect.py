@@ -45,7 +45,7 @@ FAST = {
 
 
 def fast_estimator(name, task, **extra):
-    """The contract test's smoke estimator, with FAST's settings on top."""
+    """Return the contract test's smoke estimator, with FAST's settings on top."""
     return smoke_estimator(name, task, **{**FAST.get(name, {}), **extra})
 
 
@@ -275,8 +275,11 @@ def test_save_model_hook_never_fails_the_run(tmp_path, data):
 
 @pytest.mark.parametrize("with_package", [True, False])
 def test_render_calls_dot_in_the_dot_files_folder(tmp_path, monkeypatch, data, with_package):
-    """Plumbing with a stand-in ``dot`` (real Graphviz is optional): it must run where the DOT
-    file is, so the relative weight-image paths resolve, and write the requested output."""
+    """Plumbing with a stand-in ``dot`` (real Graphviz is optional).
+
+    It must run where the DOT file is, so the relative weight-image paths resolve, and write the
+    requested output.
+    """
     fake = tmp_path / "bin" / "dot"
     fake.parent.mkdir()
     fake.write_text(
@@ -309,7 +312,7 @@ def test_cnn_split_tree_is_not_exportable():
 
 
 def test_refit_passes_the_test_part_to_a_method_that_asks_for_it(tmp_path):
-    # RHF's labelled paper protocol (selection=test) needs fit(..., eval_set=test part), as the runner
+    # RHF's labelled paper protocol (selection=test) needs fit(..., eval_set=test part), as in a run
     out = tmp_path / "out"
     env = {"TREEBENCH_OUTPUTS": str(out)}
     args = ["run", "method=hinge_forest", "dataset=iris", "threads=1"]
@@ -328,8 +331,10 @@ def test_refit_passes_the_test_part_to_a_method_that_asks_for_it(tmp_path):
 
 
 def _dag_with_a_contradiction() -> GraphEnsemble:
-    """x0 <= 3.5 at the root, both branches into one node x0 <= 2.5: the root's right branch
-    (x0 > 3.5) then that node's left (x0 <= 2.5) is a path no input follows."""
+    """x0 <= 3.5 at the root, both branches into one node x0 <= 2.5.
+
+    The root's right branch (x0 > 3.5) then that node's left (x0 <= 2.5) is a path no input follows.
+    """
     from treebench.graph.model import DecisionGraph
 
     g = DecisionGraph(

@@ -38,7 +38,10 @@ def _refit_accuracy(stdout: str) -> tuple[float, float]:
 
 @pytest.fixture(scope="module")
 def crx_ordinal(tmp_path_factory):
-    """A CART run on crx with ordinal categoricals (15 features; the config's one-hot gives 46)."""
+    """Return a CART run on crx with ordinal categoricals.
+
+    15 features; the config's one-hot gives 46.
+    """
     tmp = tmp_path_factory.mktemp("crx")
     env = {"TREEBENCH_OUTPUTS": str(tmp / "outputs"), "TREEBENCH_MIRROR": str(MIRROR)}
     args = ["run", "method=cart", "dataset=crx", "dataset.preprocess.categorical=ordinal"]
@@ -103,7 +106,10 @@ def test_record_without_overrides_refits_when_its_key_matches(tmp_path, outputs)
 
 
 def _fake_record(overrides: list[str], with_overrides: bool = True) -> dict:
-    """A record of the job composed from ``overrides`` (no fit: the key check comes first)."""
+    """Return a record of the job composed from ``overrides``.
+
+    No fit: the key check comes first.
+    """
     import treebench
 
     job = Job.from_config(compose_config(overrides))

@@ -116,7 +116,10 @@ smoke_params: {}
 
 @pytest.fixture
 def toy_method(tmp_path, monkeypatch):
-    """The package ``treebench.methods.toy_cart`` and its YAML, in temporary directories only."""
+    """Yield the package ``treebench.methods.toy_cart`` and its YAML.
+
+    In temporary directories only.
+    """
     pkg = tmp_path / "methods" / NAME
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(

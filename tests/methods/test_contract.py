@@ -20,7 +20,10 @@ CASES = sorted((name, task) for name, e in discover().items() for task in e.clas
 
 
 def method_yaml(name: str) -> dict:
-    """A method file with its values resolved as in the full profile (``${by_profile:full,reduced}``)."""
+    """Return a method file with its values resolved as in the full profile.
+
+    ``${by_profile:full,reduced}``.
+    """
     from omegaconf import OmegaConf
 
     from treebench.schema import register_schema
@@ -31,7 +34,7 @@ def method_yaml(name: str) -> dict:
 
 
 def smoke_estimator(name, task, **extra):
-    """The estimator with its YAML's ``smoke_params`` (a fast setting) and a fixed seed."""
+    """Return the estimator with its YAML's ``smoke_params`` (a fast setting) and a fixed seed."""
     cls = discover()[name].classes[task]
     params = dict(method_yaml(name).get("smoke_params") or {})
     params.update(extra)
@@ -63,10 +66,12 @@ def test_yaml_params_are_constructor_defaults(name, task):
 
 @pytest.mark.parametrize(("name", "task"), CASES)
 def test_progress_protocol(name, task, data):
-    """``fit`` reports only the phases its class declares in ``progress_phases`` (at least one report
-    when it declares any); within a phase ``done`` never exceeds ``total`` and goes back only after a
-    complete report (a member or group starting again), so a progress bar never jumps back mid-way.
-    Early stopping may end a phase short of its total."""
+    """``fit`` reports only the phases its class declares in ``progress_phases``.
+
+    At least one report when it declares any; within a phase ``done`` never exceeds ``total`` and
+    goes back only after a complete report (a member or group starting again), so a progress bar
+    never jumps back mid-way. Early stopping may end a phase short of its total.
+    """
     est = smoke_estimator(name, task)
     declared = set(getattr(type(est), "progress_phases", ()))
     seen = []
@@ -121,8 +126,11 @@ def test_same_seed_same_model(name, task, data):
 
 @pytest.mark.parametrize(("name", "task"), CASES)
 def test_global_generators_are_neither_read_nor_moved(name, task, data):
-    """A method draws only from its ``random_state``: fit and predict leave numpy's and (when loaded)
-    torch's global generators where they were, so a seed alone fixes the model."""
+    """A method draws only from its ``random_state``.
+
+    Fit and predict leave numpy's and (when loaded) torch's global generators where they were, so a
+    seed alone fixes the model.
+    """
     try:
         import torch
     except ImportError:  # the [torch] extra is not installed: numpy's generator only
@@ -171,8 +179,11 @@ def test_invalid_values_raise_invalid_parameter_error(name, task, data):
 
 @pytest.mark.parametrize(("name", "task"), CASES)
 def test_parameters_are_declared_the_sklearn_way(name, task):
-    """Every parameter has a ``_parameter_constraints`` entry ("no_validation" where fit judges it)
-    and a value of a wrong type is rejected by fit before any work (scikit-learn's own check)."""
+    """Every parameter has a ``_parameter_constraints`` entry; fit rejects a wrong type first.
+
+    The entry is "no_validation" where fit judges the value; a value of a wrong type is rejected by
+    fit before any work (scikit-learn's own check).
+    """
     from sklearn.utils.estimator_checks import check_param_validation
 
     est = smoke_estimator(name, task)
@@ -180,13 +191,13 @@ def test_parameters_are_declared_the_sklearn_way(name, task):
     check_param_validation(type(est).__name__, est)
 
 
-# ----------------------------------------------------------------------------- scikit-learn's checks
+# ------------------------------------------------------------------------ scikit-learn's checks
 
 # Settings for scikit-learn's estimator checks, on top of smoke_params: fast, and each reaches the
 # checks' bars (check_classifiers_train: training accuracy > 0.83 on easy blobs, seeds 0-2 checked;
-# check_regressors_train: R^2 > 0.5). SDT's default budget (50 epochs of batch 128 = 150 Adam steps at
-# lr 1e-3 on the 300 rows) underfits the blobs (0.74 for seed 2), hence more, larger steps; E2EDT keeps
-# its defaults (depth 3 x 3 epochs reach only 0.65).
+# check_regressors_train: R^2 > 0.5). SDT's default budget (50 epochs of batch 128 = 150 Adam steps
+# at lr 1e-3 on the 300 rows) underfits the blobs (0.74 for seed 2), hence more, larger steps; E2EDT
+# keeps its defaults (depth 3 x 3 epochs reach only 0.65).
 CHECK_PARAMS = {
     "rf": {"n_estimators": 10},
     "bagged_cart": {"n_estimators": 5},

@@ -27,7 +27,7 @@ torch.set_num_threads(1)
 
 
 def random_structure(rng, n_trees=1, max_depth=4, p_split=0.7):
-    """A random forest topology (unbalanced), nodes created parent-before-child."""
+    """Return a random forest topology (unbalanced), nodes created parent-before-child."""
     tree, depth, split, left, right = [], [], [], [], []
 
     def add(t, d):
@@ -140,7 +140,7 @@ def test_canonical_levels_are_contiguous():
         nxt += len(sids)
 
 
-# ----------------------------------------------------------------------------- deterministic inference
+# ------------------------------------------------------------------- deterministic inference
 
 
 def test_deterministic_predict_is_hard_routing(fitted_tree, iris):
@@ -270,8 +270,11 @@ def test_stacked_adam_matches_torch_adam_and_skips_inactive():
 
 @pytest.mark.parametrize("kernels", [True, False])
 def test_stumps_trained_together_equal_stumps_trained_alone(monkeypatch, kernels):
-    """A level's stumps trained side by side (unequal batch counts, partial last batches) end where
-    each stump trained alone from the same init and the same minibatch order ends."""
+    """A level's stumps trained side by side end where each stump trained alone ends.
+
+    With unequal batch counts and partial last batches; alone means from the same init and the
+    same minibatch order.
+    """
     monkeypatch.setattr(core, "KERNELS_ENABLED", kernels)
     g = torch.Generator().manual_seed(0)
     sizes = [230, 70, 9]  # 8, 3 and 1 batches of 32 rows per epoch
@@ -330,8 +333,11 @@ def test_best_first_growth_respects_max_leaves():
 
 
 def test_weighted_best_first_gain_is_cart_information_gain():
-    """gain='weighted': node share of the weighted samples x entropy drop of the hard-routed class
-    frequencies; a large impure node beats a small one with the same class mix."""
+    """gain='weighted'.
+
+    Node share of the weighted samples x entropy drop of the hard-routed class frequencies; a large
+    impure node beats a small one with the same class mix.
+    """
     y = torch.tensor([0, 0, 1, 1, 2, 2, 0, 1, 0, 0])
     sw = torch.tensor([1.0, 1, 1, 1, 1, 1, 2, 1, 1, 1])
     g = core.Grower(None, torch.zeros(10, 2), y, sw, 3, max_leaves=4, gain="weighted")
@@ -404,8 +410,11 @@ def test_forest_feature_subsets_and_patches():
 
 
 def test_cnn_fast_paths_equal_plain_convolutions():
-    """The first conv's batch-as-channels weight gradient and the per-split second conv (grad mode)
-    give the values and gradients of plain grouped F.conv2d (the no-grad path)."""
+    """The split CNNs' grad-mode convolutions give plain grouped F.conv2d's values and gradients.
+
+    The first conv's batch-as-channels weight gradient and the per-split second conv (grad mode)
+    against plain grouped F.conv2d (the no-grad path).
+    """
     import torch.nn.functional as F
 
     g = torch.Generator().manual_seed(0)
@@ -508,7 +517,10 @@ def test_param_validation(iris):
 
 
 def test_auto_batch_size_gives_the_root_64_steps_per_epoch():
-    """batch_size="auto": ceil(n / 64) rows within [32, 1000], resolved in fit on the training rows."""
+    """batch_size="auto".
+
+    Ceil(n / 64) rows within [32, 1000], resolved in fit on the training rows.
+    """
     from treebench.methods.e2edt.estimator import auto_batch_size
 
     assert [auto_batch_size(n) for n in (50, 986, 2048, 2049, 4435, 60000, 10**6)] == [
@@ -526,7 +538,10 @@ def test_auto_batch_size_gives_the_root_64_steps_per_epoch():
 
 
 def test_auto_batches_give_every_greedy_stump_about_16_steps(monkeypatch):
-    """batch_size="auto": a stump on m rows takes batches of ceil(m / 16) within [4, the global batch]."""
+    """batch_size="auto".
+
+    A stump on m rows takes batches of ceil(m / 16) within [4, the global batch].
+    """
     from treebench.methods.e2edt import estimator as est_mod
 
     assert (est_mod.AUTO_NODE_STEPS, est_mod.AUTO_MIN_NODE_BATCH) == (16, 4)
@@ -627,8 +642,10 @@ def test_single_class_and_diagonal_patches():
 
 
 def test_unit_range_scaling_is_the_references_usps_input():
-    """standardize="unit_range" (USPS in the reference: pixels in [0, 1], not standardised) equals
-    fitting the unscaled model on (X - min) / (max - min), and predicting from raw inputs."""
+    """``standardize="unit_range"`` equals fitting the unscaled model on (X - min) / (max - min).
+
+    USPS in the reference: pixels in [0, 1], not standardised; predictions come from raw inputs.
+    """
     rng = np.random.default_rng(1)
     X = rng.uniform(-1, 1, size=(120, 16)).astype(np.float32)  # ESL USPS pixels lie in [-1, 1]
     y = (X[:, :4].sum(1) > 0).astype(int) + (X[:, 5] > 0.5)
@@ -676,8 +693,11 @@ def torch_path():
 
 @pytest.mark.skipif(not kn.HAVE_NUMBA, reason="needs numba")
 def test_compiled_finetune_h_and_gradient_equal_torch():
-    """E-step responsibilities and the M-step gradient (w, b) of the compiled kernels equal the
-    torch level pass + autograd, on a random unbalanced 3-tree forest with feature subsets."""
+    """The compiled kernels' E-step and M-step gradient equal the torch level pass + autograd.
+
+    E-step responsibilities and the M-step gradient (w, b), on a random unbalanced 3-tree forest
+    with feature subsets.
+    """
     rng = np.random.default_rng(0)
     struct, _ = random_structure(rng, n_trees=3, max_depth=5).canonical()
     N, p, K = 300, 12, 4
@@ -720,8 +740,10 @@ def test_compiled_finetune_h_and_gradient_equal_torch():
 
 @pytest.mark.skipif(not kn.HAVE_NUMBA, reason="needs numba")
 def test_compiled_training_matches_torch_path(torch_path):
-    """Greedy + Finetune with the compiled kernels grow the same forest (same RNG draws) and
-    reach the same predictions as the torch path."""
+    """Greedy + Finetune with the compiled kernels grow the torch path's forest and predictions.
+
+    The same RNG draws, the same forest, the same predictions.
+    """
     X, y = load_digits(return_X_y=True)
     kw = dict(n_estimators=2, max_depth=4, max_features=16, epochs=4, finetune_epochs=3)
     fast = E2EDFClassifier(random_state=0, keep_greedy=True, **kw).fit(X, y)
@@ -753,8 +775,11 @@ def test_compiled_per_node_batches_match_torch_path(torch_path):
 
 @pytest.mark.skipif(not kn.HAVE_NUMBA, reason="needs numba")
 def test_compiled_adam_equals_stacked_adam_bit_for_bit():
-    """CompiledAdam gives StackedAdam's (torch's) parameters bit for bit: steps on all rows and on
-    active subsets, gradients over many magnitudes, with and without weight decay."""
+    """CompiledAdam gives StackedAdam's (torch's) parameters bit for bit.
+
+    Steps on all rows and on active subsets, gradients over many magnitudes, with and without weight
+    decay.
+    """
     if kn.torch_sqrt() is None:
         pytest.skip("torch's square root is not one the kernels know (StackedAdam is used)")
     g = torch.Generator().manual_seed(0)
@@ -793,8 +818,11 @@ def test_compiled_bias_corrections_equal_torch_up_to_two_million_steps():
 
 @pytest.mark.skipif(not kn.HAVE_NUMBA, reason="needs numba")
 def test_fused_stump_epoch_equals_batch_by_batch_steps():
-    """stump_msteps (every minibatch of an epoch in one call) ends where the per-batch gradient
-    (stump_mstep) followed by StackedAdam.step on the batch's stumps ends, bit for bit."""
+    """``stump_msteps`` (an epoch's minibatches in one call) ends where the per-batch path ends.
+
+    The per-batch path: the gradient (``stump_mstep``) followed by ``StackedAdam.step`` on the
+    batch's stumps; bit for bit.
+    """
     if kn.torch_sqrt() is None:
         pytest.skip("torch's square root is not one the kernels know")
     g = torch.Generator().manual_seed(1)
@@ -836,7 +864,10 @@ def test_fused_stump_epoch_equals_batch_by_batch_steps():
 
 
 def _dense_mstep_grad(SG, h, rows, sw, scale, bsplit, bleft, bright, bleaf, n_trees):
-    """The Finetune M-step gradient visiting every node (the kernel before it skipped subtrees)."""
+    """Return the Finetune M-step gradient visiting every node.
+
+    The kernel before it skipped subtrees.
+    """
     lo, hi = np.float32(core.CLAMP_LO), np.float32(core.CLAMP_HI)
     dZ = np.empty(SG.shape, np.float32)
     V = len(bsplit)
@@ -865,8 +896,11 @@ def _dense_mstep_grad(SG, h, rows, sw, scale, bsplit, bleft, bright, bleaf, n_tr
 
 @pytest.mark.skipif(not kn.HAVE_NUMBA, reason="needs numba")
 def test_mstep_gradient_skipping_improbable_subtrees_is_exact():
-    """tree_mstep_grad, which skips subtrees below a path probability < 1e-5, equals the gradient
-    computed at every node bit for bit (steep and soft gates: many subtrees skipped and none)."""
+    """``tree_mstep_grad`` equals the every-node gradient bit for bit, skipping improbable subtrees.
+
+    It skips subtrees below a path probability < 1e-5 (steep and soft gates: many subtrees skipped
+    and none).
+    """
     rng = np.random.default_rng(0)
     struct, _ = random_structure(rng, n_trees=3, max_depth=9, p_split=0.8).canonical()
     bs = kn.bfs_arrays(struct)

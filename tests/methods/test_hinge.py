@@ -1,4 +1,7 @@
-"""Random Hinge Forest / Ferns: exact paper gradients, fern == tree at depth 1, deterministic inference."""
+"""Random Hinge Forest / Ferns.
+
+Exact paper gradients, fern == tree at depth 1, deterministic inference.
+"""
 
 from __future__ import annotations
 
@@ -169,9 +172,11 @@ def test_conv_pool_and_sum_aggregation_shapes():
 
 
 def test_bleak_init_and_per_position_conv_bn():
-    """weight_init="bleak" = the authors' N(0, 1) pool/head weights and zero head bias;
-    conv_bn="position" keeps one running statistic per flattened conv output (bleak's MNIST graph)
-    and normalises each of them with its own statistics."""
+    """weight_init="bleak" = the authors' N(0, 1) pool/head weights and zero head bias.
+
+    Conv_bn="position" keeps one running statistic per flattened conv output (bleak's MNIST graph)
+    and normalises each of them with its own statistics.
+    """
     g = torch.Generator().manual_seed(0)
     lin = HingeNet(256, 10, 50, 3, "tree", n_features=100, weight_init="bleak", generator=g)
     w = lin.pool.weight.detach()
@@ -221,9 +226,11 @@ def test_sklearn_contract_and_iris(cls):
 
 @pytest.mark.parametrize("pool", ["linear", "conv"])
 def test_rowwise_inference_matches_batch_forward(pool):
-    """Predictions are per row (the float32 BLAS sums of the pool and head depend on the batch
-    size; they are accumulated in float64 at inference) and equal those of the batched forward
-    pass: the same classes, probabilities within float32 rounding."""
+    """Predictions are per row and equal those of the batched forward pass.
+
+    The float32 BLAS sums of the pool and head depend on the batch size; they are accumulated in
+    float64 at inference. Equal means the same classes, probabilities within float32 rounding.
+    """
     X, y = load_digits(return_X_y=True)
     X, y = X[:400], y[:400]
     kw = {"features": "conv", "n_features": 6, "image_shape": (8, 8)} if pool == "conv" else {}
@@ -277,7 +284,10 @@ def test_test_selection_is_labelled():
 
 
 def test_runner_passes_test_part_only_for_test_selection(tmp_path, monkeypatch):
-    """Through the runner: selection=test gets the test part in fit and is labelled in the record."""
+    """Through the runner.
+
+    Selection=test gets the test part in fit and is labelled in the record.
+    """
     from tests.conftest import compose_config
     from treebench.data import DataContext
     from treebench.results.store import Store
@@ -366,8 +376,11 @@ def test_auto_iterations_budget_by_task():
 
 
 def test_auto_iterations_stop_early_and_restore_the_best_snapshot():
-    """Random labels: the validation loss is lowest early; the fit stops 10 snapshots later and keeps
-    the best snapshot, i.e. the model of a fit stopped at the best iteration (same seed)."""
+    """Random labels: the validation loss is lowest early.
+
+    The fit stops 10 snapshots later and keeps the best snapshot, i.e. the model of a fit stopped at
+    the best iteration (same seed).
+    """
     rng = np.random.RandomState(0)
     X, y = rng.randn(300, 5), rng.randint(0, 2, 300)
     kw = dict(n_estimators=5, max_depth=3, snapshot_every=20, random_state=0, n_jobs=1)
@@ -397,9 +410,12 @@ def test_paper_experiments_keep_the_papers_40000_steps(method):
 
 
 def test_auto_iterations_snapshot_on_the_epoch_grid():
-    """A classifier on 600 training rows (800 given, a quarter held out) snapshots every 113 steps
-    (10 epochs of batches of 53) and stops 10 snapshots after its best, 1 243 steps at the
-    earliest; random labels, so the best comes early."""
+    """The auto budget follows the data: 600 training rows snapshot every 113 steps.
+
+    A classifier on 600 training rows (800 given, a quarter held out) snapshots every 113 steps (10
+    epochs of batches of 53) and stops 10 snapshots after its best, 1 243 steps at the earliest;
+    random labels, so the best comes early.
+    """
     rng = np.random.RandomState(1)
     X, y = rng.randn(800, 4), rng.randint(0, 2, 800)
     est = HingeFernClassifier(n_estimators=4, max_depth=2, random_state=0, n_jobs=1).fit(X, y)
@@ -440,8 +456,10 @@ def test_bagging_and_adaboost_accept_it():
 
 @pytest.mark.parametrize("kind", ["tree", "fern"])
 def test_compiled_path_equals_gather_path(kind):
-    """The numba forward/backward (dense and sparse leaf gradients, per-tree and summed outputs)
-    equal the autograd-through-gathers path."""
+    """The numba forward/backward equal the autograd-through-gathers path.
+
+    Dense and sparse leaf gradients, per-tree and summed outputs.
+    """
     f = HingeForest(9, 6, 5, 4, kind, leaf_std=1.0, generator=torch.Generator().manual_seed(7))
     f = f.double()
     z = torch.randn(33, 9, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
@@ -478,9 +496,11 @@ def test_compiled_path_equals_gather_path(kind):
 @pytest.mark.parametrize("kind", ["tree", "fern"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_compiled_forward_is_bitwise_the_papers_walk(kind, dtype):
-    """The compiled forward (ferns: level-wise on z transposed, branch-free) gives exactly the leaf,
-    v*, r* and output bits of the paper's walk written out per sample (Alg. 3: right iff r > 0,
-    strict < keeps the shallower decision), ties and zero margins included."""
+    """The compiled forward gives exactly the bits of the paper's walk written out per sample.
+
+    Ferns: level-wise on z transposed, branch-free. The leaf, v*, r* and output bits of Alg. 3
+    (right iff r > 0, strict < keeps the shallower decision), ties and zero margins included.
+    """
     from treebench.methods.hinge.net import _kernels
 
     if _kernels is None:
@@ -520,8 +540,11 @@ def test_compiled_forward_is_bitwise_the_papers_walk(kind, dtype):
 
 
 def _leaf_step_grads(gen, step: int, n_rows: int):
-    """One step's gradients of a [6, 8, 3] leaf tensor and a [17] dense one: a sparse COO gradient
-    on a few unique (tree, leaf) rows among the first ``n_rows`` of 48, and a dense one."""
+    """One step's gradients of a [6, 8, 3] leaf tensor and a [17] dense one.
+
+    A sparse COO gradient on a few unique (tree, leaf) rows among the first ``n_rows`` of 48, and a
+    dense one.
+    """
     rows = torch.randperm(n_rows, generator=gen)[: 1 + step % 7].sort().values
     idx = torch.stack([rows // 8, rows % 8])
     vals = torch.randn(len(rows), 3, generator=gen)
@@ -530,8 +553,11 @@ def _leaf_step_grads(gen, step: int, n_rows: int):
 
 
 def test_hinge_adam_equals_torch_adam():
-    """HingeAdam (numba; sparse leaf rows consumed without materialising zeros) == torch.optim.Adam
-    fed the same gradients densely, over steps where many entries get no gradient."""
+    """HingeAdam == torch.optim.Adam fed the same gradients densely.
+
+    HingeAdam is numba's, consuming sparse leaf rows without materialising zeros; over steps where
+    many entries get no gradient.
+    """
     from treebench.methods.hinge.net import HingeAdam
 
     gen = torch.Generator().manual_seed(0)
@@ -555,8 +581,10 @@ def test_hinge_adam_equals_torch_adam():
 
 
 def test_lazy_hinge_adam_equals_torch_sparse_adam():
-    """HingeAdam(lazy=True) moves only the leaf rows a step touches, as torch.optim.SparseAdam (same
-    up to where Adam and SparseAdam put eps), and keeps dense Adam for dense gradients."""
+    """HingeAdam(lazy=True) moves only the leaf rows a step touches, as torch.optim.SparseAdam.
+
+    The same up to where Adam and SparseAdam put eps; dense gradients keep dense Adam.
+    """
     from treebench.methods.hinge.net import HingeAdam
 
     gen = torch.Generator().manual_seed(1)
@@ -582,11 +610,15 @@ def test_lazy_hinge_adam_equals_torch_sparse_adam():
     torch.testing.assert_close(ours[0].detach()[still], p0[0][still], rtol=0, atol=0)
 
 
-@pytest.mark.parametrize(("kind", "depth", "k"), [("tree", 5, 1), ("tree", 10, 1), ("fern", 10, 1), ("tree", 5, 3)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kind", "depth", "k"), [("tree", 5, 1), ("tree", 10, 1), ("fern", 10, 1), ("tree", 5, 3)]
+)
 def test_hinge_adagrad_rows_equal_dense_adagrad_bitwise(kind, depth, k):
-    """Adagrad on the forest's gradient rows (HingeAdagrad: sparse threshold and leaf gradients, only
-    the touched entries stepped) lands on torch.optim.Adagrad(fused=True)'s dense result bit for bit:
-    parameters, accumulators and predictions."""
+    """Adagrad on the forest's gradient rows lands on torch's dense fused Adagrad bit for bit.
+
+    HingeAdagrad: sparse threshold and leaf gradients, only the touched entries stepped, against
+    torch.optim.Adagrad(fused=True): parameters, accumulators and predictions.
+    """
     import copy
 
     from treebench.methods.hinge.net import HingeAdagrad, _kernels, torch_train_steps
@@ -628,9 +660,11 @@ def test_hinge_adagrad_rows_equal_dense_adagrad_bitwise(kind, depth, k):
 
 @pytest.mark.parametrize("depth", [5, 10])
 def test_estimator_adagrad_rows_path_is_bit_identical(depth, monkeypatch):
-    """The estimator's torch-path fit (here 72 inputs, so not the compiled UCI step) predicts the
-    same bits whether AdaGrad takes the forest's gradients densely (a small forest's default) or as
-    rows (a large forest's default, forced here at depths 5 and 10)."""
+    """The torch-path fit predicts the same bits with dense or row-wise AdaGrad gradients.
+
+    Here 72 inputs, so not the compiled UCI step; densely is a small forest's default, as rows a
+    large forest's (forced here at depths 5 and 10).
+    """
     import treebench.methods.hinge.net as hnet
 
     X, y = load_digits(return_X_y=True)
@@ -649,8 +683,10 @@ def test_estimator_adagrad_rows_path_is_bit_identical(depth, monkeypatch):
 @pytest.mark.parametrize("kind", ["tree", "fern"])
 @pytest.mark.parametrize("task", ["classification", "regression", "weighted"])
 def test_compiled_uci_training_equals_torch_path(kind, task):
-    """The one-kernel UCI training step (pool, BN, forest, head, loss, backward, AdaGrad, BN update)
-    gives the torch path's parameters, BN statistics and losses (float64, 150 steps)."""
+    """The one-kernel UCI training step gives the torch path's parameters, statistics and losses.
+
+    Pool, BN, forest, head, loss, backward, AdaGrad, BN update; float64, 150 steps.
+    """
     import copy
 
     from treebench.methods.hinge.net import (

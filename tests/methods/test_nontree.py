@@ -1,4 +1,4 @@
-"""The non-tree baselines (MLP, linear SVM) are scikit-learn's models on standardised or raw inputs."""
+"""The non-tree baselines (MLP, linear SVM): scikit-learn's models on standardised or raw inputs."""
 
 import numpy as np
 import pytest

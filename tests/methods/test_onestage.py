@@ -1,4 +1,4 @@
-"""One-Stage Tree: closed-form values, pruning at inference, straight-through gradients vs autograd."""
+"""One-Stage Tree: closed-form values, pruning at inference, straight-through gradients."""
 
 from __future__ import annotations
 
@@ -48,7 +48,10 @@ def _setup(task="classification", D=3, n=40, d=4, c=3, seed=0):
 
 
 def _torch_response(Xa, W, V, gbar, D, hard_right, soft_left=None):
-    """Eq. (2) bottom up in torch: f_i = g_i (s_i0 f_L + s_i1 f_R) + (1 - g_i) v_i (full vectors)."""
+    """Eq. (2) bottom up in torch.
+
+    F_i = g_i (s_i0 f_L + s_i1 f_R) + (1 - g_i) v_i (full vectors).
+    """
     n = Xa.shape[0]
     n_int = 2**D - 1
     Vt = torch.as_tensor(V)
@@ -217,8 +220,10 @@ def test_compiled_router_matches_numpy_router():
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_fused_refresh_equals_routing_then_node_values(task):
-    """One compiled pass (route every row, sum it into its leaf, values) gives exactly the values
-    of route_paths + node_values, and each row's leaf."""
+    """One compiled pass gives exactly the values of route_paths + node_values, and each leaf.
+
+    The pass routes every row, sums it into its leaf and makes the values.
+    """
     rng = np.random.RandomState(3)
     D, n, d = 5, 703, 6  # not a multiple of 4: rows are routed four at a time, then one by one
     Xa = np.hstack([rng.randn(n, d), np.ones((n, 1))]).astype(np.float32)
@@ -236,8 +241,11 @@ def test_fused_refresh_equals_routing_then_node_values(task):
 
 
 def test_half_adam_on_routers_equals_adam_on_both_logits():
-    """The second logits' gradient is the first's negation: Adam on half of the routers' moments
-    moves both logits by exactly the numbers of Adam on the stacked gradient."""
+    """The second logits' gradient is the first's negation.
+
+    Adam on half of the routers' moments moves both logits by exactly the numbers of Adam on the
+    stacked gradient.
+    """
     rng = np.random.RandomState(4)
     W = rng.randn(5, 7, 2)
     W2 = W.copy()
@@ -341,7 +349,10 @@ def test_clone_params_reproducible_and_variants():
 
 
 def test_auto_patience_counts_minibatch_steps():
-    """patience="auto": AUTO_PATIENCE_STEPS steps in epochs of n_batches, never below the paper's."""
+    """patience="auto".
+
+    AUTO_PATIENCE_STEPS steps in epochs of n_batches, never below the paper's.
+    """
     from treebench.methods.onestage.estimator import AUTO_PATIENCE_STEPS, auto_patience
 
     assert AUTO_PATIENCE_STEPS == 1000
@@ -367,9 +378,11 @@ def test_bagging_and_adaboost_accept_it():
 
 
 def test_regression_gamma_step_prunes_a_useless_tree_early():
-    """The regression gamma step (0.1 on the standardised MSE) prunes the whole tree on pure-noise
-    targets within 6 epochs; a 10x smaller step keeps every node. Classification's step is 1.0.
-    (Why 0.1: docs/methods/onestage.md.)"""
+    """The regression gamma step prunes the whole tree on pure-noise targets within 6 epochs.
+
+    The step is 0.1 on the standardised MSE; a 10x smaller step keeps every node. Classification's
+    step is 1.0. (Why 0.1: docs/methods/onestage.md.)
+    """
     assert OneStageRegressor()._gamma_step() == 0.1
     assert OneStageClassifier()._gamma_step() == 1.0
     rng = np.random.RandomState(0)
@@ -382,9 +395,12 @@ def test_regression_gamma_step_prunes_a_useless_tree_early():
 
 
 def test_pruned_subtree_and_one_sided_last_split_get_no_router_gradient():
-    """The routers below a pruned node get no gradient (the subtree is frozen while pruned), and a
-    one-sided split just above the leaves, whose empty child copies its parent's value (Eq. 17 +
-    empty-node rule), has equal children and so a zero router gradient."""
+    """Routers below a pruned node, or of a one-sided last split, get no gradient.
+
+    The subtree below a pruned node is frozen while pruned; a one-sided split just above the leaves,
+    whose empty child copies its parent's value (Eq. 17 + empty-node rule), has equal children and
+    so a zero router gradient.
+    """
     est, Xa, t, W, V, keep, D, rng = _setup("regression", D=3, n=60)
     keep[:] = True
     keep[1] = False  # node 1 pruned: its children 3, 4 are split nodes of a frozen subtree
@@ -401,9 +417,12 @@ def test_pruned_subtree_and_one_sided_last_split_get_no_router_gradient():
 
 @pytest.mark.parametrize("holdout", [True, False])
 def test_joint_tree_uses_one_stage_parts_and_early_stops_on_held_out_rows(holdout):
-    """Joint Tree: with ``early_stopping_holdout`` it trains on One-Stage's training part
-    only (same stratified split for the same seed) and its monitored loss is the relaxed model's loss
-    on the held-out rows; without it every row trains and the monitored rows are the training rows."""
+    """Joint Tree holds rows out only with ``early_stopping_holdout``.
+
+    With it, Joint Tree trains on One-Stage's training part only (same stratified split for the
+    same seed) and its monitored loss is the relaxed model's loss on the held-out rows; without it
+    every row trains and the monitored rows are the training rows.
+    """
     from sklearn.model_selection import train_test_split
     from sklearn.utils import check_random_state
 
@@ -450,10 +469,13 @@ def _one_sided(Xa, Wd, D):
 
 
 def test_data_router_init_centres_every_reached_split():
-    """``router_init='data'``: with the default init's directions (near-origin hyperplanes) many deep
-    splits of a depth-6 tree are one-sided on shifted data; after centring each bias on the median of
-    its node's rows, every split reached by two or more rows sends rows both ways, all 63 are reached,
-    the directions are unchanged and each node's mean bias is kept."""
+    """``router_init='data'``.
+
+    With the default init's directions (near-origin hyperplanes) many deep splits of a depth-6 tree
+    are one-sided on shifted data; after centring each bias on the median of its node's rows, every
+    split reached by two or more rows sends rows both ways, all 63 are reached, the directions are
+    unchanged and each node's mean bias is kept.
+    """
     from treebench.methods.onestage.core import center_router_biases
 
     rng = np.random.RandomState(0)
@@ -478,9 +500,12 @@ def test_data_router_init_centres_every_reached_split():
     "cls", [OneStageClassifier, OneStageJointClassifier, OneStageGumbelClassifier]
 )
 def test_router_init_applies_to_all_variants(cls):
-    """The three variants share the router code: with a negligible router step the fitted routers are
-    the initial ones, and with ``router_init='data'`` no reached split is one-sided on the training
-    part (recovered as in ``fit``); the directions equal the default init's (same random draws)."""
+    """The three variants share the router code.
+
+    With a negligible router step the fitted routers are the initial ones, and with
+    ``router_init='data'`` no reached split is one-sided on the training part (recovered as in
+    ``fit``); the directions equal the default init's (same random draws).
+    """
     from sklearn.model_selection import train_test_split
     from sklearn.utils import check_random_state
 
@@ -523,8 +548,10 @@ def test_running_leaf_sums_equal_a_fresh_count_after_moves(codes):
 
 @pytest.mark.parametrize("cls", [OneStageClassifier, OneStageJointClassifier])
 def test_batch_step_rows_learns_and_leaves_the_default_paper_rule(cls):
-    """step_rows='batch' (O(batch) steps) learns iris as well as the paper's rule (the default):
-    training accuracy over three seeds within 0.02 (measured: 0.918 vs 0.911, Joint 0.900 vs 0.898)."""
+    """step_rows='batch' (O(batch) steps) learns iris as well as the paper's rule (the default).
+
+    Training accuracy over three seeds within 0.02 (measured: 0.918 vs 0.911, Joint 0.900 vs 0.898).
+    """
     X, y = load_iris(return_X_y=True)
     assert cls().step_rows == "all"
     acc = {
@@ -542,8 +569,10 @@ def test_batch_step_rows_learns_and_leaves_the_default_paper_rule(cls):
 
 
 def test_stop_nodes_equal_full_paths_then_stop_positions():
-    """Prediction's kernel walks each row only through the kept splits it passes and stops where
-    route_paths + stop_positions stop it."""
+    """Prediction's kernel stops each row where route_paths + stop_positions stop it.
+
+    It walks each row only through the kept splits it passes.
+    """
     rng = np.random.RandomState(5)
     D, n, d = 6, 3000, 9
     Xa = np.hstack([rng.randn(n, d), np.ones((n, 1))]).astype(np.float32)

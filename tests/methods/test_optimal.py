@@ -1,4 +1,7 @@
-"""The optimal-tree solvers keep their guarantee on their own binary columns, and stop at their limit."""
+"""The optimal-tree solvers keep their guarantee on their own binary columns.
+
+And stop at their limit.
+"""
 
 from __future__ import annotations
 
@@ -50,8 +53,11 @@ def _accuracy(pred, y):
 @pytest.mark.parametrize("name", sorted(SETS))
 @pytest.mark.parametrize("depth", [2, 3])
 def test_streed_is_at_least_as_accurate_as_cart_of_the_same_depth(name, depth):
-    """On STreeD's binary columns, CART of depth d (any tie-break) never beats STreeD's depth-d tree
-    on the training data: STreeD searched all trees of that depth."""
+    """On STreeD's binary columns.
+
+    CART of depth d (any tie-break) never beats STreeD's depth-d tree on the training data: STreeD
+    searched all trees of that depth.
+    """
     X, y = SETS[name]
     est = STreeDClassifier(max_depth=depth, n_thresholds=5, random_state=0).fit(X, y)
     assert est.fit_info_["optimal"] and not est.fit_info_["timed_out"]
@@ -73,9 +79,12 @@ def test_streed_beats_cart_where_greedy_is_short_sighted():
 
 @pytest.mark.parametrize("name", ["breast_cancer", "xor", "wine"])
 def test_gosdt_objective_is_no_worse_than_cart_pruned_to_the_same_leaves(name):
-    """GOSDT minimises misclassification + lambda * leaves over trees of depth <= depth_budget on its
+    """GOSDT's objective is at most that of any CART cut of the same depth on its columns.
+
+    GOSDT minimises misclassification + lambda * leaves over trees of depth <= depth_budget on its
     binary columns: CART on the same columns, grown to the same depth and cut to L leaves (best
-    first) for every L up to the depth's maximum, has an objective at least as large."""
+    first) for every L up to the depth's maximum, has an objective at least as large.
+    """
     X, y = SETS[name]
     lam, depth = 0.01, 3
     est = GOSDTClassifier(
@@ -102,8 +111,11 @@ def _hard():
 
 
 def test_gosdt_time_limit_stops_a_hard_instance_and_the_record_says_so():
-    """GOSDT checks its limit every 10,000 iterations; the child is killed at the limit (plus the
-    grace) and the fit keeps the one-leaf tree or the solver's timed-out tree, saying so."""
+    """GOSDT checks its limit every 10,000 iterations.
+
+    The child is killed at the limit (plus the grace) and the fit keeps the one-leaf tree or the
+    solver's timed-out tree, saying so.
+    """
     X, y = _hard()
     limit = 2.0
     est = GOSDTClassifier(

@@ -381,9 +381,12 @@ def test_mlp_teacher_temperature_soft_labels():
 
 @pytest.mark.slow
 def test_vgg11_teacher_pads_to_32_and_draws_dropout_from_its_own_generator():
-    """VGG-11 (configuration A) on 28 x 28 images: padded with a raw 0 pixel's value to 32 x 32, so
-    its five pools end at 1 x 1 x 512; dropout masks come from the teacher's seed (same seed, same
-    net; the global torch generator is neither read nor moved); the fitted teacher pickles."""
+    """VGG-11 (configuration A) on 28 x 28 images.
+
+    Padded with a raw 0 pixel's value to 32 x 32, so its five pools end at 1 x 1 x 512; dropout
+    masks come from the teacher's seed (same seed, same net; the global torch generator is neither
+    read nor moved); the fitted teacher pickles.
+    """
     torch = pytest.importorskip("torch")
     import pickle
 
@@ -428,7 +431,7 @@ def test_compiled_apply_equals_numpy_levels():
     np.testing.assert_array_equal(t.apply(Xt), t.apply_numpy(Xt))
 
 
-# ----------------------------------------------------------------------------- alpha by cross-validation
+# -------------------------------------------------------------------- alpha by cross-validation
 
 
 class FoldHistogramTeacher(ClassifierMixin, BaseEstimator):
@@ -548,8 +551,11 @@ def test_alpha_cv_heldout_with_full_dnn_teacher():
 @pytest.mark.parametrize("experiment", ["redt_table2_3_5", "redt_alpha"])
 @pytest.mark.parametrize("profile", ["full", "reduced"])
 def test_experiment_rows_compose_with_the_inferred_protocol(experiment, profile):
-    """Every dataset row composes; crx/german/cmc/landcover/connect4 run on a 75/25 stratified holdout,
-    the categorical sets of them ordinal-coded (the split/encoding inferred from Tables I and III)."""
+    """Every dataset row composes.
+
+    The crx/german/cmc/landcover/connect4 rows run on a 75/25 stratified holdout, the categorical
+    sets of them ordinal-coded (the split/encoding inferred from Tables I and III).
+    """
     from treebench.api import compose_config
 
     cfg = compose_config([f"experiment={experiment}"], return_hydra_config=True)
@@ -616,7 +622,10 @@ def test_search_over_alpha_fits_each_teacher_once_with_identical_results(monkeyp
 
 
 def test_memo_hit_leaves_the_generator_where_the_computation_would(monkeypatch):
-    """alpha='auto' (holdout) draws its split after the soft labels: a hit must give the same split."""
+    """alpha='auto' (holdout) draws its split after the soft labels.
+
+    A hit must give the same split.
+    """
     X, y = _data(5, n=240, d=4)
     est, calls = _counting_jackknife(monkeypatch)
     kw = dict(
@@ -645,8 +654,10 @@ def test_memo_hit_leaves_the_generator_where_the_computation_would(monkeypatch):
 
 
 def test_a_sweep_with_seeds_innermost_still_hits(monkeypatch):
-    """A sweep over alpha x seed that runs every seed at one alpha before the next alpha reuses
-    each seed's soft labels (the memo holds more entries than a sweep has seeds)."""
+    """A sweep over alpha x seed, every seed at one alpha before the next, reuses soft labels.
+
+    Each seed's soft labels are reused: the memo holds more entries than a sweep has seeds.
+    """
     X, y = _data(6, n=150, d=3)
     est, calls = _counting_jackknife(monkeypatch)
     for alpha in (0.0, 0.5):

@@ -1,4 +1,7 @@
-"""The shared routing kernel: numba and numpy backends agree with scikit-learn and with E2EDT's torch."""
+"""The shared routing kernel.
+
+Numba and numpy backends agree with scikit-learn and with E2EDT's torch.
+"""
 
 from __future__ import annotations
 
@@ -111,7 +114,8 @@ def test_e2edt_predict_matches_torch_routing(digits):
         torch, Xt = est._tensor(X)
         ref = core.route_hard_torch(est.bank_, est.struct_, Xt).numpy()
         got = est.apply(X)
-        # float64 accumulation vs torch's float32 sum: only a split value within rounding of 0 may differ
+        # float64 accumulation vs torch's float32 sum: only a split value within rounding of 0
+        # may differ
         assert (got == ref).mean() > 0.999
 
 

@@ -1,5 +1,8 @@
-"""sample_weight semantics: exact for the deterministic learners, in distribution for the stochastic
-ones, unchanged unweighted fits, and boosting that uses the weights (AdaBoost reweights through them)."""
+"""sample_weight semantics.
+
+Exact for the deterministic learners, in distribution for the stochastic ones, unchanged unweighted
+fits, and boosting that uses the weights (AdaBoost reweights through them).
+"""
 
 from __future__ import annotations
 
@@ -33,7 +36,10 @@ def _assert_same_graph(a, b):
 
 
 def _weighted_and_repeated(seed, n, d):
-    """Random rows, labels and integer weights including zeros (scikit-learn's equivalence check)."""
+    """Random rows, labels and integer weights including zeros.
+
+    Scikit-learn's equivalence check.
+    """
     rng = np.random.RandomState(seed)
     X = rng.rand(n, d)
     y = rng.randint(0, 3, size=n)
@@ -72,9 +78,12 @@ def test_uniform_integer_weights_equal_the_unweighted_fit(make):
 
 
 def test_redt_tree_integer_weights_equal_repeated_rows():
-    """ReDT's distilled tree: integer weights equal repeated rows exactly (hard labels; k = 1, since
-    ``k`` counts rows as scikit-learn's ``min_samples_split``). The estimator as a whole is declared
-    to fail scikit-learn's equivalence check: its teacher's jackknife folds split rows."""
+    """ReDT's distilled tree.
+
+    Integer weights equal repeated rows exactly (hard labels; k = 1, since ``k`` counts rows as
+    scikit-learn's ``min_samples_split``). The estimator as a whole is declared to fail
+    scikit-learn's equivalence check: its teacher's jackknife folds split rows.
+    """
     for seed in range(10):
         X, y, sw, _ = _weighted_and_repeated(seed, 30, 5)
         X = X.astype(np.float32)
@@ -121,15 +130,15 @@ def test_unweighted_fits_unchanged(name):
     assert _digest(pred) == want, f"{name}: unweighted predictions moved (paper numbers would)"
 
 
-# ----------------------------------------------------------------------------- stochastic: distribution
+# ---------------------------------------------------------------------- stochastic: distribution
 
-# Estimators whose weighted fit can equal the repeated one only in distribution (declared failures of
-# check_sample_weight_equivalence_on_dense_data), with settings that separate the two effects the
+# Estimators whose weighted fit can equal the repeated one only in distribution (declared failures
+# of check_sample_weight_equivalence_on_dense_data), with settings that separate the two effects the
 # weights are not meant to have: repeated rows also lengthen an epoch (so the weighted fit gets the
 # same number of optimiser steps, by scaling its epochs) and land in a validation part drawn by row
 # (so the hinge models keep their last state and One-Stage trains without early stopping).
 STOCHASTIC = {
-    # e2edt: a fixed batch (batch_size="auto" gives every stump ~16 steps per epoch, however many rows)
+    # e2edt: a fixed batch (batch_size="auto" gives every stump ~16 steps per epoch at any size)
     "e2edt": ({"max_depth": 3, "epochs": 10, "batch_size": 1000}, "epochs"),
     "e2edf": ({"max_depth": 3, "epochs": 5}, "epochs"),
     "sdt": ({"batch_size": 32}, "max_epochs"),
@@ -169,7 +178,8 @@ def test_weights_equal_repeated_rows_in_distribution(name, task):
     Statistic: the share of test points predicted as class 1 (classification) or the mean
     prediction (regression). Unweighted, both the weighted and repeated fits must move away from
     the unweighted one, and the weighted one within 30 % of the repeated one's move (ignoring the
-    weights would be 100 %)."""
+    weights would be 100 %).
+    """
     extra, budget = STOCHASTIC[name]
     X, y, w, X_test = _shifted_data(task)
     rows = np.repeat(np.arange(len(y)), w)
@@ -252,8 +262,10 @@ def test_every_classifier_has_a_weak_setting():
 
 @pytest.mark.parametrize("name", [n for n in WEIGHTED_CLASSIFIERS if n not in NOT_BOOSTABLE])
 def test_adaboost_uses_the_weights(name):
-    """AdaBoostClassifier(<method>) removes at least 20 % of the method's test errors. A method that
-    ignored its weights would be refitted on the same data every round."""
+    """AdaBoostClassifier(<method>) removes at least 20 % of the method's test errors.
+
+    A method that ignored its weights would be refitted on the same data every round.
+    """
     X, y = _disk(300, 0)
     X_test, y_test = _disk(1000, 1)
     single = smoke_estimator(name, "classification", **WEAK[name]).fit(X, y)

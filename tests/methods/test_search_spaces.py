@@ -1,5 +1,7 @@
-"""Every method config's ``search:`` block, as Hydra composes it (variants inherit), samples values
-its estimator accepts; checked for every method file and task of the registry."""
+"""Every method config's ``search:`` block, as Hydra composes it (variants inherit).
+
+Samples values its estimator accepts; checked for every method file and task of the registry.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ _FILES = sorted(p.stem for p in (Path(CONF_DIR) / "method").glob("*.yaml"))
 
 
 def _name(stem: str) -> str:
-    """The registered method a config file runs (``redt_dt`` runs ``cart``)."""
+    """Return the registered method a config file runs (``redt_dt`` runs ``cart``)."""
     raw = yaml.safe_load((Path(CONF_DIR) / "method" / f"{stem}.yaml").read_text())
     return raw.get("name") or _name(raw["defaults"][0])
 

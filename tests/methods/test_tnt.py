@@ -1,4 +1,7 @@
-"""Tests of the Tree in Tree decision graph, its ensembles and the NDG baseline (all offline, small)."""
+"""Tests of the Tree in Tree decision graph.
+
+Its ensembles and the NDG baseline (all offline, small).
+"""
 
 from __future__ import annotations
 
@@ -69,9 +72,12 @@ def test_N1_1_is_cart_with_ccp(digits, C):
 
 @pytest.mark.parametrize("C", [1e-3, 3e-3, 1e-2])
 def test_N1_1_numba_backend_is_cart_with_ccp(C):
-    """The numba micro trees (early stop + exact pruning) give CART-with-ccp's partition of the training
-    set. Continuous features and random weights make equally good splits (ties, which scikit-learn breaks
-    by its random feature order) induce the same partition, so partitions must match exactly."""
+    """The numba micro trees give CART-with-ccp's partition of the training set.
+
+    They stop early and prune exactly. Continuous features and random weights make equally good
+    splits (ties, which scikit-learn breaks by its random feature order) induce the same partition,
+    so partitions must match exactly.
+    """
     X, y = load_digits(return_X_y=True)
     rs = np.random.RandomState(0)
     X = X + rs.rand(*X.shape) * 0.5
@@ -90,10 +96,12 @@ def test_N1_1_numba_backend_is_cart_with_ccp(C):
 
 
 def test_micro_tree_kernel_matches_sklearn_ccp():
-    """``build_micro`` = DecisionTreeClassifier(ccp_alpha) on a subset (same node count and predictions
-    on tie-free data; the kernel's branch-and-bound growth must not change the pruned tree at any C);
-    C = 0 grows to purity without pruning (scikit-learn also splits nodes whose
-    impurity is a rounding error above 0, so node counts are not compared there)."""
+    """``build_micro`` = DecisionTreeClassifier(ccp_alpha) on a subset.
+
+    The same node count and predictions on tie-free data; the kernel's branch-and-bound growth must
+    not change the pruned tree at any C. C = 0 grows to purity without pruning (scikit-learn also
+    splits nodes whose impurity is a rounding error above 0, so node counts are not compared there).
+    """
     from treebench.methods.tnt import core
 
     rs = np.random.RandomState(1)
@@ -118,9 +126,12 @@ def test_micro_tree_kernel_matches_sklearn_ccp():
 
 @pytest.mark.parametrize("K", [2, 10])
 def test_micro_tree_kernel_count_weights_path_is_exact(K):
-    """Integral weights take the kernel's fast path (blocks split by swaps, larger children's
-    histograms by subtraction); halving the weights and the penalty takes the stable path and scales
-    every sum exactly by a power of two, so both must give the same tree on tie-heavy data."""
+    """The kernel's fast path (integral weights) and stable path give the same tree.
+
+    Integral weights take the fast path (blocks split by swaps, larger children's histograms by
+    subtraction); halving the weights and the penalty takes the stable path and scales every sum
+    exactly by a power of two, so both must give the same tree on tie-heavy data.
+    """
     from treebench.methods.tnt import core
 
     X, y = load_digits(return_X_y=True)
@@ -144,10 +155,13 @@ def test_micro_tree_kernel_count_weights_path_is_exact(K):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_micro_tree_kernel_ignores_splits_that_isolate_negligible_weight(seed):
-    """Late AdaBoost rounds weigh some rows ~1e-20 of the others. A split that puts only such rows
-    on one side leaves that side's weight below the rounding of the node's total (W - wl = 0 or a
-    rounding residue): it used to divide by zero, or win with a huge bogus score. Both sides of the
-    chosen split must carry real weight, and the tree grows as if those rows weighed nothing."""
+    """Late AdaBoost rounds weigh some rows ~1e-20 of the others.
+
+    A split that puts only such rows on one side leaves that side's weight below the rounding of the
+    node's total (W - wl = 0 or a rounding residue): it used to divide by zero, or win with a huge
+    bogus score. Both sides of the chosen split must carry real weight, and the tree grows as if
+    those rows weighed nothing.
+    """
     from treebench.methods.tnt import core
 
     rng = np.random.default_rng(seed)
@@ -227,8 +241,10 @@ def test_handmade_corners_graph_needs_4_splits_while_cart_needs_6():
 
 @pytest.mark.parametrize("backend", ["numba", "sklearn"])
 def test_tnt_on_corners_keeps_the_6_split_tree_like_the_reference(backend):
-    """On Fig. 2's corners TnT keeps phase 1's 6-split CART, as the reference code does (not the
-    paper's 4-split graph; why: docs/methods/tnt.md, "Fig. 2")."""
+    """On Fig. 2's corners TnT keeps phase 1's 6-split CART.
+
+    As the reference code does (not the paper's 4-split graph; why: docs/methods/tnt.md, "Fig. 2").
+    """
     X, y = corners()
     cart = DecisionTreeClassifier(ccp_alpha=1e-3, random_state=0).fit(X, y)
     tnt = TnTClassifier(ccp_alpha=1e-3, N1=3, random_state=0)
@@ -366,8 +382,11 @@ def test_registered_ensembles_report_summed_sizes(digits):
 
 
 def test_adaboost_members_search_c_from_the_previous_members_c(digits):
-    """``search_start="previous"``: member k's search starts where member k - 1's ended, every
-    member still meets the #S target, and the walk is not repeated per member."""
+    """``search_start="previous"``.
+
+    Member k's search starts where member k - 1's ended, every member still meets the #S target, and
+    the walk is not repeated per member.
+    """
     Xtr, _, ytr, _ = digits
     kw = dict(n_estimators=4, ccp_alpha=1e-4, target_splits=30, random_state=0)
     cold = TnTAdaBoostClassifier(**kw).fit(Xtr, ytr)

@@ -1,4 +1,7 @@
-"""Synthetic result records with the runner's real schema (see treebench.runner.base_record/run_fold)."""
+"""Synthetic result records with the runner's real schema.
+
+See treebench.runner.base_record/run_fold.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The benchmark page's tables (treebench/report/benchmark.py) on synthetic records with known
-answers, and the page's determinism."""
+"""The benchmark page's tables on synthetic records with known answers; its determinism.
+
+The tables are treebench/report/benchmark.py's.
+"""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ def _by_id(res):
 
 
 def _toy_paper(tmp_path, targets: str, metric: str = "test_accuracy", name: str = "p.yaml"):
-    """A paper file of the given ``targets:`` YAML lines, loaded (raises on a bad target)."""
+    """Return a paper file of the given ``targets:`` YAML lines, loaded (raises on a bad target)."""
     path = tmp_path / name
     path.write_text(
         f"paper: toy\nunits: percent\ndefaults: {{metric: {metric}}}\ntargets:\n{targets}"
@@ -242,7 +242,8 @@ def test_spearman_trend_of_the_best_value_against_a_block_column(tmp_path):
     r = run_checks(p.targets, full, Availability(plans={"exp": plan})).iloc[0]
     assert r["status"] == INFO and r["ours"] == pytest.approx(-1.0)
     assert r["note"].startswith(
-        "reduced: 3 dataset chose among fewer validation_fraction values than planned (fewest 3 of 4)"
+        "reduced: 3 dataset chose among fewer validation_fraction values than planned (fewest 3 of "
+        "4)"
     )
     assert r["gaps"] == [
         "3 dataset chose among fewer validation_fraction values than planned (fewest 3 of 4)"
@@ -305,8 +306,11 @@ def test_best_over_picks_best_config(paper):
 
 
 def test_a_best_of_configs_over_part_of_the_plans_grid_is_reduced(paper):
-    """The paper picks the best of its whole grid: a best over fewer configs than the experiment's
-    full plan sweeps is info ("2 of 3 configs"), however close, until the grid is complete."""
+    """The paper picks the best of its whole grid.
+
+    A best over fewer configs than the experiment's full plan sweeps is info ("2 of 3 configs"),
+    however close, until the grid is complete.
+    """
     plan = {
         "params": {},
         "rows": ["dataset=iris method=hinge_forest method.params.n_estimators=1,10,50"],
@@ -357,9 +361,11 @@ def test_a_relation_side_best_of_part_of_the_grid_is_reduced(tmp_path):
 
 
 def test_a_relation_block_that_chose_among_part_of_the_grid_is_reduced(tmp_path):
-    """Per block (here per depth), a best-of side must have had the plan's whole grid: a depth
-    whose epochs ran in part is named, though the union over depths has every epoch value; a
-    ``null`` in the paper file's ``where`` matches the plan's ``null``."""
+    """Per block (here per depth), a best-of side must have had the plan's whole grid.
+
+    A depth whose epochs ran in part is named, though the union over depths has every epoch value; a
+    ``null`` in the paper file's ``where`` matches the plan's ``null``.
+    """
     spec = _toy_paper(
         tmp_path,
         """  - id: best
@@ -527,8 +533,10 @@ def test_relation_on_one_block_and_against_a_constant(tmp_path):
 
 
 def test_relation_against_a_published_number_of_another_target(tmp_path):
-    """``rhs: {value_of: id}`` compares with the number a value target of the same file prints
-    (in record units), labelled with where it comes from; the metrics must agree."""
+    """``rhs: {value_of: id}`` compares with the number a value target of the same file prints.
+
+    In record units, labelled with where it comes from; the metrics must agree.
+    """
     head = """\
   - {id: ref/sndf, experiment: exp, dataset: digits, method: sndf, metric: test_error,
      value: 2.92, check: false}
@@ -562,8 +570,10 @@ def test_relation_against_a_published_number_of_another_target(tmp_path):
 def test_a_diagnostic_relation_reads_another_experiments_runs_and_says_why_it_is_not_counted(
     tmp_path,
 ):
-    """A relation's lhs may come from another experiment (a diagnostic re-run of the baselines
-    only); ``check: false`` makes it info with its deviation as the reason, and its note is shown."""
+    """A relation's lhs may come from another experiment (a diagnostic re-run of the baselines).
+
+    ``check: false`` makes it info with its deviation as the reason, and its note is shown.
+    """
     spec = _toy_paper(
         tmp_path,
         """\
@@ -582,8 +592,11 @@ def test_a_diagnostic_relation_reads_another_experiments_runs_and_says_why_it_is
 
 
 def test_largest_compares_the_largest_runs_of_each_block(tmp_path):
-    """``largest: n_estimators`` keeps, per dataset, only the runs with the most trees (forests
-    of different sizes are not averaged together); a failed larger run does not count."""
+    """``largest: n_estimators`` keeps, per dataset.
+
+    Only the runs with the most trees (forests of different sizes are not averaged together); a
+    failed larger run does not count.
+    """
     spec = _toy_paper(
         tmp_path,
         """\
@@ -633,9 +646,12 @@ def test_largest_compares_the_largest_runs_of_each_block(tmp_path):
 
 
 def test_best_over_selector_compares_the_best_config_of_each_block(tmp_path):
-    """``best_over: [n_estimators, max_depth]`` in a selector keeps, per dataset, only the runs of
-    the configuration with the best mean ``best_by`` (default: the relation's metric), as a paper
-    that reports the best of a grid does; failed runs do not count towards a config's mean."""
+    """``best_over: [n_estimators, max_depth]`` in a selector keeps, per dataset.
+
+    Only the runs of the configuration with the best mean ``best_by`` (default: the relation's
+    metric), as a paper that reports the best of a grid does; failed runs do not count towards a
+    config's mean.
+    """
     spec = _toy_paper(
         tmp_path,
         """\
@@ -772,9 +788,12 @@ def test_best_config_can_be_picked_on_validation_and_says_so(tmp_path):
 
 
 def test_equal_runs_tie_in_any_row_order(tmp_path):
-    """Means do not depend on the rows' order: two methods with the same accuracies in another
-    order tie exactly (a float sum in row order gives 0.6000000000000001 for one of them), so a
-    ``>=`` relation holds and a rank test sees the tie."""
+    """Means do not depend on the rows' order.
+
+    Two methods with the same accuracies in another order tie exactly (a float sum in row order
+    gives 0.6000000000000001 for one of them), so a ``>=`` relation holds and a rank test sees the
+    tie.
+    """
     from treebench.report.select import exact_mean, per_block_means
     from treebench.report.targets import Selector
 
@@ -797,8 +816,11 @@ def test_equal_runs_tie_in_any_row_order(tmp_path):
 
 
 def test_comparison_over_fewer_runs_than_the_paper_is_info(tmp_path):
-    """A relation or rank test whose means rest on fewer runs than the paper's (``runs``) in some
-    block is shown as info naming those blocks, never as a pass or FAIL; with every run it is judged."""
+    """A relation or rank test short of the paper's runs in some block is info, never a verdict.
+
+    Its means rest on fewer runs than the paper's (``runs``): shown as info naming those blocks,
+    never as a pass or FAIL; with every run it is judged.
+    """
     path = tmp_path / "p.yaml"
     path.write_text(
         "paper: toy\nunits: percent\ndefaults: {metric: test_accuracy, runs: 3}\ntargets:\n"
@@ -827,8 +849,10 @@ def test_comparison_over_fewer_runs_than_the_paper_is_info(tmp_path):
 
 
 def test_configs_pooled_in_one_mean_are_one_run_not_several(tmp_path):
-    """A value over several configs of one seed (forest sizes, say) has one run: with the paper's
-    runs: 3 it is info "reduced: 1 of 3 runs", however many records the mean pools."""
+    """A value over several configs of one seed (forest sizes, say) has one run.
+
+    With the paper's runs: 3 it is info "reduced: 1 of 3 runs", however many records the mean pools.
+    """
     path = tmp_path / "p.yaml"
     path.write_text(
         "paper: toy\nunits: percent\ndefaults: {metric: test_accuracy, runs: 3, tolerance: 5}\n"
@@ -867,8 +891,11 @@ def test_a_relation_states_its_own_runs(tmp_path):
 
 
 def test_a_quoted_competitor_number_is_reference_not_a_missing_method(tmp_path):
-    """A paper quotes another method's number beside its own (``check: false``): the report says it
-    is a reference number, not that a method is "not implemented yet" or a run is missing."""
+    """A paper quotes another method's number beside its own (``check: false``).
+
+    The report says it is a reference number, not that a method is "not implemented yet" or a run is
+    missing.
+    """
     spec = _toy_paper(
         tmp_path,
         "  - {id: quoted, experiment: exp, source: 'Table 3 (Schulter 2013)', dataset: iris,"
@@ -878,15 +905,19 @@ def test_a_quoted_competitor_number_is_reference_not_a_missing_method(tmp_path):
     res = _by_id(run_checks(spec.targets, frame([]), Availability(**AVAIL)))
     assert res["quoted"]["status"] == SKIP
     assert res["quoted"]["note"] == (
-        "reference only: Table 3 (Schulter 2013), quoted beside the paper's (adf is not a method here)"
+        "reference only: Table 3 (Schulter 2013), quoted beside the paper's (adf is not a method "
+        "here)"
     )
     # a checked target of a method the registry lacks still says so
     assert res["ours"]["note"] == "method 'sndf' not implemented yet"
 
 
 def test_a_claim_at_a_size_not_run_yet_is_checked_at_the_largest_run_labelled(tmp_path):
-    """``short_of``: the paper's forest size has not run (too costly so far), so the claim is
-    checked at the largest smaller size run, on both sides that set it, and labelled reduced."""
+    """``short_of``: the paper's forest size has not run (too costly so far).
+
+    So the claim is checked at the largest smaller size run, on both sides that set it, and labelled
+    reduced.
+    """
     spec = _toy_paper(
         tmp_path,
         """  - id: beats
@@ -923,8 +954,11 @@ def test_a_claim_at_a_size_not_run_yet_is_checked_at_the_largest_run_labelled(tm
 
 
 def test_curves_are_compared_at_equal_size_read_off_the_lhs_curve(tmp_path):
-    """``at: n_splits``: each CART size is compared with TnT's curve read at that size (linear in
-    log size between TnT's neighbouring configs); a size beyond TnT's range is not compared."""
+    """``at: n_splits``.
+
+    Each CART size is compared with TnT's curve read at that size (linear in log size between TnT's
+    neighbouring configs); a size beyond TnT's range is not compared.
+    """
     spec = _toy_paper(
         tmp_path,
         """  - id: above
@@ -1005,13 +1039,16 @@ def test_a_curve_relation_needs_two_curves(tmp_path):
 
 
 def test_check_table_prints_selectors_as_text_not_markup(tmp_path, capsys):
-    """``treebench check`` prints ``tnt[finetune_passes=3]`` whole: rich would otherwise read the
-    brackets as a style tag and print ``tnt >= tnt``."""
+    """``treebench check`` prints ``tnt[finetune_passes=3]`` whole.
+
+    Rich would otherwise read the brackets as a style tag and print ``tnt >= tnt``.
+    """
     from treebench.report.console import print_checks
 
     spec = _toy_paper(
         tmp_path,
-        "  - {id: r, kind: relation, experiment: exp, lhs: {method: tnt, where: {finetune_passes: 3}},"
+        "  - {id: r, kind: relation, experiment: exp, lhs: {method: tnt, where: {finetune_passes: "
+        "3}},"
         " rhs: {method: tnt, where: {finetune_passes: 0}}}\n",
     )
     print_checks(run_checks(spec.targets, frame(_cart(0.9))), "toy")

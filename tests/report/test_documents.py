@@ -1,5 +1,7 @@
-"""REPRODUCTION.md and the per-paper pages from one evaluation (toy paper; the committed files are
-tests/report/test_reproduction_file.py's)."""
+"""REPRODUCTION.md and the per-paper pages from one evaluation.
+
+Toy paper; the committed files are tests/report/test_reproduction_file.py's.
+"""
 
 from __future__ import annotations
 

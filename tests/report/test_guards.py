@@ -1,4 +1,7 @@
-"""The CI guards: the ratchet (no silent loosening), coverage of every method, one colour per method."""
+"""The CI guards: the ratchet (no silent loosening), coverage of every method.
+
+One colour per method.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The head-to-head report (docs/headtohead.md) from synthetic records: W/T/L, coverage, tuned vs defaults."""
+"""The head-to-head report (docs/headtohead.md) from synthetic records.
+
+W/T/L, coverage, tuned vs defaults.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +38,10 @@ JITTER = (0.004, -0.003, 0.001)
 
 
 def rec(method, dataset, seed, score, ref, *, tuned=True, leaves=10, profile="full", **kw):
-    """A headtohead record with its same-size reference (and a tuning field when ``tuned``)."""
+    """Return a headtohead record with its same-size reference.
+
+    And a tuning field when ``tuned``.
+    """
     reg = dataset.startswith("r")
     r = make_record(
         method,
@@ -71,8 +77,10 @@ def rec(method, dataset, seed, score, ref, *, tuned=True, leaves=10, profile="fu
 
 
 def _records():
-    """alpha beats its reference everywhere, beta loses, gamma is noise around it; beta lacks
-    seed 2 on d3; gamma cannot do the regression set r1 (skipped)."""
+    """Alpha beats its reference everywhere, beta loses, gamma is noise around it.
+
+    Beta lacks seed 2 on d3; gamma cannot do the regression set r1 (skipped).
+    """
     recs = []
     for i, ds in enumerate(["d1", "d2", "d3", "r1"]):
         for s in range(3):
@@ -166,8 +174,10 @@ def test_side_configurations_and_other_experiments_are_left_out():
 
 
 def test_tuned_vs_defaults_counts_on_shared_seeds():
-    """alpha: untuned loses d1 by 3 points and ties d2; tuned wins d1 and ties d2. An untuned seed
-    without a tuned twin (3) and another profile's records do not enter."""
+    """alpha: untuned loses d1 by 3 points and ties d2; tuned wins d1 and ties d2.
+
+    An untuned seed without a tuned twin (3) and another profile's records do not enter.
+    """
     recs = []
     for s in range(3):
         j = JITTER[s]
@@ -264,8 +274,11 @@ def test_plan_comes_from_the_experiment_config():
 
 
 def test_cli_writes_the_page_from_the_ledger(tmp_path, monkeypatch):
-    """``report --headtohead`` reads the ledger only, stamps the page with its records' hash and
-    draws the figures beside it; it refuses --no-ledger and --reproduction with it."""
+    """``report --headtohead`` reads the ledger only.
+
+    Stamps the page with its records' hash and draws the figures beside it; it refuses --no-ledger
+    and --reproduction with it.
+    """
     from typer.testing import CliRunner
 
     from treebench.cli import app
@@ -296,8 +309,11 @@ def test_records_hash_names_the_records_not_their_order():
 
 
 def test_a_reduced_run_with_the_full_parameters_counts_in_the_full_profile():
-    """The reduced plan's job with the full plan's parameters is the same job (the full sweep skips
-    it as done): it counts in both profiles; one with other parameters only in its own."""
+    """The reduced plan's job with the full plan's parameters counts in both profiles.
+
+    It is the same job (the full sweep skips it as done); one with other parameters counts only in
+    its own.
+    """
     same = {"depth": 4}
     recs = [
         rec("alpha", "d1", 0, 0.8, 0.7, params=same),
@@ -326,8 +342,11 @@ def test_a_reduced_run_with_the_full_parameters_counts_in_the_full_profile():
 
 
 def test_provisional_ranking_uses_the_seeds_every_method_has():
-    """Incomplete cells: the diagram ranks each dataset's mean over the seeds all methods share
-    there, labelled provisional; seeds only some methods have do not enter."""
+    """Incomplete cells.
+
+    The diagram ranks each dataset's mean over the seeds all methods share there, labelled
+    provisional; seeds only some methods have do not enter.
+    """
     recs = []
     for ds, scores in {"d1": (0.9, 0.8, 0.7), "d2": (0.8, 0.9, 0.6), "d3": (0.9, 0.7, 0.8)}.items():
         for m, sc in zip(("alpha", "beta", "gamma"), scores, strict=True):

@@ -225,11 +225,11 @@ def test_latex_escapes():
     assert r"a\_b" in tex and r"$\pm$" in tex and r"\%" in tex and r"x \& y" in tex
 
 
-# ----------------------------------------------------------------------------------- CLI (real conf)
+# ----------------------------------------------------------------------------- CLI (real conf)
 
 
 def load_papers_yaml_targets(paper):
-    """The raw target entries of treebench/conf/papers/<paper>.yaml."""
+    """Return the raw target entries of treebench/conf/papers/<paper>.yaml."""
     import yaml
 
     from treebench.config import CONF_DIR
@@ -467,8 +467,10 @@ def test_targets_short_of_the_protocol_other_than_runs_are_listed_with_what_they
 
 
 def test_local_runs_never_move_a_committed_verdict(store_with, tmp_path, monkeypatch):
-    """`check` and `report --experiment` compare the ledger's records unless --with-store: a
-    worse local run of the same experiment is named, not silently pooled into the verdict."""
+    """`check` and `report --experiment` compare the ledger's records unless --with-store.
+
+    A worse local run of the same experiment is named, not silently pooled into the verdict.
+    """
     from treebench.results import Ledger
 
     monkeypatch.setenv("TREEBENCH_LEDGER", str(tmp_path / "ledger"))
@@ -534,7 +536,8 @@ def test_an_item_with_only_structural_checks_is_not_reproduced(tmp_path):
         "targets:\n"
         "  - {id: built, kind: relation, experiment: exp, source: Fig. 1, lhs: rf, rhs: cart,"
         ' op: ">=", require: all, structural: "rf and cart share the splits here"}\n'
-        "  - {id: real, experiment: exp, source: Table 1, dataset: digits, method: rf, value: 90.0}\n"
+        "  - {id: real, experiment: exp, source: Table 1, dataset: digits, method: rf, value: "
+        "90.0}\n"
         "  - {id: built_too, experiment: exp, source: Table 1, dataset: digits, method: cart,"
         ' value: 90.0, structural: "set by the split"}\n',
     )
@@ -621,7 +624,10 @@ def test_a_paper_without_runs_is_reported_as_such(tmp_path):
     from treebench.report.paper import paper_overview
 
     recs = [make_record("rf", "digits", seed=0, acc=0.9)]
-    body = "targets:\n  - {id: a, experiment: exp, source: T, dataset: digits, method: rf, value: 90.0}\n"
+    body = (
+        "targets:\n  - {id: a, experiment: exp, source: T, dataset: digits, method: rf, value: "
+        "90.0}\n"
+    )
     silent = _paper_file(tmp_path, body, "defaults: {metric: test_accuracy}\n")
     stated = _paper_file(
         tmp_path,

@@ -1,7 +1,9 @@
-"""The generated reports are pure functions of the committed ledger and treebench/conf/: regenerating
-REPRODUCTION.md with its per-paper pages (``report --reproduction``), docs/headtohead.md
-(``report --headtohead``) or docs/benchmark.md with its per-dataset page (``report --benchmark``)
-changes nothing, figures included."""
+"""The generated reports are pure functions of the committed ledger and treebench/conf/.
+
+Regenerating REPRODUCTION.md with its per-paper pages (``report --reproduction``),
+docs/headtohead.md (``report --headtohead``) or docs/benchmark.md with its per-dataset page
+(``report --benchmark``) changes nothing, figures included.
+"""
 
 from __future__ import annotations
 
@@ -33,8 +35,11 @@ REPORTS = {
 
 
 def _regenerate(tmp_path, flag: str, rel: str, hash_seed: str = "1"):
-    """One run of the report into a copy of the repository's layout; the committed files were
-    made under another hash seed, so equal bytes also say no set order reaches them."""
+    """One run of the report into a copy of the repository's layout.
+
+    The committed files were made under another hash seed, so equal bytes also say no set order
+    reaches them.
+    """
     out = tmp_path / rel
     out.parent.mkdir(parents=True, exist_ok=True)
     env = {

@@ -1,5 +1,8 @@
-"""``treebench site``: built from a ledger alone, byte-identical across builds, and working in a
-real browser from file:// (Chromium headless via selenium; skipped, saying why, without one)."""
+"""``treebench site``.
+
+Built from a ledger alone, byte-identical across builds, and working in a real browser from file://
+(Chromium headless via selenium; skipped, saying why, without one).
+"""
 
 from __future__ import annotations
 

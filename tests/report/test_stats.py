@@ -143,9 +143,12 @@ def test_pairwise_wilcoxon_on_demsar_table_by_hand():
 
 
 def _signed_rank_by_formula(x, y, rope, seed, nsamples):
-    """Benavoli et al. (2014), Sect. 4: with Dirichlet(0.5, 1, ..., 1) weights w over the
-    pseudo-observation 0 and the differences z = y - x, P(left) is the posterior share of draws
-    in which sum_ij w_i w_j [z_i + z_j < -2 rope] is the largest of the three regions."""
+    """Benavoli et al. (2014), Sect.
+
+    4: with Dirichlet(0.5, 1, ..., 1) weights w over the pseudo-observation 0 and the differences z
+    = y - x, P(left) is the posterior share of draws in which sum_ij w_i w_j [z_i + z_j < -2 rope]
+    is the largest of the three regions.
+    """
     z = np.r_[0.0, np.asarray(y) - np.asarray(x)]
     s = z[:, None] + z[None, :]
     below = (s < -2 * rope) + 0.5 * (s == -2 * rope)

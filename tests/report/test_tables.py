@@ -17,7 +17,7 @@ CART = {"max_depth": None, "min_samples_leaf": 1}
 
 
 def _demo_records():
-    """The demo's shape: cart and rf on digits, seeds 0-2, experiment ``demo``."""
+    """Return the demo's shape: cart and rf on digits, seeds 0-2, experiment ``demo``."""
     return [
         make_record(m, "digits", seed=s, experiment="demo", params=p, acc=a + 0.01 * s)
         for m, p, a in (("cart", CART, 0.80), ("rf", {"n_estimators": 100}, 0.95))
@@ -26,7 +26,7 @@ def _demo_records():
 
 
 def _rows(table):
-    """``(method, config) -> n`` of a summary table."""
+    """Return ``(method, config) -> n`` of a summary table."""
     return {(r.method, r.config): r.n for r in table.itertuples()}
 
 

@@ -29,13 +29,15 @@ _MIN_BLOCKS = {"friedman": 2, "nemenyi": 2, "wilcoxon": 2, "spearman": 3}
 
 
 def _key(override: str) -> str:
-    """The key an override sets (``+a.b=1`` and ``~a.b`` set ``a.b``)."""
+    """Return the key an override sets (``+a.b=1`` and ``~a.b`` set ``a.b``)."""
     return override.split("=", 1)[0].lstrip("+~")
 
 
 def _shaping(job) -> tuple:
-    """The overrides of a job that shape its composed method node other than by a ``method.*``
-    value: ``experiment=``, ``method=`` and root keys (``profile=``, ``paper_defaults.*``)."""
+    """Return the overrides of a job that shape its method node other than a ``method.*`` value.
+
+    ``experiment=``, ``method=`` and root keys (``profile=``, ``paper_defaults.*``).
+    """
     return tuple(
         o
         for o in job
@@ -44,9 +46,11 @@ def _shaping(job) -> tuple:
 
 
 def _planned_jobs(experiment: str) -> tuple[list[list[str]], dict]:
-    """The override lists of the experiment's full-profile jobs as ``treebench run -m
-    experiment=<name>`` plans them (by the experiment's own sweeper, nothing launched or composed
-    per job), and the composed method node of each distinct :func:`_shaping` of a job.
+    """Return the override lists of the experiment's full-profile jobs, and their method nodes.
+
+    The lists as ``treebench run -m experiment=<name>`` plans them (by the experiment's own
+    sweeper, nothing launched or composed per job), and the composed method node of each distinct
+    :func:`_shaping` of a job.
 
     Returns
     -------
@@ -90,7 +94,7 @@ def _planned_jobs(experiment: str) -> tuple[list[list[str]], dict]:
 
 @functools.cache
 def planned_frame(experiment: str) -> pd.DataFrame:
-    """The experiment's full plan as result rows of the shape targets select from.
+    """Return the experiment's full plan as result rows of the shape targets select from.
 
     One ``ok`` row per planned job, its seeds folded together: ``experiment``, ``profile``,
     ``method`` (the method config's ``name``: ``e2edf`` for ``method=e2edf_letter``), ``dataset``,
@@ -127,15 +131,18 @@ def planned_frame(experiment: str) -> pd.DataFrame:
 
 
 def availability(experiment: str) -> Availability:
-    """What ``treebench check`` knows exists (dataset configs, registered methods) plus the papers'
-    ``unavailable`` datasets for the experiment: the report's reasons for a target without data."""
+    """Return what ``treebench check`` knows exists, plus the papers' ``unavailable`` datasets.
+
+    Dataset configs and registered methods; the unavailable datasets of the experiment are the
+    report's reasons for a target without data.
+    """
     avail = Availability.local()
     avail.unavailable.update(for_experiment(PAPERS, experiment)[2])
     return avail
 
 
 def _sides(t: Target) -> list[Selector]:
-    """The selectors whose rows ``t`` reads, each once."""
+    """Return the selectors whose rows ``t`` reads, each once."""
     out: list[Selector] = []
     for s in (t.select, t.lhs, t.rhs, *t.groups):
         if s is not None and s not in out:
@@ -144,12 +151,18 @@ def _sides(t: Target) -> list[Selector]:
 
 
 def _on(sel: Selector) -> str:
-    """A selector as the gap message names it: ``rf[max_depth=10, n_estimators=100] on letter``."""
+    """Return a selector as the gap message names it.
+
+    ``rf[max_depth=10, n_estimators=100] on letter``.
+    """
     return f"{sel.label()}{f' on {sel.dataset}' if sel.dataset else ''}"
 
 
 def _sorted(values: pd.Series) -> list[str]:
-    """The distinct values as the matcher compares them (:func:`norm`), numbers in numeric order."""
+    """Return the distinct values as the matcher compares them (:func:`norm`).
+
+    Numbers in numeric order.
+    """
 
     def key(v: str):
         try:
@@ -161,7 +174,7 @@ def _sorted(values: pd.Series) -> list[str]:
 
 
 def _planned(sel: Selector, frame: pd.DataFrame, experiment: str) -> str:
-    """What the plan has of the selector's method, where the selector matches none of it."""
+    """Return what the plan has of the selector's method, where the selector matches none of it."""
     exp = sel.experiment or experiment
     mine = frame[frame["experiment"] == exp] if len(frame) else frame
     rows = mine[mine["method"] == sel.method] if len(mine) else mine
@@ -298,8 +311,11 @@ def test_plan_rows_follow_deletions_additions_and_paper_defaults():
 
 
 def test_the_rf100_gap_of_e2edf_fig6_is_reported():
-    """Without its RF(100) row, e2edf_fig6 plans no RF of 100 trees on Letter and MNIST: the two
-    relation targets comparing E2EDF with it there are named, with what the plan has instead."""
+    """Without its RF(100) row, e2edf_fig6 plans no RF of 100 trees on Letter and MNIST.
+
+    The two relation targets comparing E2EDF with it there are named, with what the plan has
+    instead.
+    """
     frame = planned_frame("e2edf_fig6")
     row = frame["job"].str.contains(
         r"dataset=(?:letter|mnist) method=rf method.params.n_estimators=100 "
@@ -344,8 +360,10 @@ def test_sides_planned_on_different_datasets_are_a_gap():
 
 
 def test_exempt_targets_are_the_ones_the_report_skips_with_a_reason():
-    """adf/sndf (published only, not methods here) and datasets not in the mirror are never gaps,
-    even with nothing planned; a method we run is."""
+    """adf/sndf (published only, not methods here) and datasets not in the mirror are never gaps.
+
+    Even with nothing planned; a method we run is.
+    """
     targets = _targets("rhf_table3")
     empty = planned_frame("rhf_table3").iloc[0:0]
     gaps = plan_gaps(targets, empty, availability("rhf_table3"), "rhf_table3")

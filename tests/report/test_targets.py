@@ -16,12 +16,13 @@ from treebench.report.targets import (
 )
 
 CONF = Path(__file__).resolve().parents[2] / "treebench" / "conf"
-# names fixed in HELPERS.md (datasets) and the brief (methods); adf/sndf are published-only baselines
+# names fixed in HELPERS.md (datasets) and the brief (methods); adf/sndf: published-only baselines
 DATASETS = set(
-    """iris digits wine breast_cancer diabetes mnist fashion_mnist usps letter letter_libsvm connect4
-pendigits optdigits satimage dna protein sensit adult crx eeg bank german cmc landcover isolet abalone abalone_reg
-har madelon poker ionosphere pima spectf hepatitis wine_red wine_white bike spambase magic04 yeast ecoli glass
-housing airfoil fertility messidor megawatt1 credit_default fri586 fri589 fri620""".split()
+    """iris digits wine breast_cancer diabetes mnist fashion_mnist usps letter letter_libsvm
+connect4 pendigits optdigits satimage dna protein sensit adult crx eeg bank german cmc
+landcover isolet abalone abalone_reg har madelon poker ionosphere pima spectf hepatitis
+wine_red wine_white bike spambase magic04 yeast ecoli glass housing airfoil fertility
+messidor megawatt1 credit_default fri586 fri589 fri620""".split()
 )
 METHODS = set(available_methods())
 REFERENCE_ONLY = {"adf", "sndf"}
@@ -99,7 +100,8 @@ def test_for_experiment_merges_unavailable():
             "unknown keys ['colour']",
         ),
         (
-            "targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, metric: x, op: '=='}",
+            "targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, metric: x, op: "
+            "'=='}",
             "op must be one of",
         ),
         (
@@ -111,7 +113,8 @@ def test_for_experiment_merges_unavailable():
             "missing 'dataset'",
         ),
         (
-            "targets:\n  - {id: a, kind: relation, experiment: e, lhs: a, rhs: b, metric: x, require: 2}",
+            "targets:\n  - {id: a, kind: relation, experiment: e, lhs: a, rhs: b, metric: x, "
+            "require: 2}",
             "require must be in",
         ),
         (
@@ -119,7 +122,8 @@ def test_for_experiment_merges_unavailable():
             "test must be one of",
         ),
         (
-            "targets:\n  - {id: a, kind: stat, experiment: e, test: friedman, metric: x, groups: [a, b]}",
+            "targets:\n  - {id: a, kind: stat, experiment: e, test: friedman, metric: x, groups: "
+            "[a, b]}",
             ">= 3 selectors",
         ),
         ("units: furlongs\ntargets: []", "units"),
@@ -134,11 +138,13 @@ def test_for_experiment_merges_unavailable():
         ),
         ("targets: [1, 2", "not valid YAML"),
         (
-            "targets:\n  - {id: a, kind: relation, experiment: e, lhs: {methd: a}, rhs: b, metric: x}",
+            "targets:\n  - {id: a, kind: relation, experiment: e, lhs: {methd: a}, rhs: b, metric: "
+            "x}",
             "(id a): lhs: unknown keys ['methd']",
         ),
         (
-            "targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, metric: x, runs: 0}",
+            "targets:\n  - {id: a, experiment: e, dataset: d, method: m, value: 1, metric: x, "
+            "runs: 0}",
             "(id a): runs must be >= 1, got 0",
         ),
         ("defaults: {op: '=='}\ntargets: []", "defaults.op: must be one of"),
@@ -173,8 +179,11 @@ def test_paper_setting_names_the_experiment_and_number():
 
 
 def test_papers_naming_finds_every_paper_setting():
-    """The text prefilter of the line printed after a run: over the files it keeps, the paper
-    setting of every (method, dataset) pair a target names is the one over all files."""
+    """The text prefilter of the line printed after a run.
+
+    Over the files it keeps, the paper setting of every (method, dataset) pair a target names is the
+    one over all files.
+    """
     from treebench.report.mentions import papers_naming
     from treebench.report.targets import load_all, paper_setting
 

@@ -1,7 +1,9 @@
-"""The verdicts the committed pages show are the evaluation's, unchanged by how they are rendered:
-the snapshot (target id → verdict, item → verdict) was made from the evaluation before the pages
+"""The verdicts the committed pages show are the evaluation's, unchanged by how they are rendered.
+
+The snapshot (target id → verdict, item → verdict) was made from the evaluation before the pages
 changed shape. A change of the evaluation rules regenerates it (after `treebench report
---reproduction`): ``cp docs/reproduction/verdicts.json tests/report/verdicts_snapshot.json``."""
+--reproduction`): ``cp docs/reproduction/verdicts.json tests/report/verdicts_snapshot.json``.
+"""
 
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ def test_the_index_shows_each_items_verdict():
     shown = {}
     for paper, item, verdict in re.findall(
         # a paper's own items, and those outside it (after a paper column)
-        r"^\|(?: [^|\[]+ \|)? \[([^\]]+)\]\(docs/reproduction/(\w+)\.md#[\w-]+\) \| \*\*([\w ]+)\*\* \|",
+        r"^\|(?: [^|\[]+ \|)? \[([^\]]+)\]\(docs/reproduction/(\w+)\.md#[\w-]+\) \| \*\*([\w "
+        r"]+)\*\* \|",
         index,
         re.M,
     ):

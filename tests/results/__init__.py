@@ -1,0 +1,1 @@
+"""Tests of the result store, the ledger, the record index and the cost model."""

@@ -29,13 +29,16 @@ def _ledger_records(n=None):
 
 
 def _direct(store_dir, ledger=None):
-    """The table without the cache: every record parsed, as before the cache existed."""
+    """Return the table without the cache: every record parsed, as before the cache existed."""
     return to_frame(combined_records(Store(store_dir).records(), ledger))
 
 
 def _mixed_store(root, n=300):
-    """Store records cloned from the committed ledger (every method's params and info fields),
-    with mixed-type values (verbose False/0), also_experiments labels and a failed record."""
+    """Return store records cloned from the committed ledger, with mixed-type values.
+
+    Every method's params and info fields, mixed-type values (verbose False/0), also_experiments
+    labels and a failed record.
+    """
     s = Store(root)
     recs = _ledger_records()
     step = max(1, len(recs) // n)
@@ -158,8 +161,11 @@ def test_corrupt_cache_is_rebuilt(tmp_path):
 def test_rows_parsed_in_chunks_equal_one_parse(
     tmp_path, monkeypatch, chunk, parallel_min, bad_text, reason
 ):
-    """Chunks of a few records, typed apart (here or in worker processes), give the table of one
-    parse; an unreadable record is reported wherever it was parsed; the collector is re-enabled."""
+    """Chunks of a few records, typed apart, give the table of one parse.
+
+    Typed apart here or in worker processes; an unreadable record is reported wherever it was
+    parsed; the collector is re-enabled.
+    """
     import gc
 
     monkeypatch.setattr("treebench.results.index.CHUNK", chunk)
@@ -175,9 +181,12 @@ def test_rows_parsed_in_chunks_equal_one_parse(
 
 
 def test_chunks_typed_apart_bind_as_one_inference(tmp_path, monkeypatch):
-    """Ints with gaps typed as floats in one chunk keep their int values where another chunk makes
-    the column mixed; ints and floats alone give floats, as one inference over all rows does.
-    Texts with gaps, None and ints too large for a float keep their values too."""
+    """Chunked typing keeps every value one inference over all rows keeps.
+
+    Ints with gaps typed as floats in one chunk keep their int values where another chunk makes the
+    column mixed; ints and floats alone give floats, as one inference over all rows does. Texts
+    with gaps, None and ints too large for a float keep their values too.
+    """
     s = Store(tmp_path / "store")
     values = [1, None, 2, False, 0, "x", 3.5]
     big = 2**60 + 1  # not a float64 exactly

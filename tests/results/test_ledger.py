@@ -1,4 +1,7 @@
-"""The committed ledger: deterministic files, dedup by run key, refused conflicts, read with the store."""
+"""The committed ledger.
+
+Deterministic files, dedup by run key, refused conflicts, read with the store.
+"""
 
 from __future__ import annotations
 
@@ -50,8 +53,10 @@ def test_add_dedups_by_key_merges_labels_and_leaves_failed_out(tmp_path):
 
 
 def test_a_large_experiment_is_written_in_shards_by_key_digit(tmp_path, monkeypatch):
-    """Past MAX_FILE_BYTES an experiment's file splits by the key's first digit (committable
-    files); the records, their order and the reading are unchanged, and it joins again."""
+    """Past MAX_FILE_BYTES an experiment's file splits by the key's first digit, and joins again.
+
+    The shards are committable files; the records, their order and the reading are unchanged.
+    """
     import treebench.results.ledger as ledger_mod
 
     recs = _recs(12)
@@ -165,9 +170,12 @@ def test_cli_ledger_add_moves_paper_records_and_refuses_conflicts(tmp_path, monk
 def test_cli_ledger_add_files_an_adhoc_run_under_the_paper_plan_that_holds_it(
     tmp_path, monkeypatch
 ):
-    """A job first run ad hoc under a reduced profile, then found done by tnt_table1's full plan
-    and by another experiment's, is filed under tnt_table1 and counts as the full protocol's in
-    both plans, not in the ad hoc one."""
+    """An ad hoc run that a paper's full plan holds is filed under that paper's experiment.
+
+    A job first run ad hoc under a reduced profile, then found done by tnt_table1's full plan and by
+    another experiment's, is filed under tnt_table1 and counts as the full protocol's in both plans,
+    not in the ad hoc one.
+    """
     monkeypatch.setenv("TREEBENCH_LEDGER", str(tmp_path / "ledger"))
     store = Store(tmp_path / "out" / "store")
     rec = {**_recs(1, experiment="adhoc")[0], "profile": "reduced"}
@@ -236,8 +244,11 @@ def test_a_ledger_record_refits_on_a_machine_without_the_store(tmp_path):
 
 
 def test_a_demo_sized_store_prints_a_screenful_beside_a_large_ledger(tmp_path, monkeypatch):
-    """After `make demo` (21 local records) with thousands of committed ones, status, collect and
-    report show the local records in under 60 lines and the ledger in one line."""
+    """A demo-sized store prints a screenful beside a large ledger.
+
+    After `make demo` (21 local records) with thousands of committed ones, status, collect and
+    report show the local records in under 60 lines and the ledger in one line.
+    """
     monkeypatch.setenv("TREEBENCH_LEDGER", str(tmp_path / "ledger"))
     many = [
         make_record(m, d, seed=s, acc=0.8, experiment=f"paper{k}", params={"max_depth": k + s})

@@ -100,8 +100,11 @@ def test_shared_record_counts_in_every_experiment(tmp_path):
 
 
 def test_a_full_plan_that_holds_a_reduced_run_counts_it_as_full(tmp_path):
-    """The same run key is the same fit: a full plan finding a reduced-profile job done makes the
-    row full in that experiment only, and a reduced plan changes nothing."""
+    """The same run key is the same fit.
+
+    A full plan finding a reduced-profile job done makes the row full in that experiment only, and a
+    reduced plan changes nothing.
+    """
     s = Store(tmp_path / "store")
     s.write(_rec("k1", profile="reduced"))
     s.write(_rec("k2", profile="full"))

@@ -18,7 +18,7 @@ FIRST_CALL_ROWS = 100
 
 
 def load_config(quick: bool = False, path: str | Path | None = None) -> dict:
-    """The bench config, with its ``quick`` block merged when asked."""
+    """Return the bench config, with its ``quick`` block merged when asked."""
     cfg = yaml.safe_load(Path(path or Path(CONF_DIR) / "bench" / "bench.yaml").read_text())
     q = cfg.pop("quick", {}) or {}
     if quick:
@@ -33,14 +33,19 @@ def load_config(quick: bool = False, path: str | Path | None = None) -> dict:
 
 @cache
 def _method_config(variant: str, dataset: str | None) -> dict:
-    """A method config composed as a run composes it (interpolations resolved against ``dataset``)."""
+    """Return a method config composed as a run composes it.
+
+    Interpolations resolved against ``dataset``.
+    """
     overrides = [f"method={variant}"] + ([f"dataset={dataset}"] if dataset else [])
     return OmegaConf.to_container(compose(overrides).method, resolve=True)
 
 
 def method_settings(name: str, cfg: dict, dataset: str | None = None) -> dict:
-    """Bench settings of one method: ``params`` (composed method config's ``params`` + the bench
-    overlay), the expected scaling, the parameter ``sweep``, ``inference`` and ``threads``.
+    """Bench settings of one method.
+
+    ``params`` (composed method config's ``params`` + the bench overlay), the expected scaling, the
+    parameter ``sweep``, ``inference`` and ``threads``.
 
     The method config is ``method=<variant or name>`` composed with ``dataset`` (default: the
     config's default dataset), so its interpolations resolve as in a run on that dataset.
@@ -56,17 +61,23 @@ def method_settings(name: str, cfg: dict, dataset: str | None = None) -> dict:
 
 
 def default_params(name: str, cfg: dict, dataset: str | None = None) -> dict:
-    """A method's own default ``params`` (its config composed for ``dataset``, without the bench
-    profile): what ``treebench run method=<name> dataset=<dataset>`` fits."""
+    """Return a method's own default ``params``.
+
+    Its config composed for ``dataset``, without the bench profile: what
+    ``treebench run method=<name> dataset=<dataset>`` fits.
+    """
     variant = (cfg["methods"].get(name) or {}).get("variant", name)
     return dict(_method_config(variant, dataset).get("params") or {})
 
 
 @cache
 def tune_job(name: str, dataset: str, tune: str) -> tuple[dict, str]:
-    """The ``tune`` settings (:func:`treebench.runner.tune_settings`, the method's search space
-    included) and the metric a ``treebench run method=<name> dataset=<dataset> tune=<tune>``
-    job tunes with."""
+    """Return the ``tune`` settings and the metric of a tuned job.
+
+    The settings are :func:`treebench.runner.tune_settings` (the method's search space included)
+    and the metric the one a ``treebench run method=<name> dataset=<dataset> tune=<tune>`` job
+    tunes with.
+    """
     from treebench.runner import tune_settings
 
     c = compose([f"method={name}", f"dataset={dataset}", f"tune={tune}"])
@@ -74,9 +85,12 @@ def tune_job(name: str, dataset: str, tune: str) -> tuple[dict, str]:
 
 
 def method_profile(name: str, cfg: dict) -> dict:
-    """The bench config's settings of one method besides its ``params`` (no method config is
-    composed: tens of milliseconds each): ``expected``, ``sweep``, ``inference``, ``threads`` and
-    ``time_cap`` (the method's own per-point cap of the scaling series; None: the section's)."""
+    """Return the bench config's settings of one method besides its ``params``.
+
+    No method config is composed (tens of milliseconds each): ``expected``, ``sweep``,
+    ``inference``, ``threads`` and ``time_cap`` (the method's own per-point cap of the scaling
+    series; None: the section's).
+    """
     m = cfg["methods"].get(name) or {}
     return {
         "expected": m.get("expected") or {},
@@ -88,7 +102,10 @@ def method_profile(name: str, cfg: dict) -> dict:
 
 
 def registered_methods() -> list[str]:
-    """Names of every registered method with a classifier (the bench datasets are classification)."""
+    """Names of every registered method with a classifier.
+
+    The bench datasets are classification.
+    """
     from treebench.methods.base import discover
 
     return sorted(n for n, e in discover().items() if CLASSIFICATION in e.classes)

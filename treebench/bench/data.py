@@ -20,16 +20,22 @@ class BenchData:
     image_shape: tuple | None = None
 
     def pooled(self, n: int, seed: int = 0) -> BenchData:
-        """``n`` rows of the train and test parts pooled (a random stratified subset, all rows when
-        ``n`` is not below their count) as the training part, and no test part: a dataset of
-        ``n`` rows to time fits on (the preprocessing stays the one fitted on the train part)."""
+        """Return a dataset of ``n`` rows to time fits on, with no test part.
+
+        Its training part is ``n`` rows of the train and test parts pooled: a random stratified
+        subset (all rows when ``n`` is not below their count); the preprocessing stays the one
+        fitted on the train part.
+        """
         X = np.concatenate([self.X_train, self.X_test])
         y = np.concatenate([self.y_train, self.y_test])
         o = _order(y, n, np.random.RandomState(seed))[:n]
         return BenchData(self.name, X[o], y[o], X[:0], y[:0], self.image_shape)
 
     def subset(self, n_train: int | None, n_test: int | None = None) -> BenchData:
-        """The first ``n_train`` / ``n_test`` rows (rows are already in random order: nested subsets)."""
+        """Return the first ``n_train`` / ``n_test`` rows.
+
+        Rows are already in random order: nested subsets.
+        """
         return BenchData(
             self.name,
             self.X_train[:n_train],
@@ -41,7 +47,7 @@ class BenchData:
 
 
 def _order(y: np.ndarray, n: int | None, rs: np.random.RandomState) -> np.ndarray:
-    """A random order of the rows whose first ``n`` rows are a stratified subset."""
+    """Return a random order of the rows whose first ``n`` rows are a stratified subset."""
     idx = rs.permutation(len(y))
     if n is None or n >= len(y):
         return idx
@@ -64,9 +70,12 @@ def load_bench_data(
     seed: int = 0,
     data_dir: str | None = None,
 ) -> BenchData:
-    """Fold 0 of ``name`` under its own split protocol, as ``treebench run dataset=<name>`` makes
-    it (:func:`treebench.runner.prepare_fold`'s path), cut to ``max_train`` / ``max_test`` random
-    stratified rows, with the dataset's preprocessing fitted on the kept train rows."""
+    """Return fold 0 of ``name`` under its own split protocol, cut to a random stratified subset.
+
+    The fold is as ``treebench run dataset=<name>`` makes it
+    (:func:`treebench.runner.prepare_fold`'s path), cut to ``max_train`` / ``max_test`` rows, with
+    the dataset's preprocessing fitted on the kept train rows.
+    """
     from treebench.config import compose
     from treebench.data import load_dataset
     from treebench.data.base import Part, take
@@ -99,8 +108,11 @@ def load_bench_data(
 
 
 def synthetic_data(n: int, n_features: int, seed: int = 0) -> BenchData:
-    """``make_classification`` rows (two classes, half the features informative), float32, as a
-    training part without a test part: fit time against rows on data of a fixed shape."""
+    """Return ``make_classification`` rows as a training part without a test part.
+
+    Two classes, half the features informative, float32: fit time against rows on data of a fixed
+    shape.
+    """
     from sklearn.datasets import make_classification
 
     X, y = make_classification(

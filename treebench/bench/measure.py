@@ -50,8 +50,9 @@ def measure(
 ) -> dict:
     """Fit and predict once (inside a worker): times, memory, size, accuracy, optional profile.
 
-    ``key`` names the data in :data:`~treebench.bench.worker.DATA` (inherited from the parent); ``n_train`` takes the first rows
-    (nested subsets); ``tile_to`` predicts on the test part tiled to that many rows.
+    ``key`` names the data in :data:`~treebench.bench.worker.DATA` (inherited from the parent);
+    ``n_train`` takes the first rows (nested subsets); ``tile_to`` predicts on the test part tiled
+    to that many rows.
     """
     data = DATA[key]
     if n_train is not None:
@@ -121,9 +122,11 @@ def measure(
 def measure_tuned(
     name: str, params: dict, key: tuple, threads: int, seed: int, tune: dict, metric: str
 ) -> dict:
-    """CPU and wall seconds of one tuned job's fit (inside a worker): the search and the refit of
-    :func:`treebench.tuning.tune_fit` on the data's training part, as the runner fits with ``tune``
-    on (candidates one thread each, ``threads`` of them at a time)."""
+    """CPU and wall seconds of one tuned job's fit (inside a worker).
+
+    The search and the refit of :func:`treebench.tuning.tune_fit` on the data's training part, as
+    the runner fits with ``tune`` on (candidates one thread each, ``threads`` of them at a time).
+    """
     from treebench.tuning import tune_fit
 
     data = DATA[key]
@@ -148,7 +151,7 @@ def measure_tuned(
 
 
 def _trim_profile(text: str) -> str:
-    """The pstats table (header line + rows) without the preamble, paths shortened."""
+    """Return the pstats table (header line + rows) without the preamble, paths shortened."""
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.strip().startswith("ncalls")), 0)
     keep = [ln.replace(str(PROJECT_DIR) + "/", "") for ln in lines[start:]]

@@ -9,6 +9,7 @@ import pandas as pd
 
 
 def plot_overview(summary: pd.DataFrame, path: Path) -> None:
+    """Draw the overview figure into ``path``: median fit and predict seconds per method, ranges."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -56,6 +57,7 @@ def plot_overview(summary: pd.DataFrame, path: Path) -> None:
 def plot_scaling(
     raw: pd.DataFrame, slopes: pd.DataFrame, path: Path, fit_col: str = "fit_s"
 ) -> None:
+    """Draw the scaling figures into ``path``: ``fit_col`` against rows and each swept parameter."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -71,8 +71,11 @@ def _size(s: pd.Series) -> str:
 
 
 def references_table(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per comparison: CPU seconds of both (median [min, max] of the repeats), the ratio
-    treebench/reference of the CPU medians, wall medians, mean test accuracy (%) and size of both."""
+    """One row per comparison.
+
+    CPU seconds of both (median [min, max] of the repeats), the ratio treebench/reference of the CPU
+    medians, wall medians, mean test accuracy (%) and size of both.
+    """
     rows = []
     keys = ["method", "dataset", "setting"]
     for (method, dataset, setting), g in df.groupby(keys, sort=False, dropna=False):
@@ -124,7 +127,7 @@ TABLE_HEADERS = {
 
 
 def references_markdown(df: pd.DataFrame) -> str:
-    """The Markdown table of :func:`references_table`."""
+    """Return the Markdown table of :func:`references_table`."""
     t = references_table(df).rename(columns=TABLE_HEADERS)
     return t.to_markdown(index=False, disable_numparse=True)
 

@@ -1,6 +1,8 @@
-"""A bench run: the sections (main table, inference target, threads, scaling) over forked workers,
-the result store's scale (``store``: CLI processes, :mod:`treebench.bench.store`) and the CLI's
-startup (``startup``: CLI processes, :mod:`treebench.bench.startup`).
+"""A bench run: its sections over forked workers and the CLI's processes.
+
+The sections are the main table, inference target, threads and scaling; the result store's scale
+(``store``: CLI processes, :mod:`treebench.bench.store`) and the CLI's startup (``startup``: CLI
+processes, :mod:`treebench.bench.startup`) run as processes of their own.
 
 Every section sends jobs to :class:`~treebench.bench.worker.Worker` processes, a warm-up job first
 (lazy imports, numba compilation and first-call caches are not timed; the warm-up also traces
@@ -44,8 +46,11 @@ from treebench.bench.write import write_outputs
 
 
 def _init_numba() -> None:
-    """Compile one trivial function: numba's LLVM JIT engine is initialised in this process
-    (~0.3 s of CPU a worker would pay at its first compiled call; no threads are started)."""
+    """Compile one trivial function.
+
+    Numba's LLVM JIT engine is initialised in this process (~0.3 s of CPU a worker would pay at its
+    first compiled call; no threads are started).
+    """
     try:
         import numba
     except ImportError:  # pragma: no cover - depends on the environment
@@ -129,14 +134,16 @@ class Bench:
         self._preimport()
 
     def params(self, method: str, dataset: str) -> dict:
-        """The method's bench parameters with its config composed for ``dataset``."""
+        """Return the method's bench parameters with its config composed for ``dataset``."""
         return method_settings(method, self.cfg, dataset)["params"]
 
     def _preimport(self) -> None:
-        """Import torch (no ops: fork-safe) and the numba routers once in the parent, so workers
-        do not each pay the import (seconds of CPU per worker); and the config's ``preimport``
-        modules (e.g. ``torch._dynamo``, which torch's optimizers import on first use: ~1 s of CPU
-        per worker, ten times that under the warm-up's tracemalloc)."""
+        """Import torch (no ops: fork-safe) and the numba routers once in the parent.
+
+        Thus workers do not each pay the import (seconds of CPU per worker); and the config's
+        ``preimport`` modules (e.g. ``torch._dynamo``, which torch's optimizers import on first use:
+        ~1 s of CPU per worker, ten times that under the warm-up's tracemalloc).
+        """
         import importlib
 
         from treebench.methods.base import get_method
@@ -155,9 +162,11 @@ class Bench:
             _init_numba()
 
     def worker(self, method: str) -> Worker:
-        """A fresh worker for ``method``, or with ``reuse_workers`` its one worker (alive) for
-        every section; with ``first_call`` a fresh one has been sent its first call
-        (:meth:`_first_call`), which its next job waits for."""
+        """Return a fresh worker for ``method``, or with ``reuse_workers`` its one live worker.
+
+        With ``first_call`` a fresh one has been sent its first call (:meth:`_first_call`), which
+        its next job waits for.
+        """
         w = self._workers.get(method) if self.reuse_workers else None
         if w is not None and w.alive and w.keys == set(DATA):
             return w
@@ -172,8 +181,11 @@ class Bench:
         return w
 
     def preload(self, sections) -> None:
-        """Load the data of every section in ``sections`` now: a worker kept for later sections
-        (``reuse_workers``) sees only the data loaded before it was forked."""
+        """Load the data of every section in ``sections`` now.
+
+        A worker kept for later sections (``reuse_workers``) sees only the data loaded before it was
+        forked.
+        """
         first = list(self.cfg["datasets"])[:1] if self.first_call else []  # _first_call's rows
         for ds in self.datasets if "main" in sections else first:
             spec = self.cfg["datasets"].get(ds) or {}
@@ -205,17 +217,21 @@ class Bench:
             self._aside = None
 
     def start_processes(self, names) -> None:
-        """Start the process sections ``names`` (:data:`PROCESS_SECTIONS`) in a worker of their own
-        now, so that they run beside the sections run next (their CLI processes and the other
-        sections' jobs then share the machine's cores); :meth:`store` and :meth:`startup` collect
-        them."""
+        """Start the process sections ``names`` (:data:`PROCESS_SECTIONS`) now, in their own worker.
+
+        They run beside the sections run next (their CLI processes and the other sections' jobs
+        then share the machine's cores); :meth:`store` and :meth:`startup` collect them.
+        """
         self._aside = Worker()
         self._aside.submit(_process_sections, (self.cfg, list(names)))
         self._aside_names = set(names)
 
     def _collect_processes(self) -> None:
-        """Wait for the process sections started by :meth:`start_processes` (each of their
-        commands has its own timeout) and take their rows, run records and log lines."""
+        """Wait for the process sections started by :meth:`start_processes`; take their results.
+
+        Each of their commands has its own timeout; the results are their rows, run records and
+        log lines.
+        """
         if self._aside is None:
             return
         res = self._aside.result(timeout=None)
@@ -232,10 +248,12 @@ class Bench:
         self.aside_runs = res["runs"]
 
     def _first_call(self, w: Worker, method: str) -> None:
-        """Lazy imports, numba cache loads and torch's first operations paid outside any timed or
-        traced job: a fit and a predict on the first :data:`FIRST_CALL_ROWS` rows of the first
-        dataset, not recorded. Started, not awaited: the worker's next job waits for it, so the
-        first calls of the workers a section starts run side by side (and beside the parent)."""
+        """Pay lazy imports, numba cache loads and torch's first calls outside timed or traced jobs.
+
+        A fit and a predict on the first :data:`FIRST_CALL_ROWS` rows of the first dataset, not
+        recorded. Started, not awaited: the worker's next job waits for it, so the first calls of
+        the workers a section starts run side by side (and beside the parent).
+        """
         ds = next(iter(self.cfg["datasets"]))
         spec = self.cfg["datasets"].get(ds) or {}
         key = self.data(ds, spec.get("max_train"), spec.get("max_test"))
@@ -254,7 +272,10 @@ class Bench:
             self.log(f"  {method} first call: {res['status']} {res['error']}")
 
     def data(self, name, max_train=None, max_test=None) -> tuple:
-        """Load (once) and return the key of a dataset subset in ``DATA``; before forking workers."""
+        """Load (once) and return the key of a dataset subset in ``DATA``.
+
+        Before forking workers.
+        """
         key = (name, max_train, max_test)
         if key not in DATA:
             DATA[key] = load_bench_data(name, max_train, max_test, self.seed, self.data_dir)
@@ -336,7 +357,8 @@ class Bench:
                             workers[m].kill()
                         else:
                             self.log(
-                                f"  {'warm-up' if r == 0 else f'r{r}':7s} {m:16s} fit {row[self.FIT]:8.3f}s  predict "
+                                f"  {'warm-up' if r == 0 else f'r{r}':7s} {m:16s} fit "
+                                f"{row[self.FIT]:8.3f}s  predict "
                                 f"{row[self.PRED]:12.0f}/s  "
                                 f"acc {row['accuracy']:.3f}"
                             )
@@ -345,16 +367,20 @@ class Bench:
                     self.release(w)
 
     def time_cap(self, method: str, section_cap: float) -> float:
-        """Fit seconds after which a scaling series stops growing: the method's ``time_cap``
-        (bench.yaml: a fixed per-fit cost above the section's cap, such as a solver's
-        preprocessing, would leave one point) else the section's."""
+        """Fit seconds after which a scaling series stops growing.
+
+        The method's ``time_cap`` (bench.yaml: a fixed per-fit cost above the section's cap, such as
+        a solver's preprocessing, would leave one point) else the section's.
+        """
         cap = self.settings[method].get("time_cap")
         return float(section_cap if cap is None else cap)
 
     def _series(self, section, m, key, points, cap):
-        """Fit-only points (param, value, params, n_train) in one worker after a warm-up fit (none
-        with ``first_call``: the worker paid its first calls when it started); the series stops
-        after a failed point or a fit longer than ``cap`` seconds."""
+        """Time fit-only points (param, value, params, n_train) in one worker after a warm-up fit.
+
+        No warm-up with ``first_call``: the worker paid its first calls when it started. The series
+        stops after a failed point or a fit longer than ``cap`` seconds.
+        """
         w = self.worker(m)
         try:
             first = points[0]
@@ -376,8 +402,11 @@ class Bench:
 
     # -- small data
     def small_data(self) -> tuple[dict, tuple | None, tuple | None]:
-        """Load (once) the small section's data: ``{dataset: key}`` of the pooled datasets, the
-        key of the tune job's dataset (fold 0) and of the slope's synthetic rows."""
+        """Load (once) the small section's data.
+
+        ``{dataset: key}`` of the pooled datasets, the key of the tune job's dataset (fold 0) and of
+        the slope's synthetic rows.
+        """
         sc = self.cfg["small"]
         keys = {}
         for ds, n in sc["datasets"].items():
@@ -395,20 +424,26 @@ class Bench:
         return keys, tkey, skey
 
     def _small_params(self, method: str, dataset: str | None) -> dict:
-        """The small section's settings of ``method``: its own defaults, or with ``params: bench``
-        (the quick profile's smoke run) the bench profile's."""
+        """Return the small section's settings of ``method``.
+
+        Its own defaults, or with ``params: bench`` (the quick profile's smoke run) the bench
+        profile's.
+        """
         if self.cfg["small"].get("params", "defaults") == "bench":
             return self.params(method, dataset)
         return default_params(method, self.cfg, dataset)
 
     def small(self) -> None:
-        """Where benchmark suites live: every method at its own defaults (the method config, not the
-        bench profile), CPU per fit on datasets of a few hundred to a few thousand rows, the cost
-        of one tuned job, and fit time vs rows of the ``slope`` method's variants.
+        """Where benchmark suites live.
+
+        Every method at its own defaults (the method config, not the bench profile), CPU per fit on
+        datasets of a few hundred to a few thousand rows, the cost of one tuned job, and fit time vs
+        rows of the ``slope`` method's variants.
 
         One worker per method for the fits and the tune job: a warm-up fit on the first dataset
         (none with ``first_call``), then ``repeats`` timed fits per dataset interleaved over the
-        methods; a method whose fit fails or times out is not run further."""
+        methods; a method whose fit fails or times out is not run further.
+        """
         sc = self.cfg["small"]
         keys, tkey, skey = self.small_data()
         reps = int(sc.get("repeats", 3))
@@ -472,6 +507,7 @@ class Bench:
 
     # -- scaling
     def scaling(self) -> None:
+        """Measure fit time against training rows and against each method's swept parameter."""
         sc = self.cfg["scaling"]
         key = self.data(sc["dataset"], max(sc["sizes"]), sc.get("n_test"))
         n_max = len(DATA[key].y_train)
@@ -493,6 +529,7 @@ class Bench:
 
     # -- inference target
     def inference(self) -> None:
+        """Measure predict time on the inference dataset."""
         ic = self.cfg["inference"]
         key = self.data(ic["dataset"], ic.get("max_train"), None)
         for m in self.methods:
@@ -546,6 +583,7 @@ class Bench:
 
     # -- result store scale
     def store(self) -> None:
+        """Measure the result store at scale (collected from its process when it ran aside)."""
         from treebench.bench.store import run_store_section
 
         if "store" in self._aside_names:
@@ -556,6 +594,10 @@ class Bench:
     # -- threads
     # -- process start to first useful work
     def startup(self) -> None:
+        """Measure process start to first useful work.
+
+        Collected from its process when it ran aside.
+        """
         from treebench.bench.startup import run_startup_section
 
         if "startup" in self._aside_names:
@@ -564,6 +606,7 @@ class Bench:
         self.startup_rows = run_startup_section(self.cfg, log=self.log)
 
     def threading(self) -> None:
+        """Measure fit time against threads for the methods that take ``n_jobs``."""
         tc = self.cfg["threading"]
         key = self.data(tc["dataset"], tc.get("max_train"), None)
         for m in self.methods:
@@ -614,7 +657,10 @@ def run(
     config: str | None = None,
     update: bool = False,
 ) -> dict[str, Path]:
-    """Run the benchmark and write its outputs (see :func:`output_dir`); returns the written files."""
+    """Run the benchmark and write its outputs (see :func:`output_dir`).
+
+    Returns the written files.
+    """
     out = output_dir(out, update)
     cfg = load_config(quick, config)
     if timeout is not None:
@@ -710,10 +756,12 @@ def _raw_section(sec: str) -> str:
 def _load_previous(
     bench: Bench, out: Path, sections: list[str], methods: list[str] | None = None
 ) -> None:
-    """Keep the rows, run records and profiles of the sections not re-run (``--update``); with
-    ``methods`` (a re-run of some methods only), also the other methods' rows of the re-run
+    """Keep the rows, run records and profiles of the sections not re-run (``--update``).
+
+    With ``methods`` (a re-run of some methods only), also the other methods' rows of the re-run
     sections (each method's rows there are measured on their own) and those sections' earlier run
-    records (the new run says which methods it re-ran, :func:`run`)."""
+    records (the new run says which methods it re-ran, :func:`run`).
+    """
     d = out / "docs" / "bench"
     if (d / "bench_raw.csv").exists():
         old = pd.read_csv(d / "bench_raw.csv")

@@ -164,8 +164,9 @@ def time_startup(args: list[str] | None, timeout: float = 120) -> dict:
 
 
 def run_startup_section(cfg: dict, log=print) -> list[dict]:
-    """Every command of ``cfg['startup']['commands']`` run ``repeats`` times, interleaved (one run
-    of each command per round, so that a burst of load hits all commands alike), with the
+    """Run every command of ``cfg['startup']['commands']`` ``repeats`` times, interleaved.
+
+    One run of each command per round, so that a burst of load hits all commands alike, with the
     yardstick :data:`FLOOR` in every round unless ``floor: false``.
 
     Returns
@@ -221,7 +222,7 @@ def run_startup_section(cfg: dict, log=print) -> list[dict]:
 
 
 def startup_frame(rows: list[dict]):
-    """The section's rows as a DataFrame with :data:`STARTUP_COLUMNS`."""
+    """Return the section's rows as a DataFrame with :data:`STARTUP_COLUMNS`."""
     import pandas as pd
 
     return pd.DataFrame(rows, columns=STARTUP_COLUMNS)

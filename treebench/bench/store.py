@@ -1,8 +1,9 @@
-"""The ``store`` bench section: ``treebench status``, ``collect`` and ``check`` against
-synthetic result stores of growing size, each command a separate process, cold (no row cache
-``<store>/.rows.parquet``) and warm (cache present): wall seconds and peak RSS. In the largest store,
-``plan``: a sweep of ``plan_jobs`` jobs whose records are all there, planned and skipped (nothing to
-launch), the sweep-scale target.
+"""The ``store`` bench section.
+
+``treebench status``, ``collect`` and ``check`` against synthetic result stores of growing size,
+each command a separate process, cold (no row cache ``<store>/.rows.parquet``) and warm (cache
+present): wall seconds and peak RSS. In the largest store, ``plan``: a sweep of ``plan_jobs`` jobs
+whose records are all there, planned and skipped (nothing to launch), the sweep-scale target.
 
 A synthetic store clones the committed ledger's records with fresh keys (a few ``failed`` records
 and ``also_experiments`` labels, so those paths run too), written as
@@ -44,7 +45,7 @@ COMMANDS = {
 
 
 def _ledger_records() -> list[dict]:
-    """The committed ledger's records (none when there is no ledger)."""
+    """Return the committed ledger's records (none when there is no ledger)."""
     from treebench.results.ledger import open_ledger
 
     try:
@@ -76,8 +77,11 @@ def plan_args(n_jobs: int) -> list[str]:
 
 
 def add_sweep_records(root: str | Path, n_jobs: int) -> int:
-    """Write a done record for every run of the ``plan`` sweep under ``root``, keyed as the sweep
-    plans them (one composition, each job's ``max_depth`` and ``seed`` set). Returns their count."""
+    """Write a done record for every run of the ``plan`` sweep under ``root``; return their count.
+
+    The records are keyed as the sweep plans them (one composition, each job's ``max_depth`` and
+    ``seed`` set).
+    """
     from treebench.config import compose
     from treebench.runner import job_keys
 
@@ -99,7 +103,7 @@ def add_sweep_records(root: str | Path, n_jobs: int) -> int:
 
 
 def _synthetic_record(i: int) -> dict:
-    """A plausible ``ci`` record when no ledger exists."""
+    """Return a plausible ``ci`` record when no ledger exists."""
     return {
         "dataset": ("iris", "wine", "breast_cancer")[i % 3],
         "experiment": "ci",
@@ -114,9 +118,11 @@ def _synthetic_record(i: int) -> dict:
 
 
 def make_store(root: str | Path, n: int, base: list[dict] | None = None, seed: int = 0) -> Path:
-    """Write ``n`` records under ``root`` (``<key[:2]>/<key>.json``): clones of ``base`` (default:
-    the ledger's records) with fresh keys; every 50th record ``failed``, every 20th with an
-    ``also_experiments`` label."""
+    """Write ``n`` records under ``root`` (``<key[:2]>/<key>.json``).
+
+    Clones of ``base`` (default: the ledger's records) with fresh keys; every 50th record
+    ``failed``, every 20th with an ``also_experiments`` label.
+    """
     root = Path(root)
     base = _ledger_records() if base is None else base
     rng = np.random.default_rng(seed)
@@ -161,8 +167,9 @@ runpy.run_module("treebench.cli", run_name="__main__")
 
 
 def run_child(code: str, args: list[str], env: dict, cwd, timeout: float, poll: float = 0.01):
-    """Run ``python -c code *args`` (stdout discarded) until it exits or ``timeout`` wall seconds
-    have passed (then killed); reaped with ``os.wait4`` for its own resource usage.
+    """Run ``python -c code *args`` (stdout discarded) until it exits or ``timeout`` wall s pass.
+
+    Killed at the timeout; reaped with ``os.wait4`` for its own resource usage.
 
     Returns
     -------
@@ -195,9 +202,11 @@ def run_child(code: str, args: list[str], env: dict, cwd, timeout: float, poll: 
 
 
 def time_command(args: list[str], outputs: Path, timeout: float) -> dict:
-    """Run ``python -m treebench.cli *args`` with ``TREEBENCH_OUTPUTS=outputs`` and no ledger:
-    wall seconds, peak RSS (MB, of that process alone: its ``VmHWM``, else ``os.wait4``'s
-    ``ru_maxrss``) and the exit code."""
+    """Run ``python -m treebench.cli *args`` with ``TREEBENCH_OUTPUTS=outputs`` and no ledger.
+
+    Wall seconds, peak RSS (MB, of that process alone: its ``VmHWM``, else ``os.wait4``'s
+    ``ru_maxrss``) and the exit code.
+    """
     rss_file = Path(outputs) / ".peak_rss_kb"
     rss_file.unlink(missing_ok=True)
     env = {
@@ -217,8 +226,11 @@ def time_command(args: list[str], outputs: Path, timeout: float) -> dict:
 
 
 def run_store_section(cfg: dict, log=print) -> list[dict]:
-    """For every size of ``cfg['store']['sizes']``: a synthetic store in a temp dir, each command
-    timed cold then warm. Returns rows with :data:`STORE_COLUMNS`."""
+    """For every size of ``cfg['store']['sizes']``.
+
+    A synthetic store in a temp dir, each command timed cold then warm. Returns rows with
+    :data:`STORE_COLUMNS`.
+    """
     sc = cfg.get("store") or {}
     sizes = [int(s) for s in sc.get("sizes", [1000, 10000, 100000])]
     target = float(sc.get("target_seconds", 10))
@@ -275,4 +287,5 @@ def run_store_section(cfg: dict, log=print) -> list[dict]:
 
 
 def store_frame(rows: list[dict]) -> pd.DataFrame:
+    """Return the store section's rows as a DataFrame with :data:`STORE_COLUMNS`."""
     return pd.DataFrame(rows, columns=STORE_COLUMNS)

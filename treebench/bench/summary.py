@@ -1,4 +1,7 @@
-"""Bench tables from the raw rows: medians per method and dataset, ratios to CART, scaling slopes."""
+"""Bench tables from the raw rows.
+
+Medians per method and dataset, ratios to CART, scaling slopes.
+"""
 
 from __future__ import annotations
 
@@ -166,9 +169,11 @@ def scaling_summary(
 
 
 def small_summary(raw: pd.DataFrame, ref: str = "cart", basis: str = "cpu") -> pd.DataFrame:
-    """The small section per method and measurement (a dataset's fits, or the tune job): median
-    seconds on the ``basis`` over the timed rows, their count, and the ratio to ``ref``'s median
-    on the same measurement; a measurement without an ``ok`` row keeps its first status."""
+    """Return the small section per method and measurement (a dataset's fits, or the tune job).
+
+    Median seconds on the ``basis`` over the timed rows, their count, and the ratio to ``ref``'s
+    median on the same measurement; a measurement without an ``ok`` row keeps its first status.
+    """
     FIT = basis_columns(basis)[0]
     d = raw[raw["section"].isin(["small", "small_tune"]) & ~raw["warmup"].astype(bool)]
     out = []
@@ -198,8 +203,10 @@ def small_summary(raw: pd.DataFrame, ref: str = "cart", basis: str = "cpu") -> p
 
 
 def small_slopes(raw: pd.DataFrame, basis: str = "cpu") -> pd.DataFrame:
-    """Fit time vs rows of the small section's ``slope`` series: per method and variant, the
-    log-log slope (:func:`fit_slope`) over the rows measured."""
+    """Fit time vs rows of the small section's ``slope`` series.
+
+    Per method and variant, the log-log slope (:func:`fit_slope`) over the rows measured.
+    """
     FIT = basis_columns(basis)[0]
     d = raw[(raw["section"] == "small_slope") & (raw["status"] == "ok")]
     out = []

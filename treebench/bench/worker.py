@@ -82,9 +82,9 @@ def _worker_loop(conn, parent: int) -> None:
 class Worker:
     """A forked child process that runs jobs one at a time; killed when a job exceeds its timeout.
 
-    Forked after the parent loaded the data (:data:`DATA`), so jobs name their data by key. The first job
-    of a fresh worker pays the lazy imports and first-call costs: benches send a warm-up job first.
-    Not a daemon process, so joblib may start its own workers (n_jobs > 1) inside it.
+    Forked after the parent loaded the data (:data:`DATA`), so jobs name their data by key. The
+    first job of a fresh worker pays the lazy imports and first-call costs: benches send a warm-up
+    job first. Not a daemon process, so joblib may start its own workers (n_jobs > 1) inside it.
     """
 
     def __init__(self):
@@ -108,8 +108,10 @@ class Worker:
         self.conn.send((fn, args, kw or {}))
 
     def result(self, timeout: float | None = 300) -> dict:
-        """The submitted job's result; the worker is killed after ``timeout`` wall seconds (None:
-        no limit)."""
+        """Return the submitted job's result.
+
+        The worker is killed after ``timeout`` wall seconds (None: no limit).
+        """
         if self.conn.poll(timeout):
             try:
                 return self.conn.recv()
@@ -121,6 +123,7 @@ class Worker:
         return {"status": "timeout", "error": f"no result within {timeout:.0f} s"}
 
     def kill(self) -> None:
+        """Kill the worker process and wait for it."""
         self.alive = False
         if self.proc.is_alive():
             self.proc.kill()
@@ -128,6 +131,7 @@ class Worker:
         self.conn.close()
 
     def close(self) -> None:
+        """Ask the worker to exit and wait for it (kill it if it does not)."""
         if self.alive:
             try:
                 self.conn.send(None)

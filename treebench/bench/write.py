@@ -58,7 +58,7 @@ SCALING_COLUMNS += ["expected", "flag"]
 
 @cache
 def templates() -> dict[str, Template]:
-    """The parts of the template file by name (a part starts at a ``@@ name`` line)."""
+    """Return the parts of the template file by name (a part starts at a ``@@ name`` line)."""
     parts = re.split(r"^@@ (\w+)\n", TEMPLATE.read_text(), flags=re.M)[1:]
     return {name: Template(text) for name, text in zip(parts[::2], parts[1::2], strict=True)}
 
@@ -87,11 +87,15 @@ def _machine_load(runs: dict, cores) -> str:
 
 
 def fill(part: str, **fields) -> str:
+    """Return template part ``part`` with ``fields`` substituted."""
     return templates()[part].substitute(**fields)
 
 
 def fmt(v, nd=3) -> str:
-    """A table cell: ``-`` for missing, integers as such, floats to ``nd`` significant digits."""
+    """Return a table cell.
+
+    ``-`` for missing, integers as such, floats to ``nd`` significant digits.
+    """
     if isinstance(v, str):
         return v
     if v is None or (isinstance(v, float) and not np.isfinite(v)):
@@ -234,8 +238,11 @@ def _scaling(bench, raw: pd.DataFrame, d: Path, files: dict) -> str:
 
 
 def _small(bench, raw: pd.DataFrame, d: Path) -> str:
-    """The small section: ``small.csv`` (per method and measurement), ``small_slope.csv`` and a
-    table with a column pair (seconds, × CART) per dataset and for the tune job."""
+    """Return the small section.
+
+    ``small.csv`` (per method and measurement), ``small_slope.csv`` and a table with a column pair
+    (seconds, × CART) per dataset and for the tune job.
+    """
     sm = small_summary(raw, bench.ref, bench.basis)
     sm.to_csv(d / "small.csv", index=False)
     slopes = small_slopes(raw, bench.basis)
@@ -275,9 +282,11 @@ def _small(bench, raw: pd.DataFrame, d: Path) -> str:
         tune=(sc.get("tune") or {}).get("tune", "-"),
         tune_dataset=(sc.get("tune") or {}).get("dataset", "-"),
         repeats=sc.get("repeats", 3),
-        settings="its own default settings (the method config as `treebench run method=<name>` fits it, not the bench profiles above)"
+        settings="its own default settings (the method config as `treebench run method=<name>` "
+        "fits it, not the bench profiles above)"
         if sc.get("params", "defaults") == "defaults"
-        else "its bench profile (`methods:` in bench.yaml; a smoke run of the section, not its defaults)",
+        else "its bench profile (`methods:` in bench.yaml; a smoke run of the section, not its "
+        "defaults)",
         basis=bench.basis,
         table=md_table(wide, columns) if wide is not None else "(no rows)",
         slope_method=sl.get("method", "-"),
@@ -291,7 +300,7 @@ def _small(bench, raw: pd.DataFrame, d: Path) -> str:
 
 
 def _caps(bench) -> str:
-    """The scaling series' time caps in words: the sections' and the methods' own."""
+    """Return the scaling series' time caps in words: the sections' and the methods' own."""
     sc, ps = bench.cfg["scaling"], bench.cfg["param_scaling"]
     same = sc.get("time_cap", 6) == ps.get("time_cap", 6)
     text = (
@@ -306,7 +315,7 @@ def _caps(bench) -> str:
 
 
 def _store(bench, d: Path, files: dict) -> str:
-    """The store section: ``store.csv``, ``store.png`` and a table per command."""
+    """Return the store section: ``store.csv``, ``store.png`` and a table per command."""
     sc = bench.cfg.get("store") or {}
     target = float(sc.get("target_seconds", 10))
     target_n = int(sc.get("target_records", 100000))
@@ -370,7 +379,7 @@ def _store(bench, d: Path, files: dict) -> str:
 
 
 def _startup(bench, d: Path) -> str:
-    """The startup section: ``startup.csv`` and its table."""
+    """Return the startup section: ``startup.csv`` and its table."""
     sc = bench.cfg.get("startup") or {}
     target = float(sc.get("target_seconds", 1.0))
     st = startup_frame(bench.startup_rows)
@@ -414,7 +423,10 @@ def _startup(bench, d: Path) -> str:
         else "**MISSED** by " + ", ".join(missed_by(c) for c in missed)
     )
     if len(floor) and float(floor.iloc[0]) > target:
-        verdict += f"; the yardstick alone is above the target on this machine ({float(floor.iloc[0]):.3g} s)"
+        verdict += (
+            "; the yardstick alone is above the target on this machine "
+            f"({float(floor.iloc[0]):.3g} s)"
+        )
     return fill(
         "startup",
         target=f"{target:g}",
@@ -425,8 +437,11 @@ def _startup(bench, d: Path) -> str:
 
 
 def _references(d: Path) -> str:
-    """The comparison with the authors' code, from ``references.csv`` in ``d`` or else the committed
-    one (copied to ``d``); written by ``scripts/reference/compare.py all``, never measured here."""
+    """Return the comparison with the authors' code, never measured here.
+
+    From ``references.csv`` in ``d``, or else the committed one (copied to ``d``);
+    ``scripts/reference/compare.py all`` writes it.
+    """
     path = d / "references.csv"
     committed = PROJECT_DIR / "docs" / "bench" / "references.csv"
     if not path.exists() and committed.exists():
@@ -455,8 +470,10 @@ def _workers_note(bench) -> str:
 
 
 def _run_line(section: str, run: dict) -> str:
-    """A section's run as a line; a run of some methods only also names the earlier run(s) that
-    measured the others."""
+    """Return a section's run as a line.
+
+    A run of some methods only also names the earlier run(s) that measured the others.
+    """
     line = fill("run", section=section, **{**run, "git_sha": str(run.get("git_sha"))[:7]})
     while run.get("others_from"):
         earlier = run["others_from"]

@@ -1,6 +1,9 @@
-"""The ``treebench`` command line (Typer): one module per command group, each command parsing its
-options and calling the library (``run`` and ``list``; ``collect``, ``status`` and ``ledger``;
-``report``, ``site`` and ``check``; ``fetch``; ``show`` and ``export``; ``bench``)."""
+"""The ``treebench`` command line (Typer).
+
+One module per command group, each command parsing its options and calling the library (``run`` and
+``list``; ``collect``, ``status`` and ``ledger``; ``report``, ``site`` and ``check``; ``fetch``;
+``show`` and ``export``; ``bench``).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""``python -m treebench.cli``: the ``treebench`` command (what sweeps' background processes run)."""
+"""``python -m treebench.cli``.
+
+The ``treebench`` command (what sweeps' background processes run).
+"""
 
 from treebench.cli import main
 

@@ -16,7 +16,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 ledger_app = typer.Typer(
-    help="The committed results ledger (results/<experiment>.jsonl.gz, in shards past 900 kB): every record behind "
+    help="The committed results ledger (results/<experiment>.jsonl.gz, in shards past 900 kB): "
+    "every record behind "
     "REPRODUCTION.md.",
     no_args_is_help=True,
 )
@@ -41,20 +42,25 @@ TARGET_ARG = typer.Argument(..., help="run key (or unique prefix), record file o
 
 
 def outputs_dir(path: str | None) -> Path:
-    """The outputs directory: ``--outputs``, else ``$TREEBENCH_OUTPUTS``, else ``outputs``."""
+    """Return the outputs directory.
+
+    ``--outputs``, else ``$TREEBENCH_OUTPUTS``, else ``outputs``.
+    """
     return Path(path or os.environ.get("TREEBENCH_OUTPUTS") or "outputs")
 
 
 def open_ledger(use: bool | None = True):
-    """The committed ledger, unless ``use`` is False (``--no-ledger``) or it is turned off."""
+    """Return the committed ledger; None with ``use`` False (``--no-ledger``) or the ledger off."""
     from treebench.results.ledger import open_ledger as open_
 
     return open_() if use is not False else None
 
 
 def fail(message: str, code: int = 2, plain: bool = False):
-    """Print ``message`` on stderr and exit with ``code`` (``plain``: no markup, an ``error:``
-    prefix, for messages that quote user input)."""
+    """Print ``message`` on stderr and exit with ``code``.
+
+    ``plain``: no markup, an ``error:`` prefix, for messages that quote user input.
+    """
     if plain:
         err.print(f"[red]error:[/] {escape(message)}", highlight=False)
     else:
@@ -63,7 +69,7 @@ def fail(message: str, code: int = 2, plain: bool = False):
 
 
 def print_note(line: str | None) -> None:
-    """A dim one-line note (which records a listing read), when there is one."""
+    """Print a dim one-line note (which records a listing read), when there is one."""
     if line:
         console.print(f"[dim]{escape(line)}[/]", highlight=False)
 

@@ -31,7 +31,8 @@ def bench(
     sections: str = typer.Option(
         "main,inference,threads,scaling,small,store,startup",
         help="which parts: main, inference, threads, scaling, small (every method at its defaults "
-        "on 150-5,000 rows, a tune=small job, One-Stage's slope in rows), store (result store scale), "
+        "on 150-5,000 rows, a tune=small job, One-Stage's slope in rows), store (result store "
+        "scale), "
         "startup (seconds to first useful work of --help, list, status, a CART run); "
         "none + --update: rewrite only",
     ),
@@ -43,7 +44,10 @@ def bench(
         "other sections' results and re-running only --sections",
     ),
 ) -> None:
-    """Benchmark fit/predict speed, memory and scaling of every method against CART (BENCHMARKS.md)."""
+    """Benchmark every method's fit/predict speed, memory and scaling against CART.
+
+    The results are BENCHMARKS.md's.
+    """
     from treebench import bench as tb_bench
 
     def split(s):

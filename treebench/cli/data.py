@@ -23,16 +23,19 @@ def fetch(
         help="check the mirror instead of fetching: files, sha256, parsed shape and classes",
     ),
 ) -> None:
-    """Fill the data cache: ``treebench fetch dataset=letter`` or ``treebench fetch experiment=NAME``.
+    """Fill the data cache.
+
+    ``treebench fetch dataset=letter`` or ``treebench fetch experiment=NAME``.
 
     Files are verified by sha256; a mirror (``TREEBENCH_MIRROR`` or ``data.mirror=DIR_OR_URL``) is
     tried before the upstream URL. ``dataset=a,b`` fetches several datasets.
 
     ``treebench fetch --verify`` downloads nothing: it checks every dataset (or those given by
-    ``dataset=a,b`` or ``experiment=NAME``) in the local mirror, or in the data cache when the mirror
-    is not a local directory: each configured file present with its sha256, each part parsed to the
-    configured features and classes (row counts from the mirror's MANIFEST.csv), the whole dataset to
-    the configured shape. Exit status 1 when a present file is wrong; absent files are listed only.
+    ``dataset=a,b`` or ``experiment=NAME``) in the local mirror, or in the data cache when the
+    mirror is not a local directory: each configured file present with its sha256, each part parsed
+    to the configured features and classes (row counts from the mirror's MANIFEST.csv), the whole
+    dataset to the configured shape. Exit status 1 when a present file is wrong; absent files are
+    listed only.
     """
     from treebench.catalog import group_choices, needs_settings
     from treebench.config import compose

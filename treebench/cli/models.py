@@ -53,7 +53,8 @@ def show(
     """Render a trained model: DOT + SVG/PNG drawings, rules.txt, importances.csv/.png, model.json.
 
     Loads the model saved with save_model=true, or refits the run from its record (composed from
-    the record's overrides; refused when that would not give back the record's run key)."""
+    the record's overrides; refused when that would not give back the record's run key).
+    """
     from treebench.inspect.render import DrawingTooLarge
     from treebench.inspect.show import write_report
 
@@ -86,7 +87,10 @@ def export(
     outputs: str = OUTPUTS_OPT,
     refit: bool = REFIT_OPT,
 ) -> None:
-    """Write a trained model's decision graph(s) as JSON (loadable with treebench.inspect.load_graph)."""
+    """Write a trained model's decision graph(s) as JSON.
+
+    Loadable with treebench.inspect.load_graph.
+    """
     model, _rec, how = _model(target, outputs, refit)
     path = model.save(out)
     console.print(how, soft_wrap=True)  # one line, for scripts

@@ -35,8 +35,10 @@ def collect(
         help="write the table as CSV beside the Parquet file (slow for the whole ledger)",
     ),
 ) -> None:
-    """Merge the local store's records (with --ledger or --experiment, the committed ledger's
-    too) into one table (outputs/results/results*.{parquet,csv})."""
+    """Merge the local store's records into one table (outputs/results/results*.{parquet,csv}).
+
+    With --ledger or --experiment, the committed ledger's records too.
+    """
     from treebench.report.console import print_summary
     from treebench.report.tables import summary_table
     from treebench.results import collect as do_collect
@@ -71,10 +73,12 @@ def status(
     experiment: str = typer.Option(None, help="only records of this experiment"),
     ledger: bool | None = LEDGER_OPT,
 ) -> None:
-    """Summarise the local store (with --ledger or --experiment, the committed ledger too):
-    records per experiment, method and status, each failure's reason, the local records not yet
-    in the ledger (``treebench ledger add`` moves them), and the SLURM jobs of sweeps still
-    queued or running."""
+    """Summarise the local store (with --ledger or --experiment, the committed ledger too).
+
+    Records per experiment, method and status, each failure's reason, the local records not yet in
+    the ledger (``treebench ledger add`` moves them), and the SLURM jobs of sweeps still queued or
+    running.
+    """
     from treebench.results.scope import ledger_note, listing_scope
     from treebench.results.table import records_frame
 
@@ -113,8 +117,10 @@ def _print_counts(df, led, all_led) -> None:
 
 
 def _print_failed_and_skipped(df, store_dir: Path, led) -> None:
-    """One line per failed or skipped run (the first ones; the rest counted by reason), and the
-    fixes of the SLURM jobs that ended without their runs."""
+    """Print one line per failed or skipped run, and fixes for SLURM jobs ended without their runs.
+
+    The first runs only; the rest are counted by reason.
+    """
     from treebench.results import Store
     from treebench.results.status import failed_and_skipped
     from treebench.slurm import fix_hint
@@ -181,8 +187,9 @@ def ledger_add(
     outputs: str = OUTPUTS_OPT,
     dry_run: bool = typer.Option(False, "--dry-run", help="say what would be added, write nothing"),
 ) -> None:
-    """Move the local store's done records of paper experiments, the head-to-head and the
-    benchmark into the committed ledger.
+    """Move the local store's done records into the committed ledger.
+
+    The records of paper experiments, the head-to-head and the benchmark.
 
     A run key already in the ledger gains the record's experiment labels; one whose numbers differ
     is refused, with every such key listed, and nothing is written.
@@ -209,7 +216,8 @@ def ledger_add(
     per = ", ".join(f"{e} {n}" for e, n in sorted(res.added.items())) or "none"
     console.print(
         f"{verb} {res.n_added} records to {led.root} ({per}); {res.relabelled} gained a "
-        f"plan label (another experiment, or a full profile), {res.unchanged} already there; {res.not_done} failed records left out"
+        f"plan label (another experiment, or a full profile), {res.unchanged} already there; "
+        f"{res.not_done} failed records left out"
     )
     if not dry_run and (res.n_added or res.relabelled):
         console.print(f"ledger {led.content_hash()} ({len(led)} records)")

@@ -55,7 +55,10 @@ def report(
         "move its verdicts)",
     ),
 ) -> None:
-    """Markdown/LaTeX tables (ours next to the paper), figures and statistical tests under outputs/reports/."""
+    """Write Markdown/LaTeX tables, figures and statistical tests under outputs/reports/.
+
+    The tables show ours next to the paper.
+    """
     from treebench.report.documents import write
     from treebench.report.targets import experiment_names
 
@@ -129,8 +132,11 @@ def site(
     outputs: str = OUTPUTS_OPT,
     open_: bool = typer.Option(False, "--open", help="open the index in a web browser"),
 ) -> None:
-    """The offline results site from the committed ledger: papers, methods, datasets, the
-    head-to-head and a ledger explorer (works from file://, no network)."""
+    """Build the offline results site from the committed ledger.
+
+    Papers, methods, datasets, the head-to-head and a ledger explorer (works from file://, no
+    network).
+    """
     from treebench.config import CONF_DIR, PROJECT_DIR
     from treebench.report.documents.write import evaluation
 
@@ -169,8 +175,10 @@ def check(
     ledger: bool | None = LEDGER_OPT,
     with_store: bool = WITH_STORE_OPT,
 ) -> None:
-    """Compare the committed ledger's results (with --with-store, the local store's too; without
-    a ledger, the store's) with the paper/CI targets; exit 1 on any regression (FAIL)."""
+    """Compare the committed ledger's results with the paper/CI targets; exit 1 on any FAIL.
+
+    With --with-store, the local store's results too; without a ledger, the store's.
+    """
     from treebench.report.checks import Availability, run_checks
     from treebench.report.console import print_checks
     from treebench.report.targets import for_experiment

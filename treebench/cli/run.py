@@ -28,8 +28,10 @@ OVERRIDES_ARG = typer.Argument(None, help="Hydra overrides", autocompletion=comp
 
 
 def checked_args(overrides, extra) -> list[str]:
-    """The command's arguments with ``~`` expanded, or exit 2 on an unknown config name or a
-    setting no config has."""
+    """Return the command's arguments with ``~`` expanded; exit 2 on an unknown name or setting.
+
+    An unknown config name, or a setting no config has.
+    """
     from treebench.catalog import UnknownChoiceError, check_choices
     from treebench.overrides import OverrideError, check_new_keys, expand_home
 
@@ -65,7 +67,7 @@ def check_writable(args: list[str]) -> None:
 
 
 def hydra_args(args: list[str]) -> list[str]:
-    """``run``'s own flags (``--dry-run``, ``-v``) as the Hydra overrides that do them."""
+    """Return ``run``'s own flags (``--dry-run``, ``-v``) as the Hydra overrides that do them."""
     args = [f"++{a}" if _PARAM_RE.match(a) else a for a in args]
     if "--dry-run" in args:  # --all: every job of a large plan listed
         every = ["hydra.sweeper.plan_rows=null"] if "--all" in args else []
@@ -92,6 +94,7 @@ def hydra_args(args: list[str]) -> list[str]:
     ),
 )
 def run(ctx: typer.Context, overrides: list[str] = OVERRIDES_ARG) -> None:
+    """Run experiments: Hydra overrides as arguments (``-m`` sweeps)."""
     from treebench.launch import launch
 
     args = checked_args(overrides, ctx.args)
@@ -106,14 +109,17 @@ def run(ctx: typer.Context, overrides: list[str] = OVERRIDES_ARG) -> None:
 def list_(
     what: str = typer.Argument("all", help="methods, datasets, experiments, splits, tunes or all"),
 ) -> None:
-    """List methods, datasets, experiments, split protocols and tuning budgets with one-line
-    descriptions."""
+    """List the config choices with one-line descriptions.
+
+    Methods, datasets, experiments, split protocols and tuning budgets.
+    """
     from treebench.catalog import GROUPS, group_choices, method_listing
 
     wanted = [g for g in GROUPS if what in ("all", g, g + "s")]
     if not wanted:
         fail(
-            f"[red]Unknown listing {what!r}.[/] Choices: methods, datasets, experiments, splits, tunes, all"
+            f"[red]Unknown listing {what!r}.[/] Choices: methods, datasets, experiments, splits, "
+            "tunes, all"
         )
     for group in wanted:
         t = Table(title=f"{group}s", title_justify="left")

@@ -59,7 +59,7 @@ class DataContext:
 
 
 def load_dataset(cfg: DictConfig, ctx: DataContext) -> Dataset:
-    """Load the dataset described by a ``treebench/conf/dataset`` node through its ``loader._target_``."""
+    """Load the dataset of a ``treebench/conf/dataset`` node through its ``loader._target_``."""
     loader = OmegaConf.to_container(cfg.loader, resolve=True)
     target = loader.pop("_target_")
     ctx = dataclasses.replace(ctx, dataset=str(cfg.name))

@@ -1,4 +1,7 @@
-"""The in-memory dataset: named parts (all, train, val, test) of features and targets plus metadata."""
+"""The in-memory dataset.
+
+Named parts (all, train, val, test) of features and targets plus metadata.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +19,10 @@ class DataError(ValueError, TreebenchError):
 
 
 class DatasetUnavailableError(DataError):
-    """A dataset is not in the cache and cannot be fetched now; the message names the fetch command."""
+    """A dataset is not in the cache and cannot be fetched now.
+
+    The message names the fetch command.
+    """
 
 
 @dataclass
@@ -58,6 +64,10 @@ class Dataset:
     meta: dict = field(default_factory=dict)
 
     def part(self, key: str) -> Part:
+        """Return part ``key`` (train, val or test).
+
+        A missing part is an error naming the ones present.
+        """
         if key not in self.parts:
             raise DataError(
                 f"dataset {self.name!r} has no {key!r} part (it has: {', '.join(self.parts)}); "

@@ -2,7 +2,8 @@
 
 A dataset config lists its files as ``{url, path, sha256}``: ``url`` is the real upstream address,
 ``path`` the file's place relative to a mirror (and to the cache, which has the same layout, so a
-data directory can itself serve as a mirror), ``sha256`` the expected checksum (``null`` if unknown).
+data directory can itself serve as a mirror), ``sha256`` the expected checksum (``null`` if
+unknown).
 
 Lookup order for one file:
 
@@ -54,12 +55,14 @@ class RemoteFile:
     url : str
         The real upstream URL.
     path : str
-        Relative path inside a mirror and inside the cache (e.g. ``libsvm/multiclass/letter.scale``).
+        Relative path inside a mirror and inside the cache (e.g.
+        ``libsvm/multiclass/letter.scale``).
     sha256 : str or None
-        Expected checksum; ``None`` when no trusted value is known (the file is then accepted as is).
+        Expected checksum; ``None`` when no trusted value is known (the file is then accepted as
+        is).
     member : str, optional
-        The upstream ``url`` is a zip archive and ``path`` holds this member of it, extracted (as the
-        mirror stores e.g. ``uci/bike-sharing/hour.csv`` from ``Bike-Sharing-Dataset.zip``).
+        The upstream ``url`` is a zip archive and ``path`` holds this member of it, extracted (as
+        the mirror stores e.g. ``uci/bike-sharing/hour.csv`` from ``Bike-Sharing-Dataset.zip``).
     """
 
     url: str
@@ -69,6 +72,7 @@ class RemoteFile:
 
     @classmethod
     def of(cls, spec: Any) -> RemoteFile:
+        """Return a :class:`RemoteFile` from a file spec mapping (or the file itself)."""
         if isinstance(spec, RemoteFile):
             return spec
         if isinstance(spec, str):
@@ -92,7 +96,7 @@ _DIGESTS: dict[tuple, str] = {}
 
 
 def sha256_file(path: str | os.PathLike) -> str:
-    """The file's sha256, memoised per process by (path, size, mtime)."""
+    """Return the file's sha256, memoised per process by (path, size, mtime)."""
     st = os.stat(path)
     key = (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ino)
     if key in _DIGESTS:
@@ -121,7 +125,7 @@ def _local_dir(mirror: str | os.PathLike | None) -> Path | None:
 
 
 def mirror_url(mirror: str, path: str) -> str:
-    """The URL of ``path`` under a mirror base URL (spaces and other characters quoted)."""
+    """Return the URL of ``path`` under a mirror base URL (spaces and other characters quoted)."""
     return mirror.rstrip("/") + "/" + urllib.parse.quote(path)
 
 
@@ -148,12 +152,15 @@ class Progress:
     """Download progress callbacks; the CLI passes a rich-based one, the default prints nothing."""
 
     def start(self, name: str, total: int | None) -> None:  # pragma: no cover - trivial
+        """Begin file ``name`` of ``total`` bytes (None: unknown)."""
         pass
 
     def advance(self, name: str, n: int) -> None:  # pragma: no cover - trivial
+        """Count ``n`` more bytes of file ``name``."""
         pass
 
     def done(self, name: str) -> None:  # pragma: no cover - trivial
+        """End file ``name``."""
         pass
 
 
@@ -295,7 +302,7 @@ _DISK_ERRNOS = {errno.ENOSPC, errno.EACCES, errno.EROFS, errno.EDQUOT, errno.EPE
 
 
 def _cache_dir_error(exc: OSError, data_dir: Path) -> DataError:
-    """A clear error for a cache directory that is read-only or full."""
+    """Return a clear error for a cache directory that is read-only or full."""
     what = "is full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "is not writable"
     return DataError(
         f"the data cache {data_dir} {what} ({exc.strerror or exc}); set TREEBENCH_DATA_DIR "
@@ -305,7 +312,7 @@ def _cache_dir_error(exc: OSError, data_dir: Path) -> DataError:
 
 
 def _lock(target: Path) -> FileLock:
-    """A per-file inter-process lock (a hidden ``.<name>.lock`` next to the file)."""
+    """Return a per-file inter-process lock (a hidden ``.<name>.lock`` next to the file)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     return FileLock(str(target.parent / f".{target.name}.lock"))
 

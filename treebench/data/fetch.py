@@ -49,21 +49,27 @@ class RichProgress(Progress):
         self._bar.stop()
 
     def start(self, name, total):
+        """Add a bar for file ``name`` of ``total`` bytes."""
         self._tasks[name] = self._bar.add_task(name, total=total)
 
     def advance(self, name, n):
+        """Advance file ``name``'s bar by ``n`` bytes."""
         if name in self._tasks:
             self._bar.update(self._tasks[name], advance=n)
 
     def done(self, name):
+        """Stop file ``name``'s bar."""
         tid = self._tasks.pop(name, None)
         if tid is not None:
             self._bar.stop_task(tid)
 
 
 def sweep_datasets(cfg) -> list[str]:
-    """Dataset names of a composed config: the ``dataset`` values of its sweep plan (``params`` and
-    ``rows``; with ``profile=reduced``, the ``reduced`` plan where there is one), else ``dataset.name``."""
+    """Dataset names of a composed config.
+
+    The ``dataset`` values of its sweep plan (``params`` and ``rows``; with ``profile=reduced``, the
+    ``reduced`` plan where there is one), else ``dataset.name``.
+    """
     from treebench.config import plan_values, sweep_plan
 
     try:
@@ -130,6 +136,7 @@ class Verified:
 
     @property
     def status(self) -> str:
+        """Return ``ok``, ``missing``, ``failed`` or ``skipped`` (see the class)."""
         if self.problems:
             return "failed"
         return "missing" if self.missing else ("ok" if self.files else "skipped")
@@ -149,8 +156,11 @@ def file_specs(node) -> Iterator[dict]:
 
 
 def _loader_module(loader: dict):
-    """The module of a loader's ``_target_`` (where a loader keeping its own cache says what of it
-    is missing, ``missing(ctx, **args)``, and how to fetch it, ``fetch_command(name, **args)``)."""
+    """Return the module of a loader's ``_target_``.
+
+    Where a loader keeping its own cache says what of it is missing, ``missing(ctx, **args)``, and
+    how to fetch it, ``fetch_command(name, **args)``.
+    """
     import importlib
 
     target = loader.get("_target_")
@@ -158,10 +168,12 @@ def _loader_module(loader: dict):
 
 
 def missing_files(cfg, ctx: DataContext) -> list[str]:
-    """What of dataset ``cfg`` a run could not get: the relative paths of its files in neither the
-    cache nor a local mirror, or what its loader's own cache lacks (an OpenML id), while fetching is
-    off (a run would fail on them; ``treebench fetch`` gets them). Empty when fetching is on, or for
-    data without files (bundled or generated sets).
+    """Return what of dataset ``cfg`` a run could not get.
+
+    The relative paths of its files in neither the cache nor a local mirror, or what its loader's
+    own cache lacks (an OpenML id), while fetching is off (a run would fail on them; ``treebench
+    fetch`` gets them). Empty when fetching is on, or for data without files (bundled or generated
+    sets).
     """
     from omegaconf import OmegaConf
 
@@ -185,8 +197,11 @@ def missing_files(cfg, ctx: DataContext) -> list[str]:
 
 
 def fetch_command(cfg) -> str:
-    """The ``treebench fetch`` that gets dataset ``cfg``: by its config name, or the command its
-    loader gives (``dataset=openml dataset.data_id=61``: ``openml_61`` is no config)."""
+    """Return the ``treebench fetch`` that gets dataset ``cfg``.
+
+    By its config name, or the command its loader gives (``dataset=openml dataset.data_id=61``:
+    ``openml_61`` is no config).
+    """
     from omegaconf import OmegaConf
 
     loader = cfg.get("loader")
@@ -198,8 +213,11 @@ def fetch_command(cfg) -> str:
 
 
 def require_files(cfg, ctx: DataContext) -> None:
-    """Raise :class:`DatasetUnavailableError` naming every file of dataset ``cfg`` that
-    :func:`missing_files` finds and the ``treebench fetch`` command that gets them."""
+    """Raise :class:`DatasetUnavailableError` when files of dataset ``cfg`` are missing.
+
+    The error names every file :func:`missing_files` finds and the ``treebench fetch`` command
+    that gets them.
+    """
     from treebench.data.base import DatasetUnavailableError
 
     missing = missing_files(cfg, ctx)

@@ -1,5 +1,7 @@
-"""The parsed-dataset cache on disk: arrays in ``.npz`` (read with ``allow_pickle=False``), the rest
-in JSON, both verified against the hash of their inputs and of their content before use.
+"""The parsed-dataset cache on disk.
+
+Arrays in ``.npz`` (read with ``allow_pickle=False``), the rest in JSON, both verified against the
+hash of their inputs and of their content before use.
 
 A cache entry ``<stem>-<key>.npz`` + ``<stem>-<key>.json`` holds one :class:`Dataset`. The JSON
 names the inputs it was parsed from (loader kind, parameters, raw files' sha256, parser version)
@@ -42,7 +44,7 @@ def _plain_array(a: np.ndarray, name: str, arrays: dict) -> dict:
 
 
 def _text_array(a, name: str, arrays: dict) -> dict:
-    """An object array of strings with missing values (None or NaN) as text plus a mask."""
+    """Return an object array of strings with missing values (None or NaN) as text plus a mask."""
     values = np.asarray(a, dtype=object)
     missing = pd.isna(values)
     present = values[~missing]
@@ -128,6 +130,7 @@ def encode(ds: Dataset) -> tuple[bytes, dict]:
 
 
 def decode(data: bytes, desc: dict) -> Dataset:
+    """Return the dataset that :func:`encode` wrote as ``data`` and ``desc``."""
     with np.load(io.BytesIO(data), allow_pickle=False) as npz:
         arrays = {k: npz[k] for k in npz.files}
     parts = {
@@ -149,9 +152,11 @@ def _with(stem: Path, suffix: str) -> Path:
 
 
 def load(stem: Path, inputs: dict) -> Dataset | None:
-    """The dataset cached at ``stem`` (``.npz`` + ``.json``) when it was parsed from ``inputs``
-    and its content is intact; None when there is none. A damaged or mismatched entry is removed
-    with a warning (the caller rebuilds it)."""
+    """Return the dataset cached at ``stem`` (``.npz`` + ``.json``), or None when there is none.
+
+    Only an entry parsed from ``inputs`` whose content is intact counts. A damaged or mismatched
+    entry is removed with a warning (the caller rebuilds it).
+    """
     meta_p, data_p = _with(stem, ".json"), _with(stem, ".npz")
     if not meta_p.exists():
         return None
@@ -176,8 +181,11 @@ def load(stem: Path, inputs: dict) -> Dataset | None:
 
 
 def save(stem: Path, inputs: dict, ds: Dataset) -> bool:
-    """Cache ``ds`` at ``stem`` (atomically, the JSON last); False when it cannot be held without
-    pickle or the cache directory refuses it (the cache only saves time)."""
+    """Cache ``ds`` at ``stem`` (atomically, the JSON last).
+
+    False when it cannot be held without pickle or the cache directory refuses it (the cache only
+    saves time).
+    """
     try:
         data, desc = encode(ds)
     except _Unstorable:

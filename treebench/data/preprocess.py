@@ -1,4 +1,7 @@
-"""Preprocessing fitted on the training part only: imputation, categorical encoding, scaling, checks."""
+"""Preprocessing fitted on the training part only.
+
+Imputation, categorical encoding, scaling, checks.
+"""
 
 from __future__ import annotations
 
@@ -53,6 +56,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         return make_pipeline(*steps) if steps else "passthrough"
 
     def fit(self, X, y=None, categorical=()):
+        """Fit the scaler and the encoder of the ``categorical`` columns on ``X``."""
         if self.scale not in _SCALERS:
             raise ValueError(f"scale must be one of {list(_SCALERS)}, got {self.scale!r}")
         if self.categorical not in _ENCODERS:
@@ -83,6 +87,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
         return X
 
     def transform(self, X):
+        """Return ``X`` scaled and encoded, as a dense float array."""
         out = self.transformer_.transform(self._prepare(X))
         if sp.issparse(out):
             data = out.data
@@ -93,6 +98,7 @@ class Preprocessor(TransformerMixin, BaseEstimator):
             bad = np.argwhere(~np.isfinite(out))[:3].tolist() if not sp.issparse(out) else "?"
             raise DataError(
                 f"features contain NaN or inf after preprocessing (first cells {bad}); "
-                "run with ++dataset.preprocess.impute=mean (or median/most_frequent) or clean the data"
+                "run with ++dataset.preprocess.impute=mean (or median/most_frequent) or clean the "
+                "data"
             )
         return out

@@ -1,12 +1,14 @@
-"""Split protocols: given files, file order, seeded (stratified) holdout, repeated k-fold, and the
-rotating train/validation/test folds of the Random Hinge Forest paper.
+"""Split protocols.
+
+Given files, file order, seeded (stratified) holdout, repeated k-fold, and the rotating
+train/validation/test folds of the Random Hinge Forest paper.
 
 Every protocol yields :class:`Fold` objects. ``fold.train`` is everything a method may train on;
 when the protocol defines a validation part, ``fold.val`` is that part (a subset of ``fold.train``
 unless a ``Given`` protocol is told not to merge it) and ``fold.train_proper`` is ``fold.train``
 without it. Methods that do model selection fit on ``train_proper`` and select on ``val``; the rest
-(and baselines, e.g. One-Stage's CART on train+val) fit on ``train``. Every fold is reproducible from
-its seed and carries a ``split_id`` (protocol, fold index and digests of the test/val indices).
+(and baselines, e.g. One-Stage's CART on train+val) fit on ``train``. Every fold is reproducible
+from its seed and carries a ``split_id`` (protocol, fold index and digests of the test/val indices).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def _rng(seed: int, *keys: int) -> np.random.RandomState:
 
 
 def _n_of(size: float | int, n: int, what: str) -> int:
-    """A fraction in (0, 1) of ``n``, or an absolute count."""
+    """Return a fraction in (0, 1) of ``n``, or an absolute count."""
     if isinstance(size, float) and size < 1.0:
         if size <= 0.0:
             raise ValueError(f"{what} must be a fraction in (0, 1) or a count, got {size}")
@@ -126,6 +128,7 @@ class SplitProtocol:
 
     @property
     def n_folds(self) -> int:
+        """Return the number of folds the protocol gives."""
         return 1
 
     def folds(self, ds: Dataset, seed: int, only: int | None = None):
@@ -133,7 +136,7 @@ class SplitProtocol:
         raise NotImplementedError
 
     def _make(self, ds, part, tr, te, index, desc, va=None) -> Fold:
-        """A fold of ``part``: train rows ``tr`` (val rows ``va`` are appended to train)."""
+        """Return a fold of ``part``: train rows ``tr`` (val rows ``va`` are appended to train)."""
         tr = np.asarray(tr, dtype=np.int64)
         te = np.asarray(te, dtype=np.int64)
         split_id = f"{desc}#{index}:{_digest(te)}"
@@ -168,7 +171,8 @@ class Given(SplitProtocol):
     ----------
     merge_val : bool
         With a given ``val`` part: ``True`` appends it to ``fold.train`` (and exposes it as
-        ``fold.val``); ``False`` keeps ``fold.train`` to the train file only, with ``fold.val`` apart.
+        ``fold.val``); ``False`` keeps ``fold.train`` to the train file only, with ``fold.val``
+        apart.
     val_size : float or int, optional
         Carve a seeded (stratified) validation part out of the train file (fraction or count),
         e.g. RHF's 1838 of HAR's 7352 training rows. Ignored when the source gives a val part.
@@ -182,6 +186,7 @@ class Given(SplitProtocol):
         self.merge_val, self.val_size, self.stratify = merge_val, val_size, stratify
 
     def folds(self, ds, seed, only=None):
+        """Yield the given train/test (and val) parts as one fold."""
         train, test = ds.part("train"), ds.part("test")
         te = np.arange(len(test))
         if "val" in ds.parts:
@@ -218,14 +223,18 @@ class Given(SplitProtocol):
 
 
 class FileOrder(SplitProtocol):
-    """All parts pooled in file order: the first ``n_train`` rows train, the next ``n_val`` validate,
-    the next ``n_test`` (default: all the rest) test. Letter 16000/4000, abalone 2089/1044/1044."""
+    """All parts pooled in file order.
+
+    The first ``n_train`` rows train, the next ``n_val`` validate, the next ``n_test`` (default: all
+    the rest) test. Letter 16000/4000, abalone 2089/1044/1044.
+    """
 
     def __init__(self, n_train: int, n_test: int | None = None, n_val: int | None = None):
         self.n_train, self.n_test = int(n_train), n_test
         self.n_val = int(n_val or 0)
 
     def folds(self, ds, seed, only=None):
+        """Yield one fold of consecutive rows in file order: train, val, then test."""
         part = ds.pooled()
         n = len(part)
         start = self.n_train + self.n_val
@@ -274,9 +283,11 @@ class Holdout(SplitProtocol):
 
     @property
     def n_folds(self):
+        """Return the number of repeats (one fold each)."""
         return self.n_repeats
 
     def folds(self, ds, seed, only=None):
+        """Yield one random (stratified) train/val/test fold per repeat."""
         part = ds.pooled()
         n = len(part)
         strat = self.stratify and ds.task == "classification"
@@ -315,9 +326,11 @@ class KFold(SplitProtocol):
 
     @property
     def n_folds(self):
+        """Return the number of folds: ``n_splits`` per repeat."""
         return self.n_splits * self.n_repeats
 
     def folds(self, ds, seed, only=None):
+        """Yield the ``n_splits`` (stratified) folds of each repeat."""
         part = ds.pooled()
         strat = self.stratify and ds.task == "classification"
         for r in range(self.n_repeats):
@@ -352,9 +365,11 @@ class RotatingFolds(SplitProtocol):
 
     @property
     def n_folds(self):
+        """Return the number of folds: ``n_parts`` per shuffle."""
         return self.n_shuffles * self.n_parts
 
     def folds(self, ds, seed, only=None):
+        """Yield each rotation of the parts of each shuffle as a fold."""
         part = ds.pooled()
         n = len(part)
         strat = self.stratify and ds.task == "classification"

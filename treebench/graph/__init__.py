@@ -1,5 +1,7 @@
-"""The decision-graph model below the methods: what every method's ``to_graph()`` builds, what
-:mod:`treebench.inspect` draws and explains, and its JSON load/save (imports only NumPy).
+"""The decision-graph model below the methods.
+
+What every method's ``to_graph()`` builds, what :mod:`treebench.inspect` draws and explains, and its
+JSON load/save (imports only NumPy).
 
 The names below are looked up on first use: a method importing :mod:`treebench.graph.flat` (a
 run's startup) does not load the model.
@@ -23,8 +25,11 @@ def load_graph(path):
 
 
 def __getattr__(name: str):
-    """The model's classes from :mod:`treebench.graph.model`, ``export_graph`` from
-    :mod:`treebench.graph.export`, imported when first asked for."""
+    """Import the model's classes and ``export_graph`` when first asked for.
+
+    The classes come from :mod:`treebench.graph.model`, ``export_graph`` from
+    :mod:`treebench.graph.export`.
+    """
     if name == "export_graph":
         from treebench.graph.export import export_graph
 

@@ -12,7 +12,7 @@ __all__ = ["NotExportableError", "export_graph"]
 
 
 def export_graph(estimator, X=None, y=None, sample_weight=None) -> GraphEnsemble:
-    """The decision graph(s) of a fitted estimator (its ``to_graph()``), annotated with ``(X, y)``.
+    """Return the decision graph(s) of a fitted estimator (``to_graph()``), annotated with ``X, y``.
 
     Training statistics (samples per node, class counts, impurity) that the model does not store
     are computed by routing ``X`` (normally the training data) when it is given.

@@ -31,7 +31,10 @@ def reachable(left, right, root: int = 0) -> np.ndarray:
 
 
 def in_degree(left, right, root: int = 0) -> np.ndarray:
-    """Number of parents of every node among the reachable ones (``left == right`` counts twice)."""
+    """Return the number of parents of every node among the reachable ones.
+
+    ``left == right`` counts twice.
+    """
     left, right = _i64(left), _i64(right)
     inner = np.flatnonzero(reachable(left, right, root) & (left >= 0))
     return np.bincount(np.concatenate([left[inner], right[inner]]), minlength=len(left))
@@ -82,8 +85,11 @@ def dag_depth(left, right, root: int = 0) -> int:
 
 
 def waves(order, left, right) -> list[list[int]]:
-    """The nodes of a topological ``order`` grouped by longest-path depth, shallowest first (every
-    wave after all waves holding a parent of its nodes), in ``order`` within a wave."""
+    """Return the nodes of a topological ``order`` grouped by longest-path depth, shallowest first.
+
+    Every wave comes after all waves holding a parent of its nodes; within a wave, nodes keep
+    ``order``.
+    """
     order = _i64(order)
     if not order.size:
         return []

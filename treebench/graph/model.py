@@ -1,4 +1,7 @@
-"""The decision-graph model every hard-routed method exports: structure, routing, predict, JSON load/save."""
+"""The decision-graph model every hard-routed method exports.
+
+Structure, routing, predict, JSON load/save.
+"""
 
 from __future__ import annotations
 
@@ -83,8 +86,8 @@ class DecisionGraph:
     root : int
         Root node id.
     leaf_mode : {"value", "hinge"}
-        ``hinge``: the output is ``value[leaf] * |r*|`` with r* the smallest-|margin| test on the path
-        (ties: the shallower one), Random Hinge Forest's ReLU tree.
+        ``hinge``: the output is ``value[leaf] * |r*|`` with r* the smallest-|margin| test on the
+        path (ties: the shallower one), Random Hinge Forest's ReLU tree.
     soft : bool
         Soft routing: a sample goes right with probability ``sigmoid(test)`` and the output is the
         path-probability mixture of the leaf values (Soft Decision Tree).
@@ -138,14 +141,17 @@ class DecisionGraph:
     # ------------------------------------------------------------------ structure
     @property
     def n_nodes(self) -> int:
+        """Return the number of nodes."""
         return len(self.left)
 
     @property
     def oblique(self) -> bool:
+        """Return whether the splits are oblique (a weight vector per node)."""
         return self.weight is not None
 
     @property
     def is_leaf(self) -> np.ndarray:
+        """Return the mask of the leaves."""
         return self.left < 0
 
     def reachable(self) -> np.ndarray:
@@ -157,7 +163,7 @@ class DecisionGraph:
         return flatgraph.topo_order(self.left, self.right, self.root)
 
     def parents(self) -> np.ndarray:
-        """Number of parents of every node (more than one = a shared child of a DAG)."""
+        """Return the number of parents of every node (more than one = a shared child of a DAG)."""
         return flatgraph.in_degree(self.left, self.right, self.root)
 
     def depth(self) -> int:
@@ -228,7 +234,10 @@ class DecisionGraph:
         return (leaf, margin, steps) if visits else (leaf, margin)
 
     def apply(self, X) -> np.ndarray:
-        """Leaf reached by every row of the (transformed) ``X`` (soft graphs: the likeliest path)."""
+        """Leaf reached by every row of the (transformed) ``X``.
+
+        Soft graphs: the likeliest path.
+        """
         return self.route(X)[0]
 
     def soft_reach(self, X) -> np.ndarray:
@@ -248,7 +257,10 @@ class DecisionGraph:
         return mu
 
     def output(self, X) -> np.ndarray:
-        """Member output (n, n_outputs): leaf value, hinge leaf weight x |margin|, or soft mixture."""
+        """Member output (n, n_outputs).
+
+        Leaf value, hinge leaf weight x |margin|, or soft mixture.
+        """
         if self.soft:
             mu = self.soft_reach(X)
             leaves = np.flatnonzero(self.is_leaf)
@@ -261,11 +273,13 @@ class DecisionGraph:
 
     # ------------------------------------------------------------------ statistics
     def annotate(self, X, y=None, sample_weight=None, classes=None, overwrite=False) -> None:
-        """Fill training statistics (samples, right-going samples, class counts, impurity) by routing.
+        """Fill the training statistics by routing.
 
-        ``X`` must already be transformed (see :meth:`GraphEnsemble.transform`). Classification needs
-        ``classes`` (labels are mapped to their index); regression uses ``y`` as numbers. Existing
-        statistics are kept unless ``overwrite``.
+        The statistics are samples, right-going samples, class counts and impurity.
+
+        ``X`` must already be transformed (see :meth:`GraphEnsemble.transform`). Classification
+        needs ``classes`` (labels are mapped to their index); regression uses ``y`` as numbers.
+        Existing statistics are kept unless ``overwrite``.
         """
         if self.n_samples is not None and not overwrite:
             return
@@ -322,6 +336,7 @@ class DecisionGraph:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
+        """Return the graph as JSON-ready lists and values."""
         d: dict[str, Any] = {
             "root": int(self.root),
             "leaf_mode": self.leaf_mode,
@@ -337,6 +352,7 @@ class DecisionGraph:
 
     @classmethod
     def from_dict(cls, d: dict) -> DecisionGraph:
+        """Return the graph that :meth:`to_dict` wrote as ``d``."""
         kw = {k: d.get(k) for k in _ARRAYS}
         if kw.get("weight") is not None and len(kw["weight"]) and not len(kw["weight"][0]):
             kw["weight"] = np.zeros((len(kw["left"]), 0))
@@ -418,7 +434,8 @@ def apply_transform(steps: list[dict], X) -> np.ndarray:
 class GraphEnsemble:
     """A fitted model as decision graphs plus the rule that combines their outputs.
 
-    Single trees are ensembles of one graph. ``predict``/``predict_proba`` reproduce the estimator's.
+    Single trees are ensembles of one graph. ``predict``/``predict_proba`` reproduce the
+    estimator's.
 
     Parameters
     ----------
@@ -476,6 +493,7 @@ class GraphEnsemble:
 
     # ------------------------------------------------------------------ evaluation
     def transform_X(self, X) -> np.ndarray:
+        """Return ``X`` under the model's input transform (``X`` has ``n_features`` columns)."""
         X = np.asarray(X)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}")
@@ -528,7 +546,7 @@ class GraphEnsemble:
         return out
 
     def decision_scores(self, X) -> np.ndarray:
-        """Combined scores before the output map (n, n_outputs)."""
+        """Return combined scores before the output map (n, n_outputs)."""
         outs = self.member_outputs(X)
         n = len(outs[0]) if outs else len(X)
         w = self.weights
@@ -572,6 +590,7 @@ class GraphEnsemble:
         raise ValueError(self.combine)  # pragma: no cover
 
     def predict_proba(self, X) -> np.ndarray:
+        """Return the class probabilities of the rows of ``X`` (classification)."""
         if self.task != "classification":
             raise ValueError("predict_proba is for classification models")
         S = self.decision_scores(X)
@@ -603,6 +622,7 @@ class GraphEnsemble:
         raise ValueError(f"output {o!r} is not a classification output")
 
     def predict(self, X) -> np.ndarray:
+        """Return the predicted class or value of every row of ``X``."""
         S = self.decision_scores(X)
         if self.task == "regression":
             return np.asarray(S[:, 0], dtype=np.float64) * self.output_scale + self.output_shift
@@ -622,7 +642,10 @@ class GraphEnsemble:
         return np.stack([g.apply(Z) for g in self.graphs], axis=1)
 
     def annotate(self, X, y=None, sample_weight=None, overwrite=False) -> GraphEnsemble:
-        """Fill every graph's training statistics from ``(X, y)`` (see :meth:`DecisionGraph.annotate`)."""
+        """Fill every graph's training statistics from ``(X, y)``.
+
+        See :meth:`DecisionGraph.annotate`.
+        """
         Z = self.transform_X(X)
         # columns constant in training cannot matter to an oblique split (importances mask them)
         self.meta["split_column_constant"] = np.flatnonzero(
@@ -635,6 +658,7 @@ class GraphEnsemble:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
+        """Return the model as JSON-ready lists and values (with the format name)."""
         return {
             "format": FORMAT,
             "task": self.task,
@@ -663,6 +687,7 @@ class GraphEnsemble:
 
     @classmethod
     def from_dict(cls, d: dict) -> GraphEnsemble:
+        """Return the model that :meth:`to_dict` wrote as ``d``; another format is an error."""
         if d.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} document (format={d.get('format')!r})")
         kw = {k: v for k, v in d.items() if k not in ("format", "graphs")}
@@ -670,6 +695,7 @@ class GraphEnsemble:
 
     @classmethod
     def from_json(cls, text: str) -> GraphEnsemble:
+        """Return the model of a JSON document."""
         return cls.from_dict(json.loads(text))
 
     def save(self, path) -> Path:
@@ -681,6 +707,7 @@ class GraphEnsemble:
 
     @classmethod
     def load(cls, path) -> GraphEnsemble:
+        """Read a model that :meth:`save` wrote (gzip-compressed or not)."""
         raw = Path(path).read_bytes()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
@@ -688,6 +715,7 @@ class GraphEnsemble:
 
     # ------------------------------------------------------------------ display helpers
     def feature_name(self, j: int) -> str:
+        """Return the name of feature ``j`` (``x<j>`` when the model has no names)."""
         if self.feature_names is not None and 0 <= j < len(self.feature_names):
             return str(self.feature_names[j])
         return f"x{j}"
@@ -700,4 +728,5 @@ class GraphEnsemble:
 
     @property
     def n_outputs(self) -> int:
+        """Return the number of outputs: the classes, or 1 for regression."""
         return len(self.classes) if self.task == "classification" else 1

@@ -11,8 +11,11 @@ MODEL_SUFFIX = ".model.json.gz"
 
 
 def model_path(store_root, key: str) -> Path:
-    """Where the saved model of run ``key`` lives: next to its record, ``<key>.model.json.gz``
-    (not matched by the store's ``*/*.json`` record glob)."""
+    """Where the saved model of run ``key`` lives.
+
+    Next to its record, ``<key>.model.json.gz`` (not matched by the store's ``*/*.json`` record
+    glob).
+    """
     return Path(store_root) / key[:2] / f"{key}{MODEL_SUFFIX}"
 
 
@@ -29,8 +32,10 @@ def name_graph(model, feature_names=None, class_names=None) -> None:
 def save_fitted_model(
     store_root, key: str, est, X=None, y=None, feature_names=None, class_names=None
 ) -> dict:
-    """Export ``est`` (annotated with its training data, labelled with the dataset's feature and
-    class names) next to the record of ``key``.
+    """Export ``est`` next to the record of ``key``.
+
+    The graph is annotated with its training data and labelled with the dataset's feature and
+    class names.
 
     Returns the fields to add to the record: ``model_path`` or, when the estimator cannot be
     exported, ``model_error`` (the run itself is not failed).

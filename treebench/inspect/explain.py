@@ -16,9 +16,9 @@ def split_space(model: GraphEnsemble) -> tuple[list[str], tuple[np.ndarray, np.n
     """Names of the columns the graphs split on, and a per-column affine map to the inputs.
 
     When the input transform is per-column affine (cast, standardise, batch norm), split column j is
-    ``a_j * x_j + c_j`` and ``(a, c)`` is returned so tests can be shown in input units. With learned
-    features (``linear``/``conv2d`` steps) the split columns are the learned features ``h0, h1, ...``
-    and the map is ``None``.
+    ``a_j * x_j + c_j`` and ``(a, c)`` is returned so tests can be shown in input units. With
+    learned features (``linear``/``conv2d`` steps) the split columns are the learned features ``h0,
+    h1, ...`` and the map is ``None``.
     """
     p = model.n_features
     if any(s["op"] not in _AFFINE_OPS for s in model.transform):
@@ -46,8 +46,10 @@ def _transform_is_identity(model):
 
 
 def oblique_terms(model: GraphEnsemble, g: DecisionGraph, i: int, raw: bool = True):
-    """(weights over split columns, bias) of oblique node ``i``; ``raw`` folds a per-column
-    affine input transform in, so the test reads in input units."""
+    """(weights over split columns, bias) of oblique node ``i``.
+
+    ``raw`` folds a per-column affine input transform in, so the test reads in input units.
+    """
     names, amap = split_space(model)
     n_cols = len(names)
     w = np.zeros(n_cols)
@@ -83,7 +85,7 @@ def oblique_text(names, w, b, max_terms=3) -> str:
 def split_text(
     model: GraphEnsemble, g: DecisionGraph, i: int, right: bool, max_terms=3, raw=True
 ) -> str:
-    """The test of node ``i`` as text, for the branch ``right`` (true) or left (false)."""
+    """Return the test of node ``i`` as text, for the branch ``right`` (true) or left (false)."""
     names, amap = split_space(model)
     if g.oblique:
         w, b = oblique_terms(model, g, i, raw=raw)
@@ -114,7 +116,7 @@ def node_class(model: GraphEnsemble, g: DecisionGraph, i: int) -> int | None:
 
 
 def leaf_parts(model: GraphEnsemble, g: DecisionGraph, i: int) -> tuple[str, str]:
-    """(what the leaf outputs, its training statistics) as two short strings."""
+    """Return (what the leaf outputs, its training statistics) as two short strings."""
     stats = []
     v = g.value[i]
     if g.leaf_mode == "hinge":
@@ -154,6 +156,7 @@ def leaf_parts(model: GraphEnsemble, g: DecisionGraph, i: int) -> tuple[str, str
 
 
 def leaf_text(model: GraphEnsemble, g: DecisionGraph, i: int) -> str:
+    """Return leaf ``i``'s output and training statistics as one string."""
     head, stats = leaf_parts(model, g, i)
     return f"{head} ({stats})" if stats else head
 
@@ -162,8 +165,9 @@ def leaf_text(model: GraphEnsemble, g: DecisionGraph, i: int) -> str:
 
 
 def graph_rules(model: GraphEnsemble, g: DecisionGraph, max_rules=500, max_terms=3) -> list[str]:
-    """One ``if ... then ...`` line per satisfiable root-to-leaf path (DAG leaves appear once per
-    path), with a last line counting the paths left out.
+    """Return one ``if ... then ...`` line per satisfiable root-to-leaf path.
+
+    DAG leaves appear once per path; a last line counts the paths left out.
 
     Axis-aligned conditions on one feature are merged into the tightest bounds. In a decision
     graph (TnT, NDG) a node reached from several parents may sit below a test that contradicts
@@ -204,8 +208,10 @@ def graph_rules(model: GraphEnsemble, g: DecisionGraph, max_rules=500, max_terms
 
 
 def _narrowed(bounds: dict, f: int, t: float, right: bool) -> dict | None:
-    """``bounds`` (feature -> (lo, hi): lo < x <= hi) after the test ``x > t`` (``right``) or
-    ``x <= t``; None when no value meets them all."""
+    """Return ``bounds`` (feature -> (lo, hi): lo < x <= hi) narrowed by one test.
+
+    The test is ``x > t`` (``right``) or ``x <= t``; None when no value meets them all.
+    """
     lo, hi = bounds.get(f, (-np.inf, np.inf))
     lo, hi = (max(lo, t), hi) if right else (lo, min(hi, t))
     if lo >= hi:
@@ -347,6 +353,7 @@ def feature_importances(model: GraphEnsemble, oblique_weighting="normalized", pr
 
 
 def importances_text(model: GraphEnsemble, top=None, **kw) -> str:
+    """Return the feature importances as text lines, largest first (the ``top`` ones)."""
     imp, names = feature_importances(model, **kw)
     order = np.argsort(-imp, kind="stable")
     if top is not None:

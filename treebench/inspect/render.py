@@ -1,4 +1,7 @@
-"""Drawing of decision graphs: Graphviz DOT text, SVG/PNG via ``dot`` or matplotlib, weight images."""
+"""Drawing of decision graphs.
+
+Graphviz DOT text, SVG/PNG via ``dot`` or matplotlib, weight images.
+"""
 
 from __future__ import annotations
 
@@ -67,8 +70,10 @@ DPI, MIN_DPI = 110, 24
 
 
 def readable_depth(g: DecisionGraph, max_nodes: int = READABLE_NODES) -> int | None:
-    """The largest depth whose drawing shows at most ``max_nodes`` nodes (at least 1); None when
-    the whole graph fits."""
+    """Return the largest depth whose drawing shows at most ``max_nodes`` nodes (at least 1).
+
+    None when the whole graph fits.
+    """
     depth, _ = visible_nodes(g)
     if len(depth) <= max_nodes:
         return None
@@ -79,8 +84,11 @@ def readable_depth(g: DecisionGraph, max_nodes: int = READABLE_NODES) -> int | N
 
 
 def resolve_depth(g: DecisionGraph, max_depth) -> tuple[int | None, str]:
-    """The depth to draw ``g`` to (None: all) and the line saying what is shown: ``max_depth``
-    ``"auto"`` picks :func:`readable_depth`, None draws everything, an int is the user's cap."""
+    """Return the depth to draw ``g`` to (None: all) and the line saying what is shown.
+
+    ``max_depth`` ``"auto"`` picks :func:`readable_depth`, None draws everything, an int is the
+    user's cap.
+    """
     if max_depth == "auto":
         max_depth = readable_depth(g)
     if max_depth is None:
@@ -126,8 +134,11 @@ def _blend(hex_color: str, alpha: float) -> str:
 
 
 def node_label(model, g, i, max_terms=3, image=False) -> str:
-    """Text of node ``i``: its test (``w.x + b <= 0`` when the weights are drawn as an image) or
-    leaf output, and its training statistics."""
+    """Text of node ``i``.
+
+    Its test (``w.x + b <= 0`` when the weights are drawn as an image) or leaf output, and its
+    training statistics.
+    """
     n = ""
     if g.n_samples is not None:
         n = f"\nn={int(round(g.n_samples[i]))}"
@@ -198,8 +209,10 @@ def to_dot(
     max_terms: int = 3,
     name: str = "G",
 ) -> str:
-    """Graphviz DOT text of graph ``index``: nodes coloured by dominant class (shade = purity),
-    edge width proportional to the training samples on the edge, shared children drawn once.
+    """Graphviz DOT text of graph ``index``.
+
+    Nodes coloured by dominant class (shade = purity), edge width proportional to the training
+    samples on the edge, shared children drawn once.
 
     ``images`` maps node ids to PNG files (oblique weights shown as images), referenced relative
     to the DOT file's directory.
@@ -251,8 +264,10 @@ def to_dot(
 
 
 def render_dot(dot_path: Path, fmt: str = "svg") -> Path | None:
-    """Render a DOT file with Graphviz (the ``graphviz`` Python package when installed, else the
-    ``dot`` program directly); ``None`` when Graphviz's ``dot`` is not installed."""
+    """Render a DOT file with Graphviz; ``None`` when Graphviz's ``dot`` is not installed.
+
+    Through the ``graphviz`` Python package when installed, else the ``dot`` program directly.
+    """
     exe = dot_binary()
     if exe is None:
         return None
@@ -278,8 +293,11 @@ def render_dot(dot_path: Path, fmt: str = "svg") -> Path | None:
 
 
 def _layout(g: DecisionGraph, depth: dict, cut: set):
-    """(x, level) of the visible nodes: terminal nodes left to right in depth-first order, inner
-    nodes above the mean of their children; a shared child sits at its longest-path level."""
+    """(x, level) of the visible nodes.
+
+    Terminal nodes left to right in depth-first order, inner nodes above the mean of their children;
+    a shared child sits at its longest-path level.
+    """
     order = [i for i in g.topo_order() if i in depth]
     level = dict.fromkeys(order, 0)
     for i in order:
@@ -316,9 +334,11 @@ class DrawingTooLarge(ValueError, TreebenchError):
 
 
 def figure_dpi(width_in: float, height_in: float, n_nodes: int) -> int:
-    """The resolution a ``width_in`` x ``height_in`` inch figure is drawn at: :data:`DPI`, lower
-    when that would pass :data:`MAX_PIXELS`; raises :class:`DrawingTooLarge` (naming the fix)
-    when even :data:`MIN_DPI` would."""
+    """Return the resolution a ``width_in`` x ``height_in`` inch figure is drawn at.
+
+    :data:`DPI`, lower when that would pass :data:`MAX_PIXELS`; raises :class:`DrawingTooLarge`
+    (naming the fix) when even :data:`MIN_DPI` would.
+    """
     area = width_in * height_in
     dpi = min(DPI, int((MAX_PIXELS / area) ** 0.5))
     if dpi < MIN_DPI:

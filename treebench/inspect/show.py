@@ -1,4 +1,7 @@
-"""Finding and refitting a stored run, and the ``show`` report files (saved models: :mod:`treebench.graph.saved`)."""
+"""Finding and refitting a stored run, and the ``show`` report files.
+
+Saved models are :mod:`treebench.graph.saved`'s.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from treebench.inspect.render import plot_importances, render
 
 
 def find_record(target: str, store_root, ledger=None) -> tuple[dict | None, Path | None]:
-    """The record named by ``target``, and its saved-model file when ``target`` is one.
+    """Return the record named by ``target``, and its saved-model file when ``target`` is one.
 
     Parameters
     ----------
@@ -77,7 +80,7 @@ _PER_RECORD_KEYS = ("seed", "seeds", "fold")
 
 
 def refit_overrides(overrides) -> list[str]:
-    """The overrides of a record that compose its job's config again.
+    """Return the overrides of a record that compose its job's config again.
 
     Keeps the experiment, the sweep values and every method, dataset and split override; drops
     Hydra's own (``hydra.*``, ``hydra/launcher=...``), the environment ones (threads, paths, data
@@ -108,8 +111,10 @@ def _record_split(rec: dict):
 
 
 def _experiment_files(name: str, profile: str) -> list[str]:
-    """``treebench/conf/experiment`` files that run ``experiment_name: name`` at ``profile`` (with
-    ``profile=reduced`` appended where that is the file's ``reduced`` plan)."""
+    """``treebench/conf/experiment`` files that run ``experiment_name: name`` at ``profile``.
+
+    With ``profile=reduced`` appended where that is the file's ``reduced`` plan.
+    """
     import yaml
 
     from treebench.config import CONF_DIR
@@ -150,7 +155,7 @@ def rerun_hint(rec: dict) -> str:
 
 
 def _key_differences(rec: dict, job, fold: int) -> list[str]:
-    """What of the recomposed ``job`` differs from the run that wrote ``rec``."""
+    """Return what of the recomposed ``job`` differs from the run that wrote ``rec``."""
     import treebench
     from treebench.runner import _plain, git_sha
 
@@ -203,8 +208,10 @@ def _targets(node, path: str = ""):
 
 
 def _known_only(rec: dict, composed: dict) -> None:
-    """Raise :class:`RefitError` when the job composed from ``rec`` would build a callable the
-    shipped configs do not name (a crafted record's ``_target_``)."""
+    """Raise :class:`RefitError` when the job of ``rec`` would build an unshipped callable.
+
+    That is, a callable the shipped configs do not name (a crafted record's ``_target_``).
+    """
     known = known_targets()
     bad = [(w, t) for w, t in _targets(composed) if t not in known]
     if bad:
@@ -216,7 +223,7 @@ def _known_only(rec: dict, composed: dict) -> None:
 
 
 def record_job(rec: dict):
-    """The runner's job of a record, composed again and verified by its run key.
+    """Return the runner's job of a record, composed again and verified by its run key.
 
     A record with ``overrides`` is composed from them (experiment file, sweep values, dataset,
     method and split overrides; see :func:`refit_overrides`) at the record's seed. A record
@@ -358,9 +365,10 @@ def refit_record(rec: dict, threads: int | None = None) -> Refit:
 
 
 def load_model(target: str, store_root, ledger=None, refit: bool = False):
-    """``(model, record, how)`` of a run key, a record file or a saved model file: the saved model
-    unless ``refit``, else the run refitted from its record and exported, its test metric
-    rescored on the graph beside the record's (``how`` says which, in one line).
+    """``(model, record, how)`` of a run key, a record file or a saved model file.
+
+    The saved model unless ``refit``, else the run refitted from its record and exported, its test
+    metric rescored on the graph beside the record's (``how`` says which, in one line).
 
     Raises
     ------

@@ -1,6 +1,9 @@
-"""Which methods exist and for which tasks, without importing them: the registrations' source index
-(:mod:`treebench.methods._index`), and the registry's word (:mod:`treebench.methods.base`) only
-where the source cannot tell. ``treebench list`` and ``run``'s name checks read it."""
+"""Which methods exist and for which tasks, without importing them.
+
+The registrations' source index (:mod:`treebench.methods._index`), and the registry's word
+(:mod:`treebench.methods.base`) only where the source cannot tell. ``treebench list`` and ``run``'s
+name checks read it.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +13,11 @@ from treebench.methods._index import TASKS, scan
 
 
 def method_names() -> list[str]:
-    """Sorted names of every method the packages register, as
-    :func:`~treebench.methods.base.available_methods` gives them, read from the source (importing
-    only modules whose registrations the source does not resolve)."""
+    """Return the sorted names of every method the packages register, read from the source.
+
+    As :func:`~treebench.methods.base.available_methods` gives them, importing only modules whose
+    registrations the source does not resolve.
+    """
     index = scan()
     if index.opaque:
         from treebench.methods.base import available_methods
@@ -22,7 +27,7 @@ def method_names() -> list[str]:
 
 
 def method_tasks(name: str) -> tuple[str, ...]:
-    """The tasks ``name`` is registered for, read from the source (``treebench list``).
+    """Return the tasks ``name`` is registered for, read from the source (``treebench list``).
 
     Raises
     ------

@@ -175,8 +175,11 @@ def _class_map(member_classes, classes, encoded):
 
 
 def sklearn_ensemble(est, inner=None, meta=None) -> GraphEnsemble:
-    """GraphEnsemble of a scikit-learn tree or tree ensemble (``inner`` = the fitted ensemble,
-    default ``est`` itself): CART, random forest, bagging, gradient boosting, AdaBoost."""
+    """Return the GraphEnsemble of a scikit-learn tree or tree ensemble.
+
+    CART, random forest, bagging, gradient boosting, AdaBoost; ``inner`` is the fitted ensemble
+    (default ``est`` itself).
+    """
     from sklearn.ensemble import (
         AdaBoostClassifier,
         AdaBoostRegressor,

@@ -1,4 +1,6 @@
-"""Trees as flat arrays over the raw features (solvers' and FIGS' trees): build, route, measure, export.
+"""Trees as flat arrays over the raw features (solvers' and FIGS' trees).
+
+Build, route, measure, export.
 
 Both solvers return a nested tree whose tests are binary columns of :class:`Thresholds`; it becomes
 flat arrays (node 0 the root, ``left[v] < 0`` at leaves) whose test at node ``v`` is
@@ -20,9 +22,12 @@ from treebench.methods._routing import route_axis
 
 @dataclass
 class FlatTree:
-    """A tree in flat arrays: node 0 the root, ``left[v] < 0`` at leaves, left iff
-    ``x[feature[v]] <= threshold[v]``; ``value`` (n_nodes, n_outputs) is the node output and
-    ``counts`` (optional) the training samples per class reaching each node."""
+    """A tree in flat arrays.
+
+    Node 0 the root, ``left[v] < 0`` at leaves, left iff ``x[feature[v]] <= threshold[v]``;
+    ``value`` (n_nodes, n_outputs) is the node output and ``counts`` (optional) the training samples
+    per class reaching each node.
+    """
 
     left: np.ndarray
     right: np.ndarray
@@ -74,8 +79,8 @@ def build_tree(root, children, test_of, bins, Z, y_codes, n_classes: int) -> Fla
     root : object
         The solver's root node.
     children : callable
-        ``children(node)`` -> ``(true_child, false_child)`` or None at a leaf (``true``: the sample's
-        binary column is 1, i.e. ``x <= threshold``, which goes left).
+        ``children(node)`` -> ``(true_child, false_child)`` or None at a leaf (``true``: the
+        sample's binary column is 1, i.e. ``x <= threshold``, which goes left).
     test_of : callable
         ``test_of(node)`` -> the binary column index the node tests.
     bins : Thresholds
@@ -113,15 +118,17 @@ def build_tree(root, children, test_of, bins, Z, y_codes, n_classes: int) -> Fla
 
 
 def leaf_tree(codes, n_classes: int) -> FlatTree:
-    """The one-leaf tree predicting the training class frequencies."""
+    """Return the one-leaf tree predicting the training class frequencies."""
     counts = np.bincount(codes, minlength=n_classes).astype(np.float64)[None, :]
     z = np.full(1, -1, dtype=np.int64)
     return FlatTree(z, z.copy(), z.copy(), np.zeros(1), frequencies(counts, z, z), counts)
 
 
 def tree_graph(est, tree: FlatTree, **info):
-    """The fitted estimator's tree as a :class:`~treebench.inspect.GraphEnsemble` (float64 tests,
-    leaf class frequencies, the node class counts as training statistics)."""
+    """Return the fitted estimator's tree as a :class:`~treebench.inspect.GraphEnsemble`.
+
+    Float64 tests, leaf class frequencies, the node class counts as training statistics.
+    """
     from treebench.methods._export import (
         DecisionGraph,
         GraphEnsemble,

@@ -46,7 +46,7 @@ class SourceIndex:
     opaque: list[str] = field(default_factory=list)
 
     def modules(self, name: str) -> list[str]:
-        """The modules that register ``name`` (empty when the source does not name it)."""
+        """Return the modules that register ``name`` (empty when the source does not name it)."""
         return sorted(set(self.tasks.get(name, {}).values()))
 
 
@@ -67,8 +67,11 @@ _MAX_LINES = 50  # a decorator call longer than this is left to the import
 
 
 def _decorator_call(text: str, start: int) -> ast.Call | None:
-    """The call expression that starts at ``text[start]`` (``register(...)``), parsed from as
-    many lines as it spans; None when it does not parse within :data:`_MAX_LINES` lines."""
+    """Return the call expression that starts at ``text[start]`` (``register(...)``), or None.
+
+    Parsed from as many lines as it spans; None when it does not parse within :data:`_MAX_LINES`
+    lines.
+    """
     end = start
     for _ in range(_MAX_LINES):
         end = text.find("\n", end) + 1 or len(text)
@@ -114,9 +117,10 @@ def _scan_file(path: Path, module: str, index: SourceIndex) -> None:
 
 
 def scan(package: str = "treebench.methods") -> SourceIndex:
-    """The registrations of every method package of ``package`` (as
-    :func:`~treebench.methods.base.discover` imports them: subpackages whose names do not start
-    with ``_``, on the package's current ``__path__``).
+    """Return the registrations of every method package of ``package``.
+
+    As :func:`~treebench.methods.base.discover` imports them: subpackages whose names do not start
+    with ``_``, on the package's current ``__path__``.
 
     Parameters
     ----------

@@ -1,5 +1,8 @@
-"""Optional dependencies a method config ``requires`` (``requires: [torch]``): which are missing and
-the one line that installs them. Standard library only (``treebench list`` reads it)."""
+"""Optional dependencies a method config ``requires`` (``requires: [torch]``).
+
+Which are missing and the one line that installs them. Standard library only (``treebench list``
+reads it).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +17,10 @@ EXTRAS = {
 
 
 def missing_requirements(method_cfg) -> list[str]:
-    """The modules a method config ``requires`` that are not installed (none imported here)."""
+    """Return the modules a method config ``requires`` that are not installed.
+
+    None imported here.
+    """
     from importlib.util import find_spec
 
     def missing(module: str) -> bool:

@@ -3,8 +3,8 @@
 Two kinds of split, one node layout (node 0.. n-1, ``left[v] < 0`` marks a leaf, children by index,
 so DAGs such as TnT's decision graphs work unchanged):
 
-* :func:`route_axis` — axis-aligned ``x[feature[v]] <= threshold[v]`` goes left (scikit-learn's rule;
-  the float32 value is compared in float64, like scikit-learn).
+* :func:`route_axis` — axis-aligned ``x[feature[v]] <= threshold[v]`` goes left (scikit-learn's
+  rule; the float32 value is compared in float64, like scikit-learn).
 * :func:`route_oblique` — oblique ``w[s] . x[feat[s]] + b[s] > 0`` goes right, with ``s = split[v]``
   (``-1`` at leaves) indexing a split bank ``W [S, k]``, ``b [S]`` and optional feature indices
   ``feat [S, k]`` (``None`` = all features, ``k = p``); several trees (``roots``) at once.
@@ -166,7 +166,8 @@ def route_oblique(X, W, b, split, left, right, roots=(0,), feat=None, backend: s
     """Node reached by every row in every tree of oblique splits; returns ``(node, steps)`` [n, T].
 
     Goes right iff ``W[s] . x[feat[s]] + b[s] > 0`` (accumulated in float64), ``s = split[v]``.
-    ``W``/``b`` stay float64 when given so (e.g. input scaling folded into the splits), else float32.
+    ``W``/``b`` stay float64 when given so (e.g. input scaling folded into the splits), else
+    float32.
     """
     X = np.ascontiguousarray(np.asarray(X, dtype=np.float32))
     wdt = np.float64 if np.asarray(W).dtype == np.float64 else np.float32

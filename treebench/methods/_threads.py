@@ -1,4 +1,4 @@
-"""Thread counts: numba's for compiled kernels (keeping PyTorch's), and BLAS/OpenMP limits around fits."""
+"""Thread counts: numba's for compiled kernels (keeping PyTorch's), BLAS/OpenMP limits on fits."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ _CONTROLLER: list = [None, -1]  # threadpoolctl's controller, and len(sys.module
 
 
 def _controller():
-    """threadpoolctl's view of the loaded thread pools, made again only after new imports.
+    """Threadpoolctl's view of the loaded thread pools, made again only after new imports.
 
     Making one scans every loaded shared library (~1 ms, as long as a CART fit on iris); a new
     module may have loaded a new pool (torch's OpenMP), so the scan is repeated when

@@ -1,4 +1,7 @@
-"""The method contract: size report, registry, parameter-constraint shorthands and shared helpers."""
+"""The method contract.
+
+Size report, registry, parameter-constraint shorthands and shared helpers.
+"""
 
 from __future__ import annotations
 
@@ -44,9 +47,9 @@ SIZE_KEYS = ("n_trees", "n_splits", "n_leaves", "depth", "mean_depth", "split_ev
 class SizeMixin:
     """Mixin for treebench estimators: a model-size report.
 
-    Subclasses implement :meth:`size_report`; ``requires_torch = True`` marks estimators whose ``fit``
-    imports PyTorch (the bench imports it once in the parent before forking its workers). A tree
-    method also implements ``to_graph()``; a model that is not a tree says why in ``no_graph``.
+    Subclasses implement :meth:`size_report`; ``requires_torch = True`` marks estimators whose
+    ``fit`` imports PyTorch (the bench imports it once in the parent before forking its workers). A
+    tree method also implements ``to_graph()``; a model that is not a tree says why in ``no_graph``.
     """
 
     requires_torch = False
@@ -79,6 +82,7 @@ class MethodEntry:
 
     @property
     def tasks(self) -> tuple[str, ...]:
+        """Return the tasks the method is registered for."""
         return tuple(t for t in TASKS if t in self.classes)
 
 
@@ -100,7 +104,8 @@ class UnsupportedTaskError(ValueError, TreebenchError):
 def register(name: str, task: str, description: str = ""):
     """Class decorator: register an estimator under a short method name for one task.
 
-    Its ``fit`` and predictions then run under its thread limit (:func:`~treebench.methods._threads.limited`).
+    Its ``fit`` and predictions then run under its thread limit
+    (:func:`~treebench.methods._threads.limited`).
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
@@ -139,21 +144,23 @@ def available_methods() -> list[str]:
 
 
 def suggest(name: str, choices: list[str]) -> str:
-    """A 'did you mean' hint for ``name`` among ``choices`` (empty when nothing is close)."""
+    """Return a 'did you mean' hint for ``name`` among ``choices`` (empty when nothing is close)."""
     close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def _import_registering(name: str) -> None:
-    """Import the modules whose source registers ``name`` (:mod:`treebench.methods._index`), so
-    that one method costs its own imports only (CART need not import PyTorch or numba)."""
+    """Import the modules whose source registers ``name`` (:mod:`treebench.methods._index`).
+
+    Thus one method costs its own imports only (CART need not import PyTorch or numba).
+    """
     for module in scan().modules(name):
         if module not in sys.modules:
             importlib.import_module(module)
 
 
 def get_entry(name: str) -> MethodEntry:
-    """The registry entry of ``name``; an unknown name raises with the list of choices.
+    """Return the registry entry of ``name``; an unknown name raises with the list of choices.
 
     Imports only the method package(s) registering ``name``; a name their source does not show
     imports every package (:func:`discover`) before it is looked up or refused.
@@ -169,7 +176,7 @@ def get_entry(name: str) -> MethodEntry:
 
 
 def get_method(name: str, task: str) -> type:
-    """The estimator class registered as ``name`` for ``task``."""
+    """Return the estimator class registered as ``name`` for ``task``."""
     entry = get_entry(name)
     if task not in entry.classes:
         raise UnsupportedTaskError(
@@ -182,7 +189,9 @@ def get_method(name: str, task: str) -> type:
 
 
 def validate_sample_weight(sample_weight, X):
-    """Validated ``sample_weight`` of the rows of ``X``: float64 (n,), finite and >= 0, some > 0.
+    """Return validated ``sample_weight`` of the rows of ``X``.
+
+    Float64 (n,), finite and >= 0, some > 0.
 
     Parameters
     ----------
@@ -252,7 +261,7 @@ def expected_failed_checks(estimator, inherited: bool = True) -> dict[str, str]:
 
 
 def sklearn_tree_size(estimator, X) -> dict[str, float]:
-    """Size report of one fitted scikit-learn decision tree (``estimator.tree_``) on samples ``X``."""
+    """Return the size report of a fitted scikit-learn tree (``estimator.tree_``) on ``X``."""
     t = estimator.tree_
     is_leaf = t.children_left < 0
     n_leaves = int(is_leaf.sum())
@@ -305,8 +314,10 @@ def register_cache(clear):
 
 
 def clear_caches() -> None:
-    """Empty every method's in-process cache, so that a timed fit does all its work (benchmarks
-    repeat the same fit in one process; a memo would time the hit, not the method)."""
+    """Empty every method's in-process cache, so that a timed fit does all its work.
+
+    Benchmarks repeat the same fit in one process; a memo would time the hit, not the method.
+    """
     for clear in _CACHE_CLEARERS:
         clear()
 
@@ -329,14 +340,20 @@ def import_torch(n_threads: int | None = None):
 
 
 def int_seed(random_state: Any) -> int:
-    """An integer seed for a library that takes one, drawn from a numpy ``RandomState``/int/None."""
+    """Return an integer seed for a library that takes one.
+
+    Drawn from a numpy ``RandomState``/int/None.
+    """
     from sklearn.utils import check_random_state
 
     return int(check_random_state(random_state).randint(0, 2**31 - 1))
 
 
 def torch_generator(random_state: Any):
-    """A seeded ``torch.Generator`` derived from a numpy ``RandomState``/int/None (never global)."""
+    """Return a seeded ``torch.Generator`` derived from a numpy ``RandomState``/int/None.
+
+    Never global.
+    """
     from sklearn.utils import check_random_state
 
     torch = import_torch()

@@ -68,7 +68,7 @@ class Checkpoint:
         self.n_saves, self.save_seconds = 0, 0.0
 
     def due(self) -> bool:
-        """True when a save now would respect ``every``."""
+        """Return True when a save now would respect ``every``."""
         return time.monotonic() - self._last >= self.every
 
     def save(self, state: dict, identity: dict, at: dict | None = None) -> None:
@@ -86,7 +86,7 @@ class Checkpoint:
         self.save_seconds += time.perf_counter() - t0
 
     def load(self, identity: dict, allow: tuple[type, ...] = ()) -> dict | None:
-        """The saved state when a checkpoint of the same ``identity`` exists, else None.
+        """Return the saved state when a checkpoint of the same ``identity`` exists, else None.
 
         The file is read without running code from it: it may hold tensors, numpy arrays and
         plain values, and instances of the classes in ``allow`` (the method's own state
@@ -142,7 +142,7 @@ _ALLOWED = {
 
 
 def _dtype_classes() -> list:
-    """numpy's dtype classes (``numpy.dtypes.Float32DType`` ...) but the object one."""
+    """Numpy's dtype classes (``numpy.dtypes.Float32DType`` ...) but the object one."""
     try:
         from numpy import dtypes
     except ImportError:  # numpy < 1.25 pickles dtypes as numpy.dtype only
@@ -165,9 +165,12 @@ def _numpy_globals() -> list:
 
 
 def _load(buf, allow: tuple[type, ...] = ()):
-    """The payload of a checkpoint file, read without running code from it: ``torch.load`` with
-    ``weights_only=True`` and numpy's arrays allowed, or (without torch) an unpickler that resolves
-    only :data:`_ALLOWED` globals. A file naming anything else raises ``UnpicklingError``."""
+    """Return the payload of a checkpoint file, read without running code from it.
+
+    ``torch.load`` with ``weights_only=True`` and numpy's arrays allowed, or (without torch) an
+    unpickler that resolves only :data:`_ALLOWED` globals. A file naming anything else raises
+    ``UnpicklingError``.
+    """
     try:
         import torch
     except ImportError:
@@ -203,7 +206,7 @@ _CURRENT: ContextVar[Checkpoint | None] = ContextVar("treebench_checkpoint", def
 
 
 def current() -> Checkpoint | None:
-    """The checkpoint of the fit running in this context, or None (no checkpoints)."""
+    """Return the checkpoint of the fit running in this context, or None (no checkpoints)."""
     return _CURRENT.get()
 
 
@@ -218,9 +221,12 @@ def checkpointing(ck: Checkpoint | None) -> Iterator[Checkpoint | None]:
 
 
 def identity(est, *arrays: Any, **extra: Any) -> dict:
-    """What a checkpoint of ``est``'s fit must match: its class, its parameters (not ``n_jobs``
-    or ``verbose``, which do not change the fit), the :func:`fingerprint` of the data ``arrays``
-    as fitted, and any ``extra`` facts the fit depends on."""
+    """Return what a checkpoint of ``est``'s fit must match.
+
+    Its class, its parameters (not ``n_jobs`` or ``verbose``, which do not change the fit), the
+    :func:`fingerprint` of the data ``arrays`` as fitted, and any ``extra`` facts the fit depends
+    on.
+    """
     params = est.get_params(deep=False)
     params.pop("n_jobs", None)
     params.pop("verbose", None)
@@ -233,7 +239,10 @@ def identity(est, *arrays: Any, **extra: Any) -> dict:
 
 
 def fingerprint(*arrays: Any) -> str:
-    """A short digest of arrays' shapes, dtypes and bytes (the data a checkpoint belongs to)."""
+    """Return a short digest of arrays' shapes, dtypes and bytes.
+
+    It names the data a checkpoint belongs to.
+    """
     import numpy as np
 
     h = hashlib.blake2b(digest_size=16)

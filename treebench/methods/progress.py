@@ -26,7 +26,7 @@ def report(phase: str, done: int, total: int | None = None) -> None:
 
 
 def current() -> Callback | None:
-    """The callback :func:`report` calls here (None outside :func:`reporting`)."""
+    """Return the callback :func:`report` calls here (None outside :func:`reporting`)."""
     return _CALLBACK.get()
 
 

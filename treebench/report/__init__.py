@@ -1,4 +1,4 @@
-"""Reports: aggregated tables, paper targets and checks, side-by-side tables, figures and statistics.
+"""Reports: aggregated tables, paper targets and checks, side-by-side tables, figures, statistics.
 
 ``summary_table`` is looked up on first use: importing a submodule (a run's record printed by
 :mod:`~treebench.report.console`) must not load the paper targets' pydantic schema.

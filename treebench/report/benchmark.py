@@ -52,8 +52,10 @@ UNASSIGNED = "unassigned"
 
 @cache
 def method_meta(name: str, conf_dir: str = CONF_DIR) -> dict:
-    """A method file's ``family`` and ``size_measure`` (following its ``defaults:`` parent);
-    ``{"family": "unassigned", "size_measure": None}`` for a method without a file."""
+    """Return a method file's ``family`` and ``size_measure`` (following its ``defaults:`` parent).
+
+    ``{"family": "unassigned", "size_measure": None}`` for a method without a file.
+    """
     path = Path(conf_dir) / "method" / f"{name}.yaml"
     if not path.is_file():
         return {"family": UNASSIGNED, "size_measure": None}
@@ -91,7 +93,7 @@ ROW_COLUMNS = [
 
 
 def benchmark_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFrame:
-    """The experiment's records (profile ``full``), one row per run, with the columns this page reads.
+    """Return the experiment's records (profile ``full``) as rows of this page's columns, one a run.
 
     ``score`` is test accuracy (classification) or test R² (regression); ``size`` the model's own
     size measure (its method file's ``size_measure``: leaves of a tree, splits of a graph; NaN for
@@ -160,8 +162,11 @@ def _text(rows: pd.DataFrame, name: str) -> pd.Series:
 
 
 def cells(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per (task, dataset, method): seeds with an ok record, failed/skipped counts, mean and SD of
-    the score, mean same-size CART score, mean size measure and split nodes, CPU seconds."""
+    """Return one row per (task, dataset, method) cell.
+
+    Seeds with an ok record, failed/skipped counts, mean and SD of the score, mean same-size CART
+    score, mean size measure and split nodes, CPU seconds.
+    """
     cols = ["task", "dataset", "method", "family", "n", "failed", "skipped", "score", "score_sd"]
     cols += ["ref_score", "size", "ref_size", "n_splits", "cpu_seconds"]
     if rows.empty:
@@ -191,10 +196,13 @@ def cells(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def vs_reference(rows: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
-    """Each (task, method, dataset) with a same-size reference: the corrected resampled t-test of
-    score − reference over its seeds (:func:`treebench.report.stats.corrected_ttest`, with the
-    runs' train and test sizes), Holm-adjusted over the method's datasets per task; ``outcome``
-    win/loss by the sign of the mean difference when the adjusted p < ``alpha``, else tie."""
+    """Each (task, method, dataset) with a same-size reference.
+
+    The corrected resampled t-test of score − reference over its seeds
+    (:func:`treebench.report.stats.corrected_ttest`, with the runs' train and test sizes),
+    Holm-adjusted over the method's datasets per task; ``outcome`` win/loss by the sign of the mean
+    difference when the adjusted p < ``alpha``, else tie.
+    """
     cols = ["task", "method", "dataset", "n", "mean", "sd", "t", "p", "p_holm", "d", "outcome"]
     ok = rows[(rows["status"] == "ok") & rows["ref_score"].notna()]
     out = []
@@ -217,9 +225,11 @@ def vs_reference(rows: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
 
 
 def score_table(cell_df: pd.DataFrame, task: str, n_seeds: int) -> tuple[pd.DataFrame, list[str]]:
-    """Datasets × methods of mean scores for ``task`` over the datasets where every method of the
-    task has all ``n_seeds`` seeds (complete blocks, as the rank tests need), and the datasets
-    with records left out."""
+    """Return the datasets × methods table of mean scores for ``task``, and the datasets left out.
+
+    The table holds the datasets where every method of the task has all ``n_seeds`` seeds
+    (complete blocks, as the rank tests need); the others with records are left out.
+    """
     c = cell_df[(cell_df["task"] == task) & (cell_df["n"] > 0)]
     if c.empty:
         return pd.DataFrame(), []
@@ -230,8 +240,11 @@ def score_table(cell_df: pd.DataFrame, task: str, n_seeds: int) -> tuple[pd.Data
 
 
 def across_datasets(table: pd.DataFrame, rope: float = ROPE) -> dict:
-    """Friedman/Iman–Davenport, pairwise Holm-Wilcoxon and pairwise Bayesian signed-rank tests on
-    a :func:`score_table` (higher is better). Empty dict when it has < 2 datasets or < 3 methods."""
+    """Return the rank tests of a :func:`score_table` (higher is better) across datasets.
+
+    Friedman/Iman–Davenport, pairwise Holm-Wilcoxon and pairwise Bayesian signed-rank tests. Empty
+    dict when it has < 2 datasets or < 3 methods.
+    """
     if table.shape[0] < 2 or table.shape[1] < 3:
         return {}
     fr = st.iman_davenport(table)
@@ -251,11 +264,13 @@ def across_datasets(table: pd.DataFrame, rope: float = ROPE) -> dict:
 def method_summary(
     rows: pd.DataFrame, cell_df: pd.DataFrame, vs: pd.DataFrame, ranks: dict, rope: float = ROPE
 ) -> pd.DataFrame:
-    """Per (task, method): family, size measure, N datasets with a score, mean rank (over the
-    task's complete blocks; NaN when not ranked), wins/ties/losses against same-size CART
-    (:func:`vs_reference`), the Bayesian signed-rank P(better)/P(equivalent)/P(worse) of the
-    method against its same-size CART over datasets, the median difference to it, the mean size
-    measure and split nodes, CPU hours."""
+    """Return one row per (task, method).
+
+    Family, size measure, N datasets with a score, mean rank (over the task's complete blocks; NaN
+    when not ranked), wins/ties/losses against same-size CART (:func:`vs_reference`), the Bayesian
+    signed-rank P(better)/P(equivalent)/P(worse) of the method against its same-size CART over
+    datasets, the median difference to it, the mean size measure and split nodes, CPU hours.
+    """
     cols = ["task", "method", "family", "measure", "N", "mean_rank", WIN, TIE, LOSS]
     cols += ["p_better", "p_equiv", "p_worse", "median_diff", "size", "n_splits", "cpu_hours"]
     out = []
@@ -295,9 +310,11 @@ def method_summary(
 
 
 def ensembles_vs_rf(table: pd.DataFrame, summary: pd.DataFrame, rope: float = ROPE) -> pd.DataFrame:
-    """Each ensemble of a task's :func:`score_table` against RF over the same datasets: mean and
-    median difference, Wilcoxon p (Holm over the ensembles), rank-biserial r, Bayesian
-    P(better)/P(equivalent)/P(worse), and its mean total split nodes."""
+    """Each ensemble of a task's :func:`score_table` against RF over the same datasets.
+
+    Mean and median difference, Wilcoxon p (Holm over the ensembles), rank-biserial r, Bayesian
+    P(better)/P(equivalent)/P(worse), and its mean total split nodes.
+    """
     cols = ["method", "N", "mean_diff", "median_diff", "r", "p", "p_holm", "p_better", "p_equiv"]
     cols += ["p_worse", "n_splits"]
     if "rf" not in table.columns:
@@ -331,8 +348,10 @@ def ensembles_vs_rf(table: pd.DataFrame, summary: pd.DataFrame, rope: float = RO
 
 
 def pareto(cell_df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The accuracy–size Pareto front per dataset (size = split nodes of all trees, mean over
-    seeds; score = mean score) and, per (task, method), how often it is on its datasets' fronts.
+    """Return the accuracy–size Pareto front per dataset, and how often each method is on it.
+
+    Size is the split nodes of all trees (mean over seeds), score the mean score; the counts are
+    per (task, method) over its datasets' fronts.
 
     Returns ``(fronts, frequency)``: ``fronts`` the cells with ``on_front``; ``frequency`` per
     (task, method): ``on_front`` datasets, ``N`` datasets, ``share``.
@@ -357,8 +376,11 @@ def pareto(cell_df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def expected_best(scores, k: int) -> float:
-    """Expected maximum of ``k`` of ``scores`` drawn without replacement: the mean over every
-    order of the search (the limit of resampling it), ``sum_i s_(i) C(i-1, k-1) / C(n, k)``."""
+    """Return expected maximum of ``k`` of ``scores`` drawn without replacement.
+
+    The mean over every order of the search (the limit of resampling it), ``sum_i s_(i) C(i-1, k-1)
+    / C(n, k)``.
+    """
     s = np.sort(np.asarray(scores, float))
     n = s.size
     if not 1 <= k <= n:
@@ -368,9 +390,11 @@ def expected_best(scores, k: int) -> float:
 
 
 def budget_curves(records: list[dict], experiment: str = EXPERIMENT) -> pd.DataFrame:
-    """Score against tuning budget from the recorded tuning candidates (Grinsztajn et al. 2022's
-    view, on what the records hold): per (task, method) and k = 1..K, the mean over runs of the
-    expected best inner-CV score after k configurations minus the best of all K, in score units.
+    """Return score against tuning budget from the recorded tuning candidates.
+
+    Grinsztajn et al. 2022's view, on what the records hold: per (task, method) and k = 1..K, the
+    mean over runs of the expected best inner-CV score after k configurations minus the best of
+    all K, in score units.
 
     The records keep every candidate's inner-CV score but the test score of the refitted best
     only, so this is the search's own (inner-CV) score; with successive halving, the first round
@@ -413,7 +437,7 @@ def budget_curves(records: list[dict], experiment: str = EXPERIMENT) -> pd.DataF
 
 
 def suite_plan(conf_dir: str | Path | None = None) -> dict:
-    """The experiment's suites (their datasets as run), methods and seeds, from its config."""
+    """Return the experiment's suites (their datasets as run), methods and seeds from its config."""
     from treebench.config import plan_values, search_dirs, sweep_plan
     from treebench.suites import load
 
@@ -428,8 +452,11 @@ def suite_plan(conf_dir: str | Path | None = None) -> dict:
 
 
 def evaluate(df: pd.DataFrame, records: list[dict], plan: dict, rope: float = ROPE) -> dict:
-    """Every table of the page, per task: rows, cells, the per-dataset tests, the across-dataset
-    tests, the method summary, ensembles vs RF, the Pareto fronts and the budget curves."""
+    """Every table of the page, per task.
+
+    Rows, cells, the per-dataset tests, the across-dataset tests, the method summary, ensembles vs
+    RF, the Pareto fronts and the budget curves.
+    """
     rows = benchmark_rows(df)
     cell_df = cells(rows)
     vs = vs_reference(rows)
@@ -489,7 +516,7 @@ def _p(v) -> str:
 
 
 def _md(df: pd.DataFrame) -> str:
-    """A table as Markdown, its cells as formatted here (no re-parsing of numbers)."""
+    """Return a table as Markdown, its cells as formatted here (no re-parsing of numbers)."""
     if df.empty:
         return "_(empty)_"
     return df.to_markdown(index=False, disable_numparse=True)
@@ -740,7 +767,7 @@ def benchmark_markdown(
 
 
 def not_run(methods: list[str]) -> str:
-    """The registered methods the plan leaves out (the experiment file says why)."""
+    """Return the registered methods the plan leaves out (the experiment file says why)."""
     from treebench.methods._catalog import method_names
 
     left = [m for m in method_names() if m not in methods]

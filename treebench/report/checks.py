@@ -1,10 +1,10 @@
 """Compare collected results with paper targets: one verdict row per target.
 
-Statuses: ``pass``, ``FAIL`` (a regression: ``treebench check`` exits non-zero), ``skipped`` (no usable
-data: not run, dataset not in the mirror, method not implemented yet) and ``info`` (a number shown in
-reports but not checked: a baseline from another paper, a value the config sets, a structural check
-that could not have failed (the target's ``structural`` reason), or a number made without the
-paper's full protocol -- a reduced profile or fewer runs -- which never passes).
+Statuses: ``pass``, ``FAIL`` (a regression: ``treebench check`` exits non-zero), ``skipped`` (no
+usable data: not run, dataset not in the mirror, method not implemented yet) and ``info`` (a number
+shown in reports but not checked: a baseline from another paper, a value the config sets, a
+structural check that could not have failed (the target's ``structural`` reason), or a number made
+without the paper's full protocol -- a reduced profile or fewer runs -- which never passes).
 
 Every FAIL, info and skipped row says why: the target's ``deviation`` (FAIL/info) or ``why``
 (skipped) from the paper file, else "unexplained" / the missing data.
@@ -82,8 +82,11 @@ class Availability:
 
     @classmethod
     def local(cls) -> Availability:
-        """The packaged dataset configs, the registered methods and the method configs' names,
-        and each experiment's full plan (read without importing the methods: seconds)."""
+        """Return what is known locally, read without importing the methods (seconds).
+
+        The packaged dataset configs, the registered methods and the method configs' names, and each
+        experiment's full plan.
+        """
         from treebench.catalog import full_plans, method_config_names
         from treebench.config import CONF_DIR
         from treebench.methods._catalog import method_names
@@ -93,8 +96,11 @@ class Availability:
         return cls(datasets=datasets, methods=methods, plans=full_plans())
 
     def grid(self, sel: Selector) -> set[tuple[str, ...]] | None:
-        """The configs of ``sel.best_over`` the full plan of ``sel.experiment`` sweeps for its
-        dataset and method (:func:`~treebench.config.plan_configs`, values :func:`norm`'d)."""
+        """Return the configs of ``sel.best_over`` the full plan of ``sel.experiment`` sweeps.
+
+        For its dataset and method (:func:`~treebench.config.plan_configs`, values
+        :func:`norm`'d).
+        """
         from treebench.config import plan_configs
 
         plan = self.plans.get(sel.experiment)
@@ -110,6 +116,10 @@ class Availability:
         return {tuple(norm(v) for v in c) for c in grid}
 
     def reason(self, sel: Selector | None, experiment: str) -> str:
+        """Return why ``sel``'s rows are missing (data not in the mirror, or not in the plan).
+
+        Or ``""``.
+        """
         if sel is not None and sel.dataset is not None:
             if sel.dataset in self.unavailable:
                 return f"not in mirror: {self.unavailable[sel.dataset]}"
@@ -159,9 +169,11 @@ def _row(t: Target, **kw) -> dict:
 def shortfall(
     t: Target, profile: str, n: int | None = None, configs: str = "", cost: float | None = None
 ) -> str:
-    """What the numbers lack of the paper's protocol ("" when they have it all); ``configs`` is
-    :func:`missing_configs`'s gap, ``cost`` the core-hours of one run (:func:`run_cost`), shown
-    beside missing runs so that a reader sees what the rest would take."""
+    """Return what the numbers lack of the paper's protocol ("" when they have it all).
+
+    ``configs`` is :func:`missing_configs`'s gap, ``cost`` the core-hours of one run
+    (:func:`run_cost`), shown beside missing runs so that a reader sees what the rest would take.
+    """
     gaps = profile_gap(t, profile)
     if t.runs is not None and n is not None and n < t.runs:
         each = f" ({core_time(cost)} a run)" if cost is not None and profile == t.profile else ""
@@ -178,9 +190,11 @@ def profile_gap(t: Target, profile: str) -> list[str]:
 
 
 def missing_configs(sel: Selector, present, avail: Availability) -> str:
-    """ "k of N configs" when a best-of-configs number chose among fewer ``present`` configs
-    (tuples of :func:`norm` values) than the experiment's full plan sweeps ("" when it had them
-    all, or the plan is not known)."""
+    """Return "k of N configs" when a best-of-configs number chose among fewer configs.
+
+    Fewer ``present`` configs (tuples of :func:`norm` values) than the experiment's full plan
+    sweeps; "" when it had them all, or the plan is not known.
+    """
     grid = avail.grid(sel) if present is not None else None
     if not grid:
         return ""
@@ -189,8 +203,11 @@ def missing_configs(sel: Selector, present, avail: Availability) -> str:
 
 
 def _blocks_short_of_grid(df: pd.DataFrame, sel: Selector, t: Target, blocks, avail) -> list[str]:
-    """The blocks in which a relation side's ``best_over`` chose among fewer configs than the
-    experiment's full plan sweeps for that block's dataset (a depth whose epoch grid ran in part)."""
+    """Return the blocks in which a relation side's ``best_over`` chose among too few configs.
+
+    Fewer configs than the experiment's full plan sweeps for that block's dataset (a depth whose
+    epoch grid ran in part).
+    """
     if not sel.best_over or not t.per:
         return []
     rows = select(df, dataclasses.replace(sel, best_over=()), t.experiment)
@@ -217,7 +234,10 @@ def _blocks_short_of_grid(df: pd.DataFrame, sel: Selector, t: Target, blocks, av
 
 
 def _side_configs(df: pd.DataFrame, sel: Selector, t: Target) -> set | None:
-    """The configs a relation side's ``best_over`` chooses among (as :func:`aggregate` has them)."""
+    """Return the configs a relation side's ``best_over`` chooses among.
+
+    As :func:`aggregate` has them.
+    """
     if not sel.best_over:
         return None
     rows = select(df, dataclasses.replace(sel, best_over=()), t.experiment)
@@ -231,8 +251,11 @@ def _side_configs(df: pd.DataFrame, sel: Selector, t: Target) -> set | None:
 
 
 def cell_short(t: Target, cell: str, runs: int, cost: float | None, profile: str) -> list[dict]:
-    """``[{cell, runs, of, core_h}]`` when a cell of runs under the paper's profile has fewer runs
-    than the paper's (``core_h``: one run's core-hours, the mean of those so far), else ``[]``."""
+    """Return ``[{cell, runs, of, core_h}]`` of the cells with fewer runs than the paper's.
+
+    The cells of runs under the paper's profile (``core_h``: one run's core-hours, the mean of
+    those so far); ``[]`` when there is none.
+    """
     if t.runs is None or runs >= t.runs or cost is None or profile != t.profile:
         return []
     return [{"cell": cell, "runs": int(runs), "of": int(t.runs), "core_h": float(cost)}]
@@ -257,8 +280,11 @@ def block_cells_short(t: Target, df: pd.DataFrame, sides, blocks, profile: str) 
 
 
 def block_shortfall(t: Target, df: pd.DataFrame, sides, blocks, profile: str) -> str:
-    """:func:`shortfall` of a comparison over ``blocks``: its profile, and the fewest runs behind a
-    mean of any side in any block, naming the blocks below the paper's runs."""
+    """:func:`shortfall` of a comparison over ``blocks``.
+
+    Its profile, and the fewest runs behind a mean of any side in any block, naming the blocks below
+    the paper's runs.
+    """
     if t.runs is None or not len(blocks):
         return shortfall(t, profile)
     runs = pd.concat(
@@ -271,8 +297,11 @@ def block_shortfall(t: Target, df: pd.DataFrame, sides, blocks, profile: str) ->
 
 
 def verdict(t: Target, holds: bool, reduced: str) -> tuple[str, str]:
-    """Status and the reason shown beside it: a config-set value, a structural check (one that
-    could not have failed) or a reduced protocol is info."""
+    """Status and the reason shown beside it.
+
+    A config-set value, a structural check (one that could not have failed) or a reduced protocol is
+    info.
+    """
     if t.fixed:
         return INFO, f"set by config: {t.fixed}"
     if t.structural:
@@ -295,6 +324,7 @@ def _within(t: Target, ours: float, tol: float) -> bool:
 
 
 def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
+    """Check value target ``t`` against the records ``df``; return its result row."""
     rows = select(df, t.select, t.experiment)
     if (
         rows.empty
@@ -303,7 +333,10 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
         and t.select.method not in avail.methods
     ):
         # a competitor's number the paper quotes beside its own (check: false): nothing to run here
-        why = f"reference only: {t.source}, quoted beside the paper's ({t.select.method} is not a method here)"
+        why = (
+            f"reference only: {t.source}, quoted beside the paper's ({t.select.method} is not a "
+            "method here)"
+        )
         return _row(t, note=_join(t.why or why, t.note))
     if rows.empty:
         return _row(t, note=_join(t.why or _why_empty(t.select, df, t.experiment, avail), t.note))
@@ -356,8 +389,11 @@ def check_value(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
 
 
 def _largest_run_short_of(t: Target, df: pd.DataFrame) -> tuple[Target, float, float] | None:
-    """``t`` with its sides' ``short_of`` value (the paper's size) lowered to the largest smaller
-    one the lhs has ok rows of, with that size and the paper's; None when it has none."""
+    """Return ``t`` with its sides' ``short_of`` value lowered to a size that has run.
+
+    The ``short_of`` value (the paper's size) is lowered to the largest smaller one the lhs has ok
+    rows of; returned with that size and the paper's. None when it has none.
+    """
     col, lhs = t.short_of, t.lhs
     want = float(lhs.where[col])
     rest = {k: v for k, v in lhs.where.items() if k != col}
@@ -382,6 +418,7 @@ def _largest_run_short_of(t: Target, df: pd.DataFrame) -> tuple[Target, float, f
 
 
 def check_relation(t: Target, df: pd.DataFrame, avail: Availability, short: str = "") -> dict:
+    """Check relation target ``t`` (left side against right) against ``df``; return its row."""
     if t.at:
         return check_curves(t, df, avail)
     left = per_block_means(df, t.lhs, t.metric, t.per, t.experiment)
@@ -459,9 +496,12 @@ def _share_row(
     cells=(),
     gaps=(),
 ):
-    """A relation's verdict row: the share of ``holds`` (one per compared ``what``) against the
-    share the claim requires, the failing ones named (``bad``), ``extra`` after the count;
-    ``cells`` = :func:`block_cells_short`, ``gaps`` the rest of what ``reduced`` says."""
+    """Return a relation's verdict row.
+
+    The share of ``holds`` (one per compared ``what``) against the share the claim requires, the
+    failing ones named (``bad``), ``extra`` after the count; ``cells`` = :func:`block_cells_short`,
+    ``gaps`` the rest of what ``reduced`` says.
+    """
     holds = np.asarray(holds, dtype=bool)
     share = float(holds.mean())
     status, why = verdict(t, share >= t.require - 1e-12, reduced)
@@ -490,15 +530,17 @@ def _share_row(
 
 
 def _block_name(k) -> str:
-    """A block's key as its readers write it: ``connect4/5``, not ``connect4/5.0``."""
+    """Return a block's key as its readers write it: ``connect4/5``, not ``connect4/5.0``."""
     return "/".join(map(norm, k)) if isinstance(k, tuple) else norm(k)
 
 
 def check_curves(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
-    """A relation at equal size (``at``), as a figure of a metric against size is read: in each
-    block, every rhs config's mean against the lhs curve at that config's mean size (linear in log
-    size between the two lhs configs around it). An rhs size outside the lhs's range is not
-    compared (the lhs is not extrapolated) and the note counts it."""
+    """Return a relation at equal size (``at``), as a figure of a metric against size is read.
+
+    In each block, every rhs config's mean against the lhs curve at that config's mean size (linear
+    in log size between the two lhs configs around it). An rhs size outside the lhs's range is not
+    compared (the lhs is not extrapolated) and the note counts it.
+    """
     per = tuple(t.per)
     left = curve_points(df, t.lhs, t.metric, t.at, per, t.experiment)
     right = curve_points(df, t.rhs, t.metric, t.at, per, t.experiment)
@@ -569,8 +611,10 @@ def check_curves(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
 
 
 def _curve_config_gaps(t: Target, df: pd.DataFrame, sel: Selector, blocks, avail) -> list[str]:
-    """Per dataset block, a curve side that ran fewer configs (its varying params) than the
-    experiment's full plan sweeps there: "mnist tnt 7 of 10 configs"."""
+    """Return, per dataset block, a curve side running fewer configs than the full plan there.
+
+    Configs are its varying params: "mnist tnt 7 of 10 configs".
+    """
     if "dataset" not in t.per:
         return []
     rows = select(df, sel, t.experiment, largest_per=tuple(t.per))
@@ -591,8 +635,11 @@ def _curve_config_gaps(t: Target, df: pd.DataFrame, sel: Selector, blocks, avail
 
 
 def check_trend(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
-    """A Spearman trend over blocks: per block, the ``best_of`` value with the best mean metric
-    against the block's mean ``x`` (e.g. the best validation share against the feature count)."""
+    """Return a Spearman trend over blocks.
+
+    Per block, the ``best_of`` value with the best mean metric against the block's mean ``x`` (e.g.
+    the best validation share against the feature count).
+    """
     from scipy.stats import spearmanr
 
     label = f"spearman({t.x}, best {t.best_of} of {t.lhs.label()})"
@@ -659,9 +706,11 @@ def check_trend(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
 
 
 def _trend_grid_gaps(t: Target, rows: pd.DataFrame, blocks, avail: Availability) -> list:
-    """(measured, planned) counts of ``t.best_of`` values for each dataset block that has fewer
-    values than the experiment's full plan sweeps for it (empty when blocks are not datasets,
-    ``best_of`` is not a param, or the plan is not known)."""
+    """Return the (measured, planned) counts of ``t.best_of`` values of the short dataset blocks.
+
+    For each dataset block that has fewer values than the experiment's full plan sweeps for it;
+    empty when blocks are not datasets, ``best_of`` is not a param, or the plan is not known.
+    """
     if tuple(t.per) != ("dataset",) or not t.best_of.startswith("param."):
         return []
     short = []
@@ -679,6 +728,7 @@ def _trend_grid_gaps(t: Target, rows: pd.DataFrame, blocks, avail: Availability)
 
 
 def check_stat(t: Target, df: pd.DataFrame, avail: Availability) -> dict:
+    """Check statistical-test target ``t`` against ``df``; return its result row."""
     from treebench.report import stats
 
     if t.test == "spearman":
@@ -816,11 +866,15 @@ def run_checks(
 
 
 def n_failed(res: pd.DataFrame) -> int:
+    """Return the number of failed targets in the results ``res``."""
     return int((res["status"] == FAIL).sum()) if not res.empty else 0
 
 
 def fmt_num(v, units: str, digits: int | None = None) -> str:
-    """A record-unit value in the target's printed units (percent ×100, counts as integers)."""
+    """Return a record-unit value in the target's printed units.
+
+    Percent ×100, counts as integers.
+    """
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
     if units == "percent":

@@ -1,4 +1,7 @@
-"""Terminal output with rich: summary tables (of a sweep, ``collect``, ``report``), plans and checks."""
+"""Terminal output with rich.
+
+Summary tables (of a sweep, ``collect``, ``report``), plans and checks.
+"""
 
 from __future__ import annotations
 
@@ -116,9 +119,10 @@ def _plan_by_method(plan, estimates) -> Table:
 
 
 def print_plan(plan, estimates=None, missing: str = "", limit: int | None = None) -> None:
-    """Print a sweep's jobs (their overrides) with how many of their records are done and, where
-    ``estimates`` has one, the core-seconds their runs still to do will take; a job whose plan
-    entry ends in a state ("no data") is not launched, and ``missing`` says why.
+    """Print a sweep's jobs (their overrides) with how many of their records are done.
+
+    Where ``estimates`` has one, also the core-seconds their runs still to do will take; a job whose
+    plan entry ends in a state ("no data") is not launched, and ``missing`` says why.
 
     A plan of more than ``limit`` jobs (None: no limit; the sweeper's ``plan_rows``) is summarised
     per method, then its first
@@ -259,19 +263,24 @@ def print_checks(res, title: str) -> None:
 
 
 class Footnotes:
-    """Long cell texts moved below a table: the cell shows ``[k]``, the text is printed after the
-    table once per distinct text, so a table keeps its width and its rows one line each."""
+    """Long cell texts moved below a table.
+
+    The cell shows ``[k]``, the text is printed after the table once per distinct text, so a table
+    keeps its width and its rows one line each.
+    """
 
     def __init__(self, inline: int = _INLINE_CHARS):
         self.inline = inline
         self.texts: dict[str, int] = {}
 
     def cell(self, text: str) -> str:
+        """Return ``text``, or a footnote mark when it is longer than ``inline``."""
         if len(text) <= self.inline:
             return text
         return f"[{self.texts.setdefault(text, len(self.texts) + 1)}]"
 
     def print(self, title: str) -> None:
+        """Print the footnotes under ``title``."""
         if self.texts:
             console.print(f"{title}:", highlight=False)
         for text, k in self.texts.items():

@@ -4,13 +4,12 @@ A figure spec (``experiments.<name>.figures[]`` in a paper file)::
 
     name: acc_vs_depth          # file stem
     x: param.max_depth          # a param or a size/metric column (n_splits, split_evals, ...)
-    y: test_accuracy            # a metric column (derived ones too: test_error, n_nodes) or info.<key>
-    series: [method, param.teacher]   # one line per distinct value (default [method])
-    facet: dataset              # one panel per value (default dataset; null = one panel)
-    xscale: log                 # optional: linear/log/symlog
-    where: {param.N2: 5}        # optional row filter
-    title: "..."                # optional
-    paper_points: true          # overlay value targets whose where pins x (default true)
+    y: test_accuracy            # a metric column (derived ones too: test_error, n_nodes) or
+    info.<key> series: [method, param.teacher]   # one line per distinct value (default [method])
+    facet: dataset              # one panel per value (default dataset; null = one panel) xscale:
+    log                 # optional: linear/log/symlog where: {param.N2: 5}        # optional row
+    filter title: "..."                # optional paper_points: true          # overlay value
+    targets whose where pins x (default true)
 
 When ``x`` is a param, points are grouped by series and x. When ``x`` is a measured column (e.g. the
 number of splits), points are grouped by series and every other param that varies, and both x and y
@@ -54,7 +53,10 @@ _MAX_PANEL_LEGEND = 8
 
 @functools.cache
 def palette() -> tuple[str, ...]:
-    """Distinct colours: tab20's dark shades, then its light ones (both without grey), tab20b, tab20c."""
+    """Return distinct colours.
+
+    Tab20's dark shades, then its light ones (both without grey), tab20b, tab20c.
+    """
     from matplotlib import colormaps
     from matplotlib.colors import to_hex
 
@@ -87,7 +89,10 @@ def method_colors() -> dict[str, str]:
 
 
 def method_color(name: str) -> str:
-    """The colour of method ``name``; a name that is no registered method gets a dark neutral one."""
+    """Return the colour of method ``name``.
+
+    A name that is no registered method gets a dark neutral one.
+    """
     colors = method_colors()
     if name in colors:
         return colors[name]
@@ -95,7 +100,7 @@ def method_color(name: str) -> str:
 
 
 def label_method(label: str) -> str:
-    """The method of a series or selector label (``redt[teacher=rf]`` → ``redt``)."""
+    """Return the method of a series or selector label (``redt[teacher=rf]`` → ``redt``)."""
     return label.split("[", 1)[0]
 
 
@@ -137,7 +142,10 @@ def _numeric(s: pd.Series) -> pd.Series:
 
 
 def _short(v) -> str:
-    """A setting as a legend shows it: an estimator spec by its settings, not its class path."""
+    """Return a setting as a legend shows it.
+
+    An estimator spec by its settings, not its class path.
+    """
     if isinstance(v, str) and v.startswith("{"):  # a spec as the frame holds it
         try:
             v = ast.literal_eval(v)
@@ -149,8 +157,11 @@ def _short(v) -> str:
 
 
 def figure_rows(df: pd.DataFrame, spec: dict) -> pd.DataFrame:
-    """The records a figure draws, one row per run: ok, with its y, x numeric (``_x``), its panel
-    (``_facet``) and series label (``_series``); full-profile rows where both exist."""
+    """Return the records a figure draws, one row per run.
+
+    Ok, with its y, x numeric (``_x``), its panel (``_facet``) and series label (``_series``);
+    full-profile rows where both exist.
+    """
     df = add_derived(df)
     x, y = spec["x"], spec["y"]
     series = list(spec.get("series") or ["method"])
@@ -174,7 +185,7 @@ def figure_rows(df: pd.DataFrame, spec: dict) -> pd.DataFrame:
 
 
 def figure_points(df: pd.DataFrame, spec: dict) -> pd.DataFrame:
-    """The aggregated points of a figure: facet, series, x, y mean, y sd, n."""
+    """Return the aggregated points of a figure: facet, series, x, y mean, y sd, n."""
     x, y = spec["x"], spec["y"]
     series = list(spec.get("series") or ["method"])
     ok = figure_rows(df, spec)
@@ -264,9 +275,11 @@ def make_figure(
     formats: tuple = ("png", "pdf"),
     points_csv: bool = True,
 ) -> list[Path]:
-    """Draw one declared figure; write ``<name>.<format>`` (and the points as ``<name>.csv``);
-    return the image paths ([] if no data). PNGs carry no software stamp, so equal data give
-    equal files on one machine."""
+    """Draw one declared figure.
+
+    Write ``<name>.<format>`` (and the points as ``<name>.csv``); return the image paths ([] if no
+    data). PNGs carry no software stamp, so equal data give equal files on one machine.
+    """
     pts = figure_points(df, spec)
     ref = paper_points(list(targets), spec) if spec.get("paper_points", True) else pd.DataFrame()
     if pts.empty:

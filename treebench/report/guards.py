@@ -1,12 +1,12 @@
 """The CI guards ratchet: a regression guard may only be made looser with a stated reason.
 
-A guard file (``treebench/conf/papers/ci.yaml``) holds floors measured from our own runs. Comparing a new version
-of it with an older one, a target is *loosened* when the new version lets a result pass that the old
-one failed: a lower ``>=`` floor, a wider tolerance (full or reduced profile) or a moved ``~`` band,
-``check: false``, a lower ``require`` or a larger ``margin`` of a relation, a different selection or
-metric. A loosened target must carry a new ``lowered: {from: <previous value>, reason: "..."}`` next
-to it (``treebench check`` shows it in the row's note); a removed target is always a violation (keep
-it with ``check: false`` and a reason instead).
+A guard file (``treebench/conf/papers/ci.yaml``) holds floors measured from our own runs. Comparing
+a new version of it with an older one, a target is *loosened* when the new version lets a result
+pass that the old one failed: a lower ``>=`` floor, a wider tolerance (full or reduced profile) or a
+moved ``~`` band, ``check: false``, a lower ``require`` or a larger ``margin`` of a relation, a
+different selection or metric. A loosened target must carry a new ``lowered: {from: <previous
+value>, reason: "..."}`` next to it (``treebench check`` shows it in the row's note); a removed
+target is always a violation (keep it with ``check: false`` and a reason instead).
 
 ``python -m treebench.report.guards [FILE]`` compares the working tree's file with its previous
 committed version (:func:`previous_version`) and exits 1 on a violation.
@@ -28,14 +28,16 @@ _STRICTER = {(">=", ">"), ("<=", "<")}
 
 
 def guard_file(conf_dir: str | Path | None = None) -> Path:
-    """The CI guard file, ``<conf>/papers/ci.yaml``."""
+    """Return the CI guard file, ``<conf>/papers/ci.yaml``."""
     from treebench.report.targets import papers_dir
 
     return papers_dir(conf_dir) / "ci.yaml"
 
 
 def _band(t: Target) -> tuple[float, bool, float, bool]:
-    """The passing interval of a value target, ``(lo, lo_closed, hi, hi_closed)``, in record units.
+    """Return the passing interval of a value target, ``(lo, lo_closed, hi, hi_closed)``.
+
+    In record units.
 
     Mirrors :func:`treebench.report.checks.check_value` (:meth:`Target.tolerance_abs`).
     """
@@ -117,8 +119,11 @@ def _fmt(band: tuple) -> str:
 
 
 def _legacy(text: str) -> str:
-    """An older guard file in today's schema: ``tolerance_reduced`` (a looser band for reduced
-    runs, equal to ``tolerance`` in every CI guard) no longer exists, so it is dropped."""
+    """Return an older guard file in today's schema.
+
+    ``tolerance_reduced`` (a looser band for reduced runs, equal to ``tolerance`` in every CI guard)
+    no longer exists, so it is dropped.
+    """
     text = re.sub(r",\s*tolerance_reduced:\s*[-0-9.e]+", "", text)
     return re.sub(r"(?m)^\s*tolerance_reduced:.*\n", "", text)
 
@@ -141,8 +146,8 @@ def ratchet_violations(old_text: str, new_text: str, path: str | Path = "ci.yaml
     Notes
     -----
     A loosening is accepted when the new target carries a ``lowered`` annotation that differs from
-    the old one (a reason written for this change, not one left from an earlier lowering) and, if its
-    ``from`` is given while the value moved, ``from`` is the previous value.
+    the old one (a reason written for this change, not one left from an earlier lowering) and, if
+    its ``from`` is given while the value moved, ``from`` is the previous value.
     """
     old = {t.id: t for t in load_paper(path, text=_legacy(old_text)).targets}
     new = {t.id: t for t in load_paper(path, text=new_text).targets}
@@ -178,13 +183,13 @@ def ratchet_violations(old_text: str, new_text: str, path: str | Path = "ci.yaml
 
 
 def _is_size_part(tid: str, targets: dict) -> bool:
-    """Whether ``tid`` is the size part (``<id>/n_splits``) of a value entry with a metric target."""
+    """Whether ``tid`` is the size part (``<id>/n_splits``) of a value entry with a metric."""
     base, _, last = tid.rpartition("/")
     return last in SIZE_FIELDS and targets[tid].metric == last and base in targets
 
 
 def _is_size_of_removed_entry(tid: str, old: dict, new: dict) -> bool:
-    """A size target whose whole entry went: reported once, on the entry."""
+    """Return a size target whose whole entry went: reported once, on the entry."""
     return _is_size_part(tid, old) and tid.rpartition("/")[0] not in new
 
 
@@ -199,7 +204,7 @@ def _git(root: Path, *args: str) -> str | None:
 
 
 def previous_version(path: str | Path) -> tuple[str | None, str]:
-    """The committed version of ``path`` the working tree's file is compared with.
+    """Return the committed version of ``path`` the working tree's file is compared with.
 
     Parameters
     ----------
@@ -210,8 +215,8 @@ def previous_version(path: str | Path) -> tuple[str | None, str]:
     -------
     text : str or None
         ``HEAD``'s version when the working tree's file differs from it, else the version before the
-        last commit that touched the file; ``None`` when there is none (no git, not tracked, the file
-        was added by that commit, or a shallow clone without the parent).
+        last commit that touched the file; ``None`` when there is none (no git, not tracked, the
+        file was added by that commit, or a shallow clone without the parent).
     why : str
         Which version ``text`` is (e.g. ``"HEAD"``, ``"3fc3067~1"``), or why there is none.
     """

@@ -1,11 +1,12 @@
 """The head-to-head report, docs/headtohead.md: every method at one tuning budget vs same-size CART.
 
-Made from the records of experiment ``headtohead`` only (``treebench/conf/experiment/headtohead.yaml``):
-coverage, a per-dataset table and accuracy-vs-size Pareto plot, critical-difference diagrams,
-wins/ties/losses against the size-matched reference each record carries (``reference``, fitted by
-:func:`treebench.runner.fit_reference`), and tuned-vs-defaults counts wherever the same (method,
-dataset, seed) was run with and without ``tune=``. Methods and datasets come from the records
-and the experiment's sweep plan, none from this code.
+Made from the records of experiment ``headtohead`` only
+(``treebench/conf/experiment/headtohead.yaml``): coverage, a per-dataset table and accuracy-vs-size
+Pareto plot, critical-difference diagrams, wins/ties/losses against the size-matched reference each
+record carries (``reference``, fitted by :func:`treebench.runner.fit_reference`), and
+tuned-vs-defaults counts wherever the same (method, dataset, seed) was run with and without
+``tune=``. Methods and datasets come from the records and the experiment's sweep plan, none from
+this code.
 """
 
 from __future__ import annotations
@@ -41,8 +42,10 @@ MAX_LOSS = 2.0
 
 
 def _side_config(overrides) -> bool:
-    """True when a record's overrides change its configuration beyond the sweep's choices
-    (``method.params.x=``, ``split=kfold5``); ``threads=`` and the like do not."""
+    """Return True when a record's overrides change its configuration beyond the sweep's choices.
+
+    Such as ``method.params.x=`` or ``split=kfold5``; ``threads=`` and the like do not.
+    """
     if not isinstance(overrides, list | tuple | np.ndarray):
         return False
     for o in overrides:
@@ -54,7 +57,7 @@ def _side_config(overrides) -> bool:
 
 
 def score_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFrame:
-    """The experiment's records as one row per run with the columns this report reads.
+    """Return the experiment's records as one row per run with the columns this report reads.
 
     Returns
     -------
@@ -119,10 +122,13 @@ def score_rows(df: pd.DataFrame, experiment: str = EXPERIMENT) -> pd.DataFrame:
 
 
 def _shared_with_full(rows: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
-    """Copies, labelled profile ``full``, of the other profiles' rows that are jobs of the full
-    plan too: those a full sweep found done (``ran_profile``, from the record's ``full_plan_of``) and
-    those whose method parameters equal those of the method's ``full`` records (the same job, the
-    same run key, which a full sweep will find done and skip)."""
+    """Return copies, labelled profile ``full``, of the other profiles' rows in the full plan too.
+
+    The rows that are jobs of the full plan too: those a full sweep found done
+    (``ran_profile``, from the record's ``full_plan_of``) and those whose method parameters equal
+    those of the method's ``full`` records (the same job, the same run key, which a full sweep will
+    find done and skip).
+    """
     pcols = [c for c in rows.columns if c.startswith("param.")]
 
     def signature(r):
@@ -145,8 +151,11 @@ def _shared_with_full(rows: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
 
 
 def headline_setting(rows: pd.DataFrame) -> tuple[str, str] | None:
-    """The (profile, tune) the main sections show: full profile before reduced, tuned before
-    untuned, then the one with most ok records (ties by name); None without ok records."""
+    """Return the (profile, tune) the main sections show.
+
+    Full profile before reduced, tuned before untuned, then the one with most ok records (ties by
+    name); None without ok records.
+    """
     ok = rows[rows["status"] == "ok"]
     if ok.empty:
         return None
@@ -158,8 +167,10 @@ def headline_setting(rows: pd.DataFrame) -> tuple[str, str] | None:
 
 
 def experiment_plan(conf_dir: str | Path | None, experiment: str, profile: str) -> dict | None:
-    """Methods, datasets and seeds the experiment's sweep runs under ``profile`` (its config file's
-    ``hydra.sweeper``); None when there is no such file."""
+    """Return the methods, datasets and seeds the experiment's sweep runs under ``profile``.
+
+    From its config file's ``hydra.sweeper``; None when there is no such file.
+    """
     from treebench.config import load_yaml, plan_values, sweep_plan
 
     path = Path(conf_dir) / "experiment" / f"{experiment}.yaml" if conf_dir else None
@@ -336,8 +347,11 @@ def _scale(task: str) -> tuple[float, int, str]:
 
 
 def pareto_front(x, y) -> np.ndarray:
-    """Mask of the points no other point dominates (fewer or equal leaves and a higher or equal
-    score, one of them strictly); a point without both values is on no front."""
+    """Return the mask of the points no other point dominates.
+
+    A point dominates with fewer or equal leaves and a higher or equal score, one of them
+    strictly; a point without both values is on no front.
+    """
     x, y = np.asarray(x, float), np.asarray(y, float)
     front = np.isfinite(x) & np.isfinite(y)
     for i in np.flatnonzero(front):
@@ -368,12 +382,12 @@ def cell_means(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def seeds_label(n: int, expected: int) -> str:
-    """A cell's seeds: ``5`` when complete, ``3 of 5 seeds`` when not."""
+    """Return a cell's seeds: ``5`` when complete, ``3 of 5 seeds`` when not."""
     return str(n) if n >= expected else f"{n} of {expected} seeds"
 
 
 def coverage(rows: pd.DataFrame, plan: dict) -> tuple[pd.DataFrame, list[str]]:
-    """Records per method × dataset and the missing cells.
+    """Return the records per method × dataset and the missing cells.
 
     Returns
     -------
@@ -409,8 +423,11 @@ def coverage(rows: pd.DataFrame, plan: dict) -> tuple[pd.DataFrame, list[str]]:
 
 
 def pareto_figure(cells: pd.DataFrame, dataset: str, task: str, path: Path) -> Path:
-    """Score against leaves (log) of one dataset: one point per method (its fixed colour, ±1 SD),
-    its same-size CART as a cross of the same colour, the Pareto front as a dashed step line."""
+    """Draw score against leaves (log) of one dataset into ``path``.
+
+    One point per method (its fixed colour, ±1 SD), its same-size CART as a cross of the same
+    colour, the Pareto front as a dashed step line.
+    """
     plt = _mpl()
     scale, _, name = _scale(task)
     c = cells.sort_values("method")
@@ -474,7 +491,7 @@ def pareto_figure(cells: pd.DataFrame, dataset: str, task: str, path: Path) -> P
 
 
 def cd_blocks(cells: pd.DataFrame, expected: int) -> tuple[pd.DataFrame, list[str]]:
-    """The datasets × methods table of mean scores a critical-difference diagram ranks.
+    """Return the datasets × methods table of mean scores a critical-difference diagram ranks.
 
     Only complete cells (all expected seeds) count. Datasets enter where every method is
     complete; while that leaves fewer than two datasets and more than three methods, the method
@@ -497,9 +514,10 @@ def cd_blocks(cells: pd.DataFrame, expected: int) -> tuple[pd.DataFrame, list[st
 
 
 def cd_blocks_common(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, int]]:
-    """A provisional :func:`cd_blocks` while cells are incomplete: per dataset, the mean score over
-    the seeds every method of the table has there (paired seeds; a dataset whose methods share
-    none is left out), with the same leave-out rule.
+    """Return a provisional :func:`cd_blocks` while cells are incomplete.
+
+    Per dataset, the mean score over the seeds every method of the table has there (paired seeds; a
+    dataset whose methods share none is left out), with the same leave-out rule.
 
     Returns
     -------
@@ -541,12 +559,16 @@ def _not_run(experiment: str, plan: dict | None) -> list[str]:
         else ""
     )
     return [
-        f"**Not run yet.** The records it is made from hold no run of experiment `{experiment}`{size}. "
-        "Its sections (coverage, per-dataset tables and Pareto plots, critical-difference diagrams, "
+        "**Not run yet.** The records it is made from hold no run of experiment "
+        f"`{experiment}`{size}. "
+        "Its sections (coverage, per-dataset tables and Pareto plots, critical-difference "
+        "diagrams, "
         "wins/ties/losses against same-size CART, tuned vs defaults) appear once they do:\n",
         "```bash\n"
-        f"treebench run experiment={experiment}                                 # tune=small, full plan\n"
-        f"treebench run -m experiment={experiment} profile=reduced tune=none,small  # tuned vs defaults\n"
+        f"treebench run experiment={experiment}                                 # tune=small, full "
+        "plan\n"
+        f"treebench run -m experiment={experiment} profile=reduced tune=none,small  # tuned vs "
+        "defaults\n"
         "treebench ledger add\n"
         "treebench report --headtohead\n"
         "```\n",
@@ -597,7 +619,8 @@ def headtohead_markdown(
 
     Deterministic for its inputs (no clock): ``stamp`` names the records it was made from. With
     ``figures_dir``, the Pareto plots and critical-difference diagrams are written there as PNGs
-    (the folder is the report's own: old PNGs are removed) and linked as ``figures_link/<name>.png``.
+    (the folder is the report's own: old PNGs are removed) and linked as
+    ``figures_link/<name>.png``.
 
     Parameters
     ----------
@@ -621,7 +644,8 @@ def headtohead_markdown(
         "The benchmark no paper ran: the papers' methods and the baselines, each tuned "
         "on its training part at the same budget (`tune=small`: successive halving over 8 "
         "candidates, 3-fold inner CV; [docs/tuning.md](tuning.md)), on one split protocol (a fresh "
-        "80/20 holdout per seed). Beside every model the runner fits **same-size CART**: CART grown "
+        "80/20 holdout per seed). Beside every model the runner fits **same-size CART**: CART "
+        "grown "
         "best-first to the model's number of leaves on the same fold (`reference` in the record). "
         "Scores: test accuracy for classification, test R² for regression. Leaves count all trees "
         "of an ensemble.\n",
@@ -632,7 +656,8 @@ def headtohead_markdown(
         md += _not_run(experiment, plan)
         if plan:
             md.append(
-                f"Plan: methods {', '.join(plan['methods'])}; datasets {', '.join(plan['datasets'])}; "
+                f"Plan: methods {', '.join(plan['methods'])}; datasets "
+                f"{', '.join(plan['datasets'])}; "
                 f"seeds {', '.join(map(str, plan['seeds']))}.\n"
             )
         return "\n".join(md)
@@ -728,7 +753,8 @@ def headtohead_markdown(
             span = str(used[0]) if len(used) == 1 else f"{used[0]}-{used[-1]}"
             tag = f"provisional, {span} of {expected} seeds"
             md.append(
-                f"**Provisional ranking** ({span} of {expected} seeds per dataset): until the cells "
+                f"**Provisional ranking** ({span} of {expected} seeds per dataset): until the "
+                "cells "
                 "are complete, each "
                 "dataset's mean over the seeds every method below has there (paired seeds); it "
                 "will move as seeds land.\n"
@@ -738,7 +764,8 @@ def headtohead_markdown(
         fr = st.friedman(table)
         nem = st.nemenyi(table, alpha)
         md.append(
-            f"Datasets ({len(table)}): {', '.join(table.index)}. {st.caption(fr, 'test score', alpha)} "
+            f"Datasets ({len(table)}): {', '.join(table.index)}. "
+            f"{st.caption(fr, 'test score', alpha)} "
             f"{st.caption(nem, 'test score')}\n"
         )
         ranks = nem["ranks"].round(3).rename("mean rank").to_frame().reset_index(names="method")
@@ -789,7 +816,8 @@ def headtohead_markdown(
         "tuned, both over exactly the seeds both have; and its largest loss to same-size CART "
         "(mean Δ over those seeds, in points; 0 = no loss) and where. The check: tuned "
         "beats-or-ties on at least as many datasets as untuned (`tuned ≥ untuned`), and no loss "
-        f"over {MAX_LOSS:g} points tuned (`tuned loss ≤ {MAX_LOSS:g} pts`; the head-to-head asks it of "
+        f"over {MAX_LOSS:g} points tuned (`tuned loss ≤ {MAX_LOSS:g} pts`; the head-to-head asks "
+        "it of "
         "E2EDT).\n",
     ]
     if summary.empty:

@@ -17,7 +17,7 @@ from pathlib import Path
 def papers_naming(
     method: str, dataset: str, conf_dir: str | Path | None = None, exclude=()
 ) -> list[Path]:
-    """The paper files (``<conf>/papers/*.yaml``, sorted) whose text has both names as words.
+    """Return the paper files (``<conf>/papers/*.yaml``, sorted) whose text has both names as words.
 
     Parameters
     ----------

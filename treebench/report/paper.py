@@ -1,9 +1,11 @@
-"""Paper reproduction reports: side-by-side tables, the paper's own layouts, figures, statistics,
-and the items and overview rows ``REPRODUCTION.md`` reads (written by
-:mod:`treebench.report.documents`).
+"""Paper reproduction reports.
 
-Everything an experiment's report contains is declared in the paper files (``treebench/conf/papers/*.yaml``):
-targets give the numbers, ``experiments.<name>.tables / figures / stats`` the layouts.
+Side-by-side tables, the paper's own layouts, figures, statistics, and the items and overview rows
+``REPRODUCTION.md`` reads (written by :mod:`treebench.report.documents`).
+
+Everything an experiment's report contains is declared in the paper files
+(``treebench/conf/papers/*.yaml``): targets give the numbers, ``experiments.<name>.tables / figures
+/ stats`` the layouts.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def _tex_escape(s) -> str:
 
 
 def to_latex(df: pd.DataFrame, caption: str = "", label: str = "") -> str:
-    """A booktabs table (escaped, pandas' ``Styler.to_latex``), captioned above."""
+    """Return a booktabs table (escaped, pandas' ``Styler.to_latex``), captioned above."""
     align = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
     st = df.rename(columns=_tex_escape).style.hide(axis="index")
     st = st.format(lambda v: _tex_escape("" if v is None else v))
@@ -82,6 +84,7 @@ def to_latex(df: pd.DataFrame, caption: str = "", label: str = "") -> str:
 
 
 def to_markdown(df: pd.DataFrame) -> str:
+    """Return ``df`` as a Markdown table (``_(empty)_`` when it has no rows)."""
     if df.empty:
         return "_(empty)_\n"
     return df.to_markdown(index=False) + "\n"
@@ -115,7 +118,10 @@ def comparison_table(res: pd.DataFrame) -> pd.DataFrame:
 
 
 def layout_table(res: pd.DataFrame, spec: dict) -> pd.DataFrame:
-    """The paper's own layout: rows = method labels, columns = dataset × metric, cells 'ours (paper)'."""
+    """Return the paper's own layout.
+
+    Rows = method labels, columns = dataset × metric, cells 'ours (paper)'.
+    """
     tables = spec["table"] if isinstance(spec["table"], list) else [spec["table"]]
     sub = res[res["table"].isin(tables) & (res["kind"] == "value")]
     if spec.get("metrics"):
@@ -182,7 +188,10 @@ def _groups_from_spec(df: pd.DataFrame, spec: dict, experiment: str) -> list[Sel
 def stats_section(
     df: pd.DataFrame, spec: dict, experiment: str, out_dir: Path, formats=(".png", ".pdf")
 ) -> tuple[str, list[Path]]:
-    """Run one declared test; return a Markdown section (caption names the test, N and α) and files."""
+    """Run one declared test.
+
+    Return a Markdown section (caption names the test, N and α) and files.
+    """
     metric, alpha = spec["metric"], float(spec.get("alpha", 0.05))
     per = tuple(spec.get("per", ["dataset"]))
     higher = bool(spec.get("higher_is_better", not metric.endswith(("error", "rmse", "mae"))))
@@ -248,7 +257,8 @@ def stats_section(
         else int((both.iloc[:, 0] < both.iloc[:, 1]).sum())
     )
     return (
-        f"### {name}\n\n{st.caption(res, metric, alpha)} {lhs.label()} better on {wins}/{len(both)}; "
+        f"### {name}\n\n{st.caption(res, metric, alpha)} {lhs.label()} better on "
+        f"{wins}/{len(both)}; "
         f"{'significant' if res['p'] < alpha else 'not significant'} at α = {alpha}.\n\n"
         f"{to_markdown(both.round(4).reset_index())}",
         files,
@@ -265,7 +275,10 @@ def report_experiment(
     out_dir: str | Path,
     avail: Availability | None = None,
 ) -> dict:
-    """Write everything declared for ``experiment`` under ``out_dir/<experiment>/``; return paths and verdicts."""
+    """Write everything declared for ``experiment`` under ``out_dir/<experiment>/``.
+
+    Return paths and verdicts.
+    """
     targets, spec, unavailable = for_experiment(papers, experiment)
     avail = avail or Availability()
     avail.unavailable.update(unavailable)
@@ -284,7 +297,8 @@ def report_experiment(
     if not exp_df.empty:
         prof = exp_df["profile"].value_counts().to_dict() if "profile" in exp_df else {}
         md.append(
-            f"{counted(len(exp_df), 'record')} ({', '.join(f'{v} {k}' for k, v in prof.items())} profile); "
+            f"{counted(len(exp_df), 'record')} ({', '.join(f'{v} {k}' for k, v in prof.items())} "
+            "profile); "
             f"methods: {', '.join(sorted(exp_df['method'].unique()))}; datasets: "
             f"{', '.join(sorted(exp_df['dataset'].unique()))}.\n"
         )
@@ -300,7 +314,8 @@ def report_experiment(
         (out / "comparison.tex").write_text(
             to_latex(
                 comp.drop(columns=["note"]),
-                caption=f"{title}: ours (mean ± SD over n runs; profile) next to the paper. Δ = ours − paper "
+                caption=f"{title}: ours (mean ± SD over n runs; profile) next to the paper. Δ = "
+                "ours − paper "
                 "in the paper's units.",
             )
         )
@@ -308,7 +323,8 @@ def report_experiment(
         md.append(
             "## Ours vs the paper\n\nNumbers in the paper's units (metrics marked (%) in percent); "
             "ours = mean ± SD (ddof 1) over seeds × folds, n runs, and the profile that made them; "
-            "Δ = ours − paper. Relations: the share of datasets where the claim holds; stats: p-values."
+            "Δ = ours − paper. Relations: the share of datasets where the claim holds; stats: "
+            "p-values."
             "\n\n" + to_markdown(comp)
         )
     for tab in spec.get("tables") or []:
@@ -364,7 +380,7 @@ def report_experiment(
 
 
 def _item(r: pd.Series) -> str:
-    """The paper item (table, figure or in-text claim) a verdict row belongs to."""
+    """Return the paper item (table, figure or in-text claim) a verdict row belongs to."""
     return item_label(r["table"], r["source"], r["experiment"])
 
 
@@ -376,8 +392,9 @@ def _ids(ids: pd.Series, at_most: int = 3) -> str:
 
 
 def paper_items(res: pd.DataFrame, declared: dict | None = None) -> pd.DataFrame:
-    """A paper's items (tables, figures, in-text claims), each with the experiments that check it,
-    its verdict and what it lacks.
+    """Return a paper's items (tables, figures, in-text claims) with their experiments and verdicts.
+
+    Each item has the experiments that check it, its verdict and what it lacks.
 
     An item is *reproduced* when it has a pass and no FAIL, skipped or reduced-protocol row; a
     competitor's number the paper only quotes (a skipped "reference only" row) is not the item's
@@ -487,7 +504,7 @@ def paper_overview(
 
 
 def short_of_runs(res: pd.DataFrame) -> pd.DataFrame:
-    """The cells of runs with fewer runs than the paper's, cheapest to finish first.
+    """Return the cells of runs with fewer runs than the paper's, cheapest to finish first.
 
     A cell is the runs behind one mean (a selection, in one dataset or block), read by one or more
     targets; its cost to finish is the missing runs times the mean core time of its runs so far.
@@ -520,9 +537,11 @@ def short_of_runs(res: pd.DataFrame) -> pd.DataFrame:
 
 
 def short_otherwise(res: pd.DataFrame) -> pd.DataFrame:
-    """The targets that lack part of the paper's protocol other than runs (a grid short of its
-    configurations, a reduced profile, fewer blocks, a smaller size than the paper's), one row
-    each: what they lack, as their notes say it."""
+    """Return the targets that lack part of the paper's protocol other than runs, one row each.
+
+    A grid short of its configurations, a reduced profile, fewer blocks, a smaller size than the
+    paper's: what they lack, as their notes say it.
+    """
     if res.empty or "gaps" not in res.columns:
         return pd.DataFrame()
     has = res[res["gaps"].map(lambda g: isinstance(g, list) and len(g) > 0)]

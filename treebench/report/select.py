@@ -17,7 +17,10 @@ from treebench.results.table import core_hours
 
 
 def _score(part: str):
-    """The task's main score of ``part``: accuracy for classification rows, R² for regression rows."""
+    """Return the task's main score of ``part``.
+
+    Accuracy for classification rows, R² for regression rows.
+    """
 
     def fn(df: pd.DataFrame) -> pd.Series:
         cols = [c for c in (f"{part}_accuracy", f"{part}_r2") if c in df.columns]
@@ -44,7 +47,10 @@ DERIVED = {
 
 
 def norm(v) -> str:
-    """A param value as a comparable string: 3, 3.0 and "3" match; None and NaN are ``null``."""
+    """Return a param value as a comparable string.
+
+    3, 3.0 and "3" match; None and NaN are ``null``.
+    """
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "null"
     if isinstance(v, (bool, np.bool_)):
@@ -112,9 +118,11 @@ def select(
 def keep_best(
     rows: pd.DataFrame, over: tuple, by: str | None, best: str = "min", per: tuple = ()
 ) -> pd.DataFrame:
-    """The rows of the configuration (values of the ``over`` columns) with the best mean ``by``
-    (``best`` = "min" or "max") over the ``ok`` rows of each ``per`` block; ties go to the first
-    configuration in sorted order. None if a column is not recorded or a block has no usable row.
+    """Return the rows of the configuration with the best mean ``by`` in each ``per`` block.
+
+    A configuration is the values of the ``over`` columns; ``best`` is "min" or "max", over the
+    ``ok`` rows of the block; ties go to the first configuration in sorted order. None if a column
+    is not recorded or a block has no usable row.
     """
     if rows.empty or by not in rows.columns or any(c not in rows.columns for c in over):
         return rows.iloc[0:0]
@@ -136,8 +144,10 @@ def keep_best(
 
 
 def keep_largest(rows: pd.DataFrame, col: str, per: tuple = ()) -> pd.DataFrame:
-    """The rows whose numeric ``col`` equals its largest value among the ``ok`` rows of their
-    ``per`` block (none if ``col`` is not recorded)."""
+    """Return the rows whose numeric ``col`` is the largest among the ``ok`` rows of their block.
+
+    The blocks are ``per``'s; none if ``col`` is not recorded.
+    """
     if rows.empty or col not in rows.columns:
         return rows.iloc[0:0]
     v = pd.to_numeric(rows[col].map(norm), errors="coerce")
@@ -155,6 +165,7 @@ def prefer_full(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def profile_of(rows: pd.DataFrame) -> str:
+    """Return the profiles of ``rows`` joined by ``+`` (``full`` when none is recorded)."""
     if "profile" not in rows.columns or rows.empty:
         return "full"
     vals = sorted(set(rows["profile"].fillna("full")))
@@ -162,8 +173,11 @@ def profile_of(rows: pd.DataFrame) -> str:
 
 
 def series_label(row: pd.Series, keys: list[str]) -> str:
-    """Label of a row's series: the values of ``keys`` (``method`` first, params as ``k=v``; a
-    param the row's method does not have is left out: ``cart``, not ``cart[finetune_passes=null]``)."""
+    """Label of a row's series.
+
+    The values of ``keys`` (``method`` first, params as ``k=v``; a param the row's method does not
+    have is left out: ``cart``, not ``cart[finetune_passes=null]``).
+    """
     parts = []
     for k in keys:
         v = row.get(k)
@@ -262,10 +276,12 @@ RUN_COLUMNS = ("seed", "fold")
 
 
 def pooled_settings(rows: pd.DataFrame) -> str:
-    """Parameters that differ among ``rows`` whose numbers one mean pools ("" when none): a
-    mean over several settings says so (forest sizes of a figure, or a budget by mistake). A
+    """Parameters that differ among ``rows`` whose numbers one mean pools ("" when none).
+
+    A mean over several settings says so (forest sizes of a figure, or a budget by mistake). A
     parameter some records set and others leave at the method's default reads ``unset`` for the
-    latter (``search_step in {secant, unset}``)."""
+    latter (``search_step in {secant, unset}``).
+    """
     parts = []
     for c in (c for c in rows.columns if c.startswith("param.")):
         vals = sorted({norm(v) for v in rows[c]} - {"null"})
@@ -288,16 +304,21 @@ def core_time(hours: float) -> str:
 
 
 def run_cost(rows: pd.DataFrame) -> float | None:
-    """Core-hours of one run of ``rows`` (a seed x fold, with every config its number pools or
-    chooses among), the mean over their ok records; None without any."""
+    """Return the core-hours of one run of ``rows``: the mean over their ok records.
+
+    A run is a seed x fold, with every config its number pools or chooses among; None without any
+    ok record.
+    """
     ok = rows[rows["status"] == "ok"] if "status" in rows.columns else rows
     runs = n_runs(ok)
     return core_hours(ok) / runs if runs else None
 
 
 def n_runs(rows: pd.DataFrame) -> int:
-    """Distinct runs (seed x fold) behind ``rows``: several configs pooled in one mean (forest sizes
-    of one seed, say) are one run, not several."""
+    """Distinct runs (seed x fold) behind ``rows``.
+
+    Several configs pooled in one mean (forest sizes of one seed, say) are one run, not several.
+    """
     cols = [c for c in RUN_COLUMNS if c in rows.columns]
     if not cols:
         return int(len(rows))
@@ -305,7 +326,10 @@ def n_runs(rows: pd.DataFrame) -> int:
 
 
 def _nearest_config(ok: pd.DataFrame, nearest: dict) -> tuple[pd.DataFrame, str]:
-    """The rows of the config (varying ``param.*`` values) whose mean ``col`` is closest to the value."""
+    """Return the rows of the config whose mean ``col`` is closest to the value.
+
+    A config is a set of varying ``param.*`` values.
+    """
     ((col, want),) = nearest.items()
     if col not in ok.columns or ok[col].isna().all():
         return ok.iloc[0:0], f"nearest: column {col} not recorded"
@@ -324,13 +348,16 @@ def _nearest_config(ok: pd.DataFrame, nearest: dict) -> tuple[pd.DataFrame, str]
     cfg = ", ".join(f"{c.split('.', 1)[-1]}={v}" for c, v in zip(params, pick, strict=True))
     return (
         ok[m],
-        f"nearest config to {col} = {want:g}: {cfg} ({col} {means[pick if len(pick) > 1 else pick[0]]:.4g})",
+        f"nearest config to {col} = {want:g}: {cfg} ({col} "
+        f"{means[pick if len(pick) > 1 else pick[0]]:.4g})",
     )
 
 
 def exact_mean(values) -> float:
-    """The mean of ``values`` from their correctly rounded sum (:func:`math.fsum`): the same bits
-    in any row order, so equal runs give equal means and rank tests see their ties."""
+    """Return the mean of ``values`` from their correctly rounded sum (:func:`math.fsum`).
+
+    The same bits in any row order, so equal runs give equal means and rank tests see their ties.
+    """
     values = np.asarray(values, dtype=float)
     return math.fsum(values) / len(values) if len(values) else math.nan
 
@@ -338,7 +365,7 @@ def exact_mean(values) -> float:
 def _block_rows(
     df: pd.DataFrame, sel: Selector, metric: str, per: tuple, experiment: str | None
 ) -> pd.DataFrame:
-    """The ok rows of ``sel`` with a ``metric`` value, full-profile rows preferred per block."""
+    """Return the ok rows of ``sel`` with a ``metric`` value, full-profile first per block."""
     rows = select(df, sel, experiment, largest_per=per)
     if rows.empty or metric not in rows.columns:
         return rows.iloc[0:0]
@@ -353,8 +380,10 @@ def _block_rows(
 def per_block_means(
     df: pd.DataFrame, sel: Selector, metric: str, per: tuple, experiment: str | None = None
 ) -> pd.Series:
-    """Mean of ``metric`` over the ok rows of ``sel``, per block (e.g. per dataset); the means do
-    not depend on the rows' order (:func:`exact_mean`)."""
+    """Mean of ``metric`` over the ok rows of ``sel``, per block (e.g. per dataset).
+
+    The means do not depend on the rows' order (:func:`exact_mean`).
+    """
     ok = _block_rows(df, sel, metric, per, experiment)
     if ok.empty:
         return pd.Series(dtype=float)
@@ -371,8 +400,10 @@ def per_block(
     agg: Callable[[pd.DataFrame], float | int | None],
     experiment: str | None = None,
 ) -> pd.Series:
-    """``agg`` of the rows behind each :func:`per_block_means` mean (the same blocks and rows):
-    :func:`n_runs` for the runs a mean is over, :func:`run_cost` for the core-hours of one."""
+    """``agg`` of the rows behind each :func:`per_block_means` mean (the same blocks and rows).
+
+    :func:`n_runs` for the runs a mean is over, :func:`run_cost` for the core-hours of one.
+    """
     ok = _block_rows(df, sel, metric, per, experiment)
     if ok.empty:
         return pd.Series(dtype=float)
@@ -389,10 +420,12 @@ def curve_points(
     per: tuple,
     experiment: str | None = None,
 ) -> pd.DataFrame:
-    """A side's curve per block: one point per config (its varying ``param.*`` values), at the
-    config's mean ``size`` and mean ``metric``, sorted by size; columns ``per``, ``x``, ``y``,
-    ``runs`` (:func:`n_runs` behind the point), ``core_h`` (:func:`run_cost`), ``config``
-    (``"ccp_alpha=0.0001"``)."""
+    """Return a side's curve per block.
+
+    One point per config (its varying ``param.*`` values), at the config's mean ``size`` and mean
+    ``metric``, sorted by size; columns ``per``, ``x``, ``y``, ``runs`` (:func:`n_runs` behind the
+    point), ``core_h`` (:func:`run_cost`), ``config`` (``"ccp_alpha=0.0001"``).
+    """
     cols = [*per, "x", "y", "runs", "core_h", "config"]
     ok = _block_rows(df, sel, metric, per, experiment)
     if ok.empty or size not in ok.columns:

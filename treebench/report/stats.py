@@ -1,7 +1,9 @@
 """Statistical comparison of methods over datasets (Demšar 2006), with scipy and scikit-posthocs.
 
-* :func:`friedman` — Friedman test (scipy) on a blocks × groups table (rows = datasets, columns = methods).
-* :func:`nemenyi` — Nemenyi post-hoc p-values (scikit-posthocs), average ranks and the critical difference.
+* :func:`friedman` — Friedman test (scipy) on a blocks × groups table (rows = datasets, columns =
+  methods).
+* :func:`nemenyi` — Nemenyi post-hoc p-values (scikit-posthocs), average ranks and the critical
+  difference.
 * :func:`wilcoxon` — Wilcoxon signed-rank test (scipy) on paired per-dataset scores.
 * :func:`cd_diagram` — critical-difference diagram (scikit-posthocs) saved as PNG and PDF.
 * :func:`corrected_ttest` — Nadeau & Bengio's (2003) corrected resampled t-test of paired scores
@@ -50,13 +52,19 @@ def friedman(table: pd.DataFrame) -> dict:
 
 
 def critical_difference(k: int, n: int, alpha: float = 0.05) -> float:
-    """Nemenyi critical difference q_α · sqrt(k(k+1)/(6N)), q_α from the studentized range (scipy)."""
+    """Return the Nemenyi critical difference q_α · sqrt(k(k+1)/(6N)).
+
+    q_α is from the studentized range (scipy).
+    """
     q = sps.studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2)
     return float(q * np.sqrt(k * (k + 1) / (6.0 * n)))
 
 
 def nemenyi(table: pd.DataFrame, alpha: float = 0.05, higher_is_better: bool = True) -> dict:
-    """Nemenyi post-hoc test after Friedman: pairwise p-values, average ranks, critical difference."""
+    """Nemenyi post-hoc test after Friedman.
+
+    Pairwise p-values, average ranks, critical difference.
+    """
     import scikit_posthocs as sp
 
     table = table.dropna()
@@ -91,8 +99,9 @@ def wilcoxon(x, y) -> dict:
 
 
 def corrected_ttest(diff, n_train: int, n_test: int) -> dict:
-    """Corrected resampled t-test (Nadeau & Bengio 2003) of the paired differences ``diff`` of
-    J random train/test splits (score − reference per split).
+    """Run the corrected resampled t-test (Nadeau & Bengio 2003) of paired differences ``diff``.
+
+    The differences are of J random train/test splits (score − reference per split).
 
     The splits share training rows, so the variance of the mean difference is
     ``(1/J + n_test/n_train) · s²`` instead of ``s²/J``; ``t = mean / sqrt(that)`` with J − 1
@@ -123,9 +132,10 @@ def corrected_ttest(diff, n_train: int, n_test: int) -> dict:
 
 
 def iman_davenport(table: pd.DataFrame, higher_is_better: bool = True) -> dict:
-    """Friedman test over the columns of ``table`` (datasets in rows) with the Iman–Davenport
-    correction, as Demšar (2006) computes them: from the average ranks R_j (ties averaged),
-    ``χ²_F = 12N/(k(k+1)) · (Σ R_j² − k(k+1)²/4)`` and
+    """Run the Friedman test over the columns of ``table`` with the Iman–Davenport correction.
+
+    Datasets are in rows. As Demšar (2006) computes them: from the average ranks R_j (ties
+    averaged), ``χ²_F = 12N/(k(k+1)) · (Σ R_j² − k(k+1)²/4)`` and
     ``F_F = (N−1)χ²_F / (N(k−1) − χ²_F)`` on (k−1, (k−1)(N−1)) degrees of freedom.
 
     Returns ``{chi2, p_chi2, F, p, df1, df2, n, k, ranks, test}`` (``p`` of F_F; ``ranks`` a
@@ -155,8 +165,10 @@ def iman_davenport(table: pd.DataFrame, higher_is_better: bool = True) -> dict:
 
 
 def holm(pvalues) -> np.ndarray:
-    """Holm's step-down adjusted p-values (``statsmodels.stats.multitest.multipletests``); NaN
-    entries stay NaN and do not count in the family."""
+    """Holm's step-down adjusted p-values (``statsmodels.stats.multitest.multipletests``).
+
+    NaN entries stay NaN and do not count in the family.
+    """
     from statsmodels.stats.multitest import multipletests
 
     p = np.asarray(pvalues, float)
@@ -168,8 +180,11 @@ def holm(pvalues) -> np.ndarray:
 
 
 def rank_biserial(x, y) -> float:
-    """Matched-pairs rank-biserial correlation of x − y (Kerby 2014): (R+ − R−) / (R+ + R−)
-    over the non-zero differences, in [−1, 1]; positive when x tends to be higher."""
+    """Matched-pairs rank-biserial correlation of x − y (Kerby 2014).
+
+    (R+ − R−) / (R+ + R−) over the non-zero differences, in [−1, 1]; positive when x tends to be
+    higher.
+    """
     d = np.asarray(x, float) - np.asarray(y, float)
     d = d[d != 0]
     if not d.size:
@@ -180,8 +195,9 @@ def rank_biserial(x, y) -> float:
 
 
 def pairwise_wilcoxon(table: pd.DataFrame) -> pd.DataFrame:
-    """Wilcoxon signed-rank test of every pair of columns of ``table`` over its rows (datasets),
-    Holm-adjusted over all pairs.
+    """Run a Wilcoxon signed-rank test of every pair of columns of ``table`` over its rows.
+
+    The rows are datasets; the p-values are Holm-adjusted over all pairs.
 
     Returns one row per pair ``a, b, n, median_diff (a − b), r (rank-biserial), W, p, p_holm``.
     """
@@ -208,8 +224,10 @@ def pairwise_wilcoxon(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def pvalue_matrix(pairs: pd.DataFrame, column: str = "p_holm") -> pd.DataFrame:
-    """The symmetric method × method matrix of a :func:`pairwise_wilcoxon` p-value column (1 on
-    the diagonal), the form scikit-posthocs' CD diagram reads."""
+    """Return the symmetric method × method matrix of a :func:`pairwise_wilcoxon` p-value column.
+
+    1 on the diagonal: the form scikit-posthocs' CD diagram reads.
+    """
     names = list(dict.fromkeys([*pairs["a"], *pairs["b"]]))
     m = pd.DataFrame(1.0, index=names, columns=names)
     for a, b, p in pairs[["a", "b", column]].itertuples(index=False):
@@ -218,8 +236,10 @@ def pvalue_matrix(pairs: pd.DataFrame, column: str = "p_holm") -> pd.DataFrame:
 
 
 def bayes_signed_rank(x, y, rope: float, seed: int = 0, nsamples: int = 50000) -> dict:
-    """Bayesian signed-rank test (Benavoli et al. 2014/2017; ``baycomp.SignedRankTest``) of paired
-    per-dataset scores x and y with a region of practical equivalence ``rope`` (in score units).
+    """Run the Bayesian signed-rank test (Benavoli et al. 2014/2017) of paired scores x and y.
+
+    ``baycomp.SignedRankTest`` on per-dataset scores, with a region of practical equivalence
+    ``rope`` (in score units).
 
     Returns ``{p_better, p_equiv, p_worse, n, rope}``: the posterior probabilities that x is
     better than y by more than ``rope``, within it, worse; Monte Carlo with ``nsamples`` draws
@@ -239,9 +259,11 @@ def bayes_signed_rank(x, y, rope: float, seed: int = 0, nsamples: int = 50000) -
 
 
 class _StableLabel(str):
-    """A group name whose hash does not change between processes: scikit-posthocs draws the
-    crossbars from sets of names, and a salted ``str`` hash would reorder them (and the PNG bytes)
-    on every run."""
+    """A group name whose hash does not change between processes.
+
+    Scikit-posthocs draws the crossbars from sets of names, and a salted ``str`` hash would reorder
+    them (and the PNG bytes) on every run.
+    """
 
     def __hash__(self) -> int:
         import zlib
@@ -252,7 +274,10 @@ class _StableLabel(str):
 def cd_diagram(
     nem: dict, path_stem: str | Path, title: str = "", formats: tuple = (".png", ".pdf")
 ) -> list[Path]:
-    """Draw the critical-difference diagram of a :func:`nemenyi` result; write ``.png`` and ``.pdf``."""
+    """Draw the critical-difference diagram of a :func:`nemenyi` result.
+
+    Write ``.png`` and ``.pdf``.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -296,7 +321,8 @@ def caption(res: dict, metric: str, alpha: float | None = None) -> str:
     if res["test"] == "Nemenyi":
         return (
             f"Nemenyi post-hoc test (after Friedman) on {metric}, N = {res['n']} datasets, "
-            f"k = {res['k']} methods, α = {res['alpha']}: critical difference {res['cd']:.3f} ranks."
+            f"k = {res['k']} methods, α = {res['alpha']}: critical difference {res['cd']:.3f} "
+            "ranks."
         )
     return (
         f"Wilcoxon signed-rank test on {metric} over N = {res['n']} paired datasets{a}: "

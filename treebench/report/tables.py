@@ -17,7 +17,7 @@ _SAME = -2
 
 
 def headline_metric(df: pd.DataFrame) -> str:
-    """The first test metric column present (``test_accuracy`` before ``test_r2``)."""
+    """Return the first test metric column present (``test_accuracy`` before ``test_r2``)."""
     for col in ("test_accuracy", "test_r2", "test_error"):
         if col in df.columns and df[col].notna().any():
             return col
@@ -43,8 +43,11 @@ def _hashable(v):
 
 
 def _param_codes(col: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """Integer codes of a param column's normalised values (3, 3.0 and "3" share one) and their
-    labels, codes in the :func:`_sort_key` order of the labels; missing values have code -1."""
+    """Return integer codes of a param column's normalised values, and their labels.
+
+    3, 3.0 and "3" share one code; codes are in the :func:`_sort_key` order of the labels; missing
+    values have code -1.
+    """
     try:
         raw, uniques = pd.factorize(col, use_na_sentinel=True)
     except TypeError:  # unhashable values (lists, dicts) in a frame not built by to_frame
@@ -59,8 +62,10 @@ def _param_codes(col: pd.Series) -> tuple[np.ndarray, list[str]]:
 
 
 def config_columns(df: pd.DataFrame, by: tuple = ("dataset", "method")) -> pd.DataFrame:
-    """Each row's configuration within its ``by`` block: the ``param.*`` values, the tuning
-    budget ``tune`` and the ``reference`` fit beside the method, that differ there.
+    """Each row's configuration within its ``by`` block.
+
+    The ``param.*`` values, the tuning budget ``tune`` and the ``reference`` fit beside the method,
+    that differ there.
 
     Returns a frame on ``df``'s index with ``config`` (e.g. ``"max_depth=3, n_estimators=50"``;
     empty when the block has one configuration; missing and None values read ``null``) and

@@ -3,7 +3,8 @@
 The models check the file as written (keys, types, allowed values, what goes together);
 :mod:`treebench.report.targets` turns a checked file into :class:`~treebench.report.targets.Target`
 objects (defaults, units, size fields). :func:`describe` words a validation error as
-"<field> <problem>" for the :class:`~treebench.report.targets.TargetError` naming the file and entry.
+"<field> <problem>" for the :class:`~treebench.report.targets.TargetError` naming the file and
+entry.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ class _Model(BaseModel):
         return data
 
     def given(self, key: str, default: Any = None) -> Any:
-        """The field's value if the file states it, else ``default``."""
+        """Return the field's value if the file states it, else ``default``."""
         return getattr(self, key) if key in self.model_fields_set else default
 
 
@@ -125,6 +126,7 @@ class Lowered(_Model):
         return self
 
     def as_dict(self) -> dict:
+        """Return the entry as the paper file writes it."""
         return {
             "reason": self.reason.strip(),
             **({} if self.from_ is None else {"from": self.from_}),
@@ -162,8 +164,11 @@ class SelectorIn(_Model):
 
 
 class ValueOf(_Model):
-    """``{value_of: <target id>}``: the number another value target of the same file prints (e.g. a
-    published baseline's), so a claim against it does not copy the number."""
+    """``{value_of: <target id>}``.
+
+    The number another value target of the same file prints (e.g. a published baseline's), so a
+    claim against it does not copy the number.
+    """
 
     value_of: Name
 
@@ -285,6 +290,7 @@ class ValueEntry(_Entry):
         return self
 
     def sizes(self) -> dict[str, SizeIn]:
+        """Return every size bound of the target by size field."""
         out = dict(self.size)
         out.update({k: getattr(self, k) for k in SIZE_FIELDS if getattr(self, k) is not None})
         return out
@@ -311,15 +317,17 @@ class RelationEntry(_Entry):
     # a param the sides' ``where`` set to a size the paper ran (e.g. n_estimators: 80): until that
     # size has run, the claim is checked at the largest smaller size the lhs has, labelled reduced
     short_of: str | None = None
-    # a size column (e.g. n_splits): the claim compares curves at equal size, one pair per rhs config
+    # a size column (e.g. n_splits): the claim compares curves at equal size, a pair per rhs config
     at: Column | None = None
 
 
 class StatEntry(_Entry):
-    """``kind: stat``: a significance claim (Friedman, Nemenyi, Wilcoxon), or a trend over blocks
-    (Spearman: per block, the ``best_of`` value with the best mean metric against the block's
-    ``x``; ``sign`` says the direction the paper claims, ``expect: any`` that the sign alone is
-    claimed)."""
+    """``kind: stat``: a significance claim, or a trend over blocks.
+
+    A significance claim: Friedman, Nemenyi, Wilcoxon. A trend (Spearman): per block, the
+    ``best_of`` value with the best mean metric against the block's ``x``; ``sign`` says the
+    direction the paper claims, ``expect: any`` that the sign alone is claimed.
+    """
 
     kind: Literal["stat"]
     test: Literal[STAT_TESTS]
@@ -378,16 +386,22 @@ class _Layout(BaseModel):
 
 
 class Figure(_Layout):
+    """A figure of a paper: its name and axes."""
+
     needs = ("name", "x", "y")
     message = "a figure needs 'name', 'x' and 'y'"
 
 
 class TableLayout(_Layout):
+    """A table of a paper: its name and the targets' table label."""
+
     needs = ("name", "table")
     message = "a table layout needs 'name' and 'table' (the targets' table label)"
 
 
 class StatLayout(BaseModel):
+    """A statistical test of a paper: the test and the metric."""
+
     model_config = ConfigDict(extra="allow")
     test: Literal[STAT_TESTS]
     metric: Name
@@ -423,12 +437,16 @@ class ExperimentLayout(_Model):
 
 
 class ItemIn(_Model):
-    """``items.<item>``: what the report says of one item (a target's ``table``, else ``source``)."""
+    """``items.<item>``.
 
-    #: the part of the item the targets check, when they cover only part of it ("the CART curve only")
+    What the report says of one item (a target's ``table``, else ``source``).
+    """
+
+    #: the part of the item the targets check, when they cover only part of it
+    #: ("the CART curve only")
     partly: Text = ""
-    #: what the item is when it is not the paper's (a project's acceptance check, the authors' demo):
-    #: it leaves the paper's item count and is shown apart
+    #: what the item is when it is not the paper's (a project's acceptance check, the authors'
+    #: demo): it leaves the paper's item count and is shown apart
     outside_paper: Text = ""
 
 
@@ -459,8 +477,11 @@ class PaperFile(_Model):
 
 
 def describe(exc: ValidationError) -> list[tuple[str, str]]:
-    """``(where, problem)`` per error: where is the field path inside the validated mapping
-    (``lhs.method``, ``experiments.e.figures[0]``; empty for the mapping itself)."""
+    """``(where, problem)`` per error.
+
+    Where is the field path inside the validated mapping (``lhs.method``,
+    ``experiments.e.figures[0]``; empty for the mapping itself).
+    """
     out = []
     for e in exc.errors():
         loc = [p for p in e["loc"] if p not in ("number", "selector")]  # union tags

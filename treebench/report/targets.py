@@ -1,42 +1,14 @@
 """Paper targets as data: ``treebench/conf/papers/<paper>.yaml`` loaded and validated.
 
-A paper file holds
-
-* ``paper``, ``title``, ``units`` (``percent`` or ``fraction``: how the file writes rates such as
-  accuracy; percent values are divided by 100 on load so they compare with the records' fractions),
-* ``defaults`` for every target (``metric``, ``tolerance``, ``tolerance_sd``, ``rtol``, ``runs``,
-  ``profile`` ...): the tolerances are the ones the method's issue set, never widened for a run
-  that made fewer seeds or a reduced profile -- such a number is shown as ``info`` with what it
-  lacked ("reduced: 3 of 10 runs"), never as a pass;
-  a metric is a record column or one derived from them (``treebench.report.select.DERIVED``, e.g.
-  ``test_error``, or ``test_score`` = accuracy on classification rows and R² on regression rows),
-* ``unavailable``: dataset → why it cannot be run (e.g. not in the data mirror),
-* ``experiments``: per experiment name, the report layout (``tables``, ``figures``, ``stats``),
-* ``targets``: a list of numbers (``kind: value``, the default), claims comparing two selections
-  (``kind: relation``) and significance claims (``kind: stat``). A relation compares per block
-  (``per``, default per dataset; ``per: []`` = one block, the mean over all selected rows); its
-  ``rhs`` may be a number (a constant in record units, e.g. 0.4 for 40 % of nodes pruned) or
-  ``{value_of: <id>}``: the number a value target of the same file prints (a published baseline's);
-  ``blocks`` says how many blocks the paper's claim spans (fewer measured: info, "reduced: 1 of 3").
-  ``at: n_splits`` compares two curves at equal size, as a figure of accuracy vs size is read: per
-  block, each rhs config's mean against the lhs curve read at that config's mean size.
-  A ``stat`` with ``test: spearman`` checks a trend over blocks: the ``best_of`` value with the best
-  mean metric per block against the block's ``x`` (e.g. the best validation share vs n_features).
-
-A *selector* picks result rows: ``method``, optional ``dataset``, ``where`` (column → value, e.g.
-``param.teacher: rf``; a list value means "any of"), ``profile`` and ``largest`` (a column, e.g.
-``n_estimators``: keep only the rows with its largest value in each block, so that runs of
-different sizes are not averaged together) and ``best_over`` (columns, e.g. ``[n_estimators,
-max_depth]``, with ``best: min|max`` and optional ``best_by``, default the target's metric: keep only
-the rows of the configuration with the best mean ``best_by`` in each block, as a paper that reports
-the best of a grid does). Nothing here knows a method's or
-a dataset's name: everything is data.
-
-Any target may carry ``lowered: {from: <previous value>, reason: "..."}``: why a regression guard was
-made looser (``treebench.report.guards`` refuses a loosened guard without one); ``check`` shows it.
+A paper file holds the paper's numbers (``kind: value``), its claims comparing two selections
+(``kind: relation``) and its significance claims (``kind: stat``), with per-target defaults and the
+tolerances set for its method; a *selector* picks the result rows each compares. Nothing here knows
+a method's or a dataset's name: everything is data. The file format, field by field:
+``docs/architecture.md`` ("Paper files").
 
 The file's schema is :mod:`treebench.report.target_schema` (pydantic models); this module turns a
-validated file into :class:`Target` objects and words errors as "<file>: <entry>: <field> <problem>".
+validated file into :class:`Target` objects and words errors as "<file>: <entry>: <field>
+<problem>".
 """
 
 from __future__ import annotations
@@ -162,8 +134,10 @@ class Target:
     paper_p: float | None = None
 
     def tolerance_abs(self) -> float:
-        """Absolute tolerance in record units: the largest of ``tolerance``, ``tolerance_sd`` paper
-        SDs and ``rtol`` times the value."""
+        """Absolute tolerance in record units.
+
+        The largest of ``tolerance``, ``tolerance_sd`` paper SDs and ``rtol`` times the value.
+        """
         by_sd = self.tolerance_sd * self.sd if self.sd is not None else 0.0
         return max(self.tolerance, by_sd, self.rtol * abs(self.value or 0.0))
 
@@ -196,10 +170,11 @@ class PaperSpec:
     items: dict[str, dict] = field(default_factory=dict)  # item -> {partly, outside_paper}
 
     def for_experiment(self, name: str) -> list[Target]:
+        """Return the targets of experiment ``name``."""
         return [t for t in self.targets if t.experiment == name]
 
     def runs_text(self) -> str:
-        """The paper's run count as the report states it."""
+        """Return the paper's run count as the report states it."""
         if self.runs is not None:
             return f"{self.runs} runs per number"
         if self.runs_unstated:
@@ -208,8 +183,10 @@ class PaperSpec:
 
 
 def item_label(table, source, experiment) -> str:
-    """The paper item (table, figure or in-text claim) a target belongs to: its ``table``, else its
-    ``source`` without a trailing parenthesis, else its experiment."""
+    """Return the paper item (table, figure or in-text claim) a target belongs to.
+
+    Its ``table``, else its ``source`` without a trailing parenthesis, else its experiment.
+    """
     label = table if isinstance(table, str) and table else source
     return re.sub(r"\s*\(.*\)$", "", str(label or "")) or str(experiment)
 
@@ -222,8 +199,10 @@ def _err(path, where: str, msg: str) -> TargetError:
 
 
 def _validate(model, data, path, where: str = ""):
-    """``model`` validated from ``data``; a :class:`TargetError` naming the file, the entry
-    (``where``) and the field otherwise."""
+    """``model`` validated from ``data``.
+
+    A :class:`TargetError` naming the file, the entry (``where``) and the field otherwise.
+    """
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -236,7 +215,10 @@ def _validate(model, data, path, where: str = ""):
 
 
 def _column(k: str) -> str:
-    """A selector's column name: bare names are method params (``teacher`` → ``param.teacher``)."""
+    """Return a selector's column name.
+
+    Bare names are method params (``teacher`` → ``param.teacher``).
+    """
     return k if "." in k or k in ("profile", "split") else f"param.{k}"
 
 
@@ -257,12 +239,12 @@ def _selector(s: SelectorIn, experiment: str, metric: str | None = None, **given
 
 
 def _records(units: str, v: float | None) -> float | None:
-    """A number as the file writes it in record units (percent → fraction)."""
+    """Return a number as the file writes it in record units (percent → fraction)."""
     return None if v is None else (v / 100.0 if units == "percent" else v)
 
 
 def _common(e, d: Defaults, paper: str, metric: str) -> dict:
-    """The fields every kind of target takes from its entry (else ``defaults``)."""
+    """Return the fields every kind of target takes from its entry (else ``defaults``)."""
     return {
         "id": e.id,
         "paper": paper,
@@ -393,7 +375,7 @@ def _stat_target(e: StatEntry, d: Defaults, common: dict) -> Target:
 
 
 def _targets(path, i: int, e, f: PaperFile, paper: str) -> list[Target]:
-    """The targets of entry ``i`` of the file."""
+    """Return the targets of entry ``i`` of the file."""
     where = f"targets[{i}]" + (
         f" (id {e.get('id')})" if isinstance(e, dict) and e.get("id") else ""
     )
@@ -421,8 +403,10 @@ def _targets(path, i: int, e, f: PaperFile, paper: str) -> list[Target]:
 
 
 def _resolve_value_of(t: Target, targets: list[Target], path) -> Target:
-    """``t`` with ``rhs: {value_of: id}`` turned into that value target's number (record units);
-    the two must speak of the same metric, so that the number means what the claim compares."""
+    """``t`` with ``rhs: {value_of: id}`` turned into that value target's number (record units).
+
+    The two must speak of the same metric, so that the number means what the claim compares.
+    """
     if t.rhs_of is None:
         return t
     ref = next((r for r in targets if r.id == t.rhs_of and r.kind == "value"), None)
@@ -491,6 +475,7 @@ def load_paper(path: str | Path, text: str | None = None) -> PaperSpec:
 
 
 def papers_dir(conf_dir: str | Path | None = None) -> Path:
+    """Return the paper files' directory, ``<conf>/papers``."""
     if conf_dir is None:
         from treebench.config import CONF_DIR
 
@@ -504,8 +489,10 @@ def load_all(conf_dir: str | Path | None = None) -> list[PaperSpec]:
 
 
 def paper_setting(method: str, dataset: str, papers: list[PaperSpec]) -> str | None:
-    """One line naming the experiment that runs ``method`` on ``dataset`` as a paper did, with the
-    paper's number, or None when no paper reports that pair (the CI guards do not count)."""
+    """Return a line naming the experiment that runs ``method`` on ``dataset`` as a paper did.
+
+    With the paper's number, or None when no paper reports that pair (the CI guards do not count).
+    """
     for spec in papers:
         if spec.paper == "ci":
             continue
@@ -524,6 +511,7 @@ def paper_setting(method: str, dataset: str, papers: list[PaperSpec]) -> str | N
 
 
 def experiment_names(papers: list[PaperSpec]) -> list[str]:
+    """Return the names of the experiments the papers check."""
     names = set()
     for p in papers:
         names.update(p.experiments)
@@ -549,7 +537,7 @@ def for_experiment(papers: list[PaperSpec], name: str) -> tuple[list[Target], di
 
 
 def as_dict(t: Target) -> dict[str, Any]:
-    """A target's identity fields for tables."""
+    """Return a target's identity fields for tables."""
     return {
         "id": t.id,
         "paper": t.paper,

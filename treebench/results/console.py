@@ -14,7 +14,7 @@ console = make_console()
 
 
 def fmt(v) -> str:
-    """A value as a table cell: floats to 4 significant digits, NaN as ``-``."""
+    """Return a value as a table cell: floats to 4 significant digits, NaN as ``-``."""
     if isinstance(v, float):
         return "-" if math.isnan(v) else f"{v:.4g}"
     return str(v)

@@ -1,4 +1,4 @@
-"""Core-time estimates of runs not made yet, from the recorded core time of a method's other runs."""
+"""Core-time estimates of runs not made yet, from a method's other runs' recorded core time."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import numpy as np
 
 
 def method_choice(overrides) -> str | None:
-    """The ``method=<config>`` a record's overrides chose (``tnt_finetune`` for a record whose
-    estimator is ``tnt``), or None."""
+    """Return the ``method=<config>`` a record's overrides chose, or None.
+
+    E.g. ``tnt_finetune`` for a record whose estimator is ``tnt``.
+    """
     if not isinstance(overrides, list | tuple | np.ndarray):
         return None
     for o in overrides:
@@ -29,9 +31,11 @@ def _core_seconds(r: dict) -> float | None:
 
 
 class CostModel:
-    """Per (method config, task, tuned or not): ``log(core seconds) = a + b·log(n_train) +
-    c·log(n_features)``, least squares over the ok records of that kind (``b`` and ``c`` dropped
-    when their rows and features vary too little to fit them; then the mean cost per training row).
+    """Per (method config, task, tuned or not).
+
+    ``log(core seconds) = a + b·log(n_train) + c·log(n_features)``, least squares over the ok
+    records of that kind (``b`` and ``c`` dropped when their rows and features vary too little to
+    fit them; then the mean cost per training row).
 
     An estimate from other datasets' runs: a job's own done seeds are the better guide where they
     exist (the sweeper's first choice).
@@ -42,6 +46,7 @@ class CostModel:
 
     @classmethod
     def from_records(cls, records: Iterable[dict]) -> CostModel:
+        """Return the cost model fitted to the ok records with a training size."""
         points: dict[tuple, list[tuple[float, float, float]]] = {}
         for r in records:
             if r.get("status") != "ok" or not r.get("n_train"):
@@ -70,8 +75,10 @@ class CostModel:
 
     @classmethod
     def from_ledger(cls, ledger) -> CostModel:
-        """:meth:`from_records` of every record of a :class:`~treebench.results.ledger.Ledger`,
-        parsed with orjson (the ledger holds thousands; a dry run reads them all)."""
+        """Return :meth:`from_records` of a :class:`~treebench.results.ledger.Ledger`'s records.
+
+        Parsed with orjson (the ledger holds thousands; a dry run reads them all).
+        """
         import gzip
 
         import orjson

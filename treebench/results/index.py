@@ -52,8 +52,10 @@ def listing(root: Path) -> dict[str, str]:
 
 
 def concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """Row-bind frames and re-infer column types over all rows, as one constructor call over all
-    rows would (ints in one part and absent from another give float64, not object)."""
+    """Row-bind frames and re-infer column types over all rows, as one constructor call would.
+
+    Ints in one part and absent from another give float64, not object.
+    """
     parts = [p for p in parts if not p.empty]
     if not parts:
         return pd.DataFrame()
@@ -83,9 +85,12 @@ def _read_cache(path: Path) -> pd.DataFrame | None:
 
 
 def _json_texts(values) -> np.ndarray:
-    """``json.dumps`` of each value: None and NaN (most cells of a sparse column) set at once, each
-    other distinct value encoded once (a column repeats a few values over many rows), keyed by type
-    too so that ``False`` and ``0`` stay apart; a list of plain values is keyed as a tuple."""
+    """``json.dumps`` of each value.
+
+    None and NaN (most cells of a sparse column) set at once, each other distinct value encoded once
+    (a column repeats a few values over many rows), keyed by type too so that ``False`` and ``0``
+    stay apart; a list of plain values is keyed as a tuple.
+    """
     arr = pd.Series(values, dtype=object).to_numpy()  # lists stay cells, never a 2-D array
     out = np.empty(len(arr), dtype=object)
     none = arr == None  # noqa: E711 (elementwise: True where the value is None)
@@ -134,8 +139,10 @@ _writing: list[threading.Thread] = []  # cache writes in flight, see _write_cach
 
 
 def _write_cache_soon(path: Path, df: pd.DataFrame) -> None:
-    """:func:`_write_cache` in a thread, so the command goes on with the rows meanwhile (most of a
-    Parquet write is Arrow's, outside the GIL); the interpreter waits for it at exit."""
+    """Run :func:`_write_cache` in a thread, so the command goes on with the rows meanwhile.
+
+    Most of a Parquet write is Arrow's, outside the GIL; the interpreter waits for it at exit.
+    """
     t = threading.Thread(target=_write_cache, args=(path, df), name="treebench-row-cache")
     t.start()
     _writing.append(t)
@@ -156,9 +163,11 @@ PARALLEL_MIN = 2 * CHUNK
 
 @contextmanager
 def _collector_paused():
-    """The cyclic collector off while records are parsed: JSON values hold no reference cycles,
-    yet the collector would traverse the growing heap of parsed dicts again and again (~10 % of
-    the parse's CPU at 100,000 records)."""
+    """Yield the cyclic collector off while records are parsed.
+
+    JSON values hold no reference cycles, yet the collector would traverse the growing heap of
+    parsed dicts again and again (~10 % of the parse's CPU at 100,000 records).
+    """
     was = gc.isenabled()
     gc.disable()
     try:
@@ -169,7 +178,7 @@ def _collector_paused():
 
 
 def _parse(root: Path, rel: str, stamp: str, flatten, problems: list) -> dict | None:
-    """The flat row of the record file ``rel``, or None (and its reason in ``problems``)."""
+    """Return the flat row of the record file ``rel``, or None (and its reason in ``problems``)."""
     p = root / rel
     try:
         data = p.read_bytes()
@@ -199,9 +208,11 @@ _EXACT_INT = 2**53
 
 
 def _lossless(s: pd.Series, t: pd.Series) -> bool | str:
-    """Whether the typed column ``t`` gives back the parsed values ``s``: True, ``"ints"`` when
-    :func:`_ints` rebuilds them from ``t`` (ints with missing values typed as exact floats), or
-    False (``s`` itself must be kept)."""
+    """Whether the typed column ``t`` gives back the parsed values ``s``.
+
+    True, ``"ints"`` when :func:`_ints` rebuilds them from ``t`` (ints with missing values typed as
+    exact floats), or False (``s`` itself must be kept).
+    """
     from pandas.api.types import infer_dtype
 
     kind = infer_dtype(s, skipna=False)
@@ -220,8 +231,10 @@ def _lossless(s: pd.Series, t: pd.Series) -> bool | str:
 
 
 def _ints(t: pd.Series) -> pd.Series:
-    """The parsed values of a column :func:`_lossless` typed as ``"ints"``: Python ints, NaN
-    where missing."""
+    """Return the parsed values of a column :func:`_lossless` typed as ``"ints"``.
+
+    Python ints, NaN where missing.
+    """
     out = np.full(len(t), np.nan, dtype=object)
     have = t.notna().to_numpy()
     out[have] = t.to_numpy()[have].astype(np.int64).tolist()
@@ -229,11 +242,13 @@ def _ints(t: pd.Series) -> pd.Series:
 
 
 def _parse_chunk(root: Path, rels: list[str], stamps: list[str], flatten):
-    """The rows of the record files ``rels``, typed column by column here (in the worker), as
-    ``(typed, raw, problems)``: ``raw`` keeps the values as parsed of the columns whose typing
-    lost something (for :func:`_merge_chunks`; a column of ints with gaps as the name ``"ints"``
-    in ``raw.attrs``, its values being exact in ``typed``), ``problems`` the ``(path, reason)``
-    of each unreadable file."""
+    """Return the rows of the record files ``rels`` as ``(typed, raw, problems)``.
+
+    Typed column by column here (in the worker): ``raw`` keeps the values as parsed of the columns
+    whose typing lost something (for :func:`_merge_chunks`; a column of ints with gaps as the name
+    ``"ints"`` in ``raw.attrs``, its values being exact in ``typed``), ``problems`` the ``(path,
+    reason)`` of each unreadable file.
+    """
     problems: list = []
     with _collector_paused():
         rows = [
@@ -256,8 +271,9 @@ def _parse_chunk(root: Path, rels: list[str], stamps: list[str], flatten):
 
 
 def _merge_chunks(chunks: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
-    """Row-bind the ``(typed, raw)`` chunks of :func:`_parse_chunk` into the frame one inference
-    over all rows gives (:func:`concat` of the parsed values).
+    """Row-bind the ``(typed, raw)`` chunks of :func:`_parse_chunk` into one frame.
+
+    The frame one inference over all rows gives (:func:`concat` of the parsed values).
 
     Typed columns bind as one inference would type their values together (ints and floats give
     floats, any other mix gives objects), and a typed value turns back into the same Python
@@ -291,9 +307,11 @@ def _merge_chunks(chunks: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFra
 
 
 def _parsed_chunks(root: Path, todo: list[str], files: dict, flatten):
-    """:func:`_parse_chunk`'s ``(typed, raw, problems)`` per :data:`CHUNK` files of ``todo``, in
-    order; on every core when there are :data:`PARALLEL_MIN` files or more (``flatten`` must then
-    be a module-level function, which pickles by name)."""
+    """Yield :func:`_parse_chunk`'s ``(typed, raw, problems)`` per :data:`CHUNK` files of ``todo``.
+
+    In order; on every core when there are :data:`PARALLEL_MIN` files or more (``flatten`` must then
+    be a module-level function, which pickles by name).
+    """
     tasks = [
         (root, todo[a : a + CHUNK], [files[r] for r in todo[a : a + CHUNK]], flatten)
         for a in range(0, len(todo), CHUNK)

@@ -55,7 +55,8 @@ def read_lines(path: Path) -> tuple[list[Record], list[tuple[str, str]]]:
     """The valid records of one ledger file and ``("<file>, line <n>", reason)`` of each line that
     is not one (not JSON, fails :func:`~treebench.results.validate.record_problem`: the reason
     says how to get the committed file back); a file that is not gzip or is cut short yields the
-    lines before the damage and names where it stopped."""
+    lines before the damage and names where it stopped.
+    """
     recs: list[Record] = []
     problems: list[tuple[str, str]] = []
     n = 0
@@ -79,7 +80,8 @@ def read_lines(path: Path) -> tuple[list[Record], list[tuple[str, str]]]:
 
 def _with_fix(why: str, path: Path) -> str:
     """A ledger line's problem with its fix: the committed file is in git (a record of a newer
-    format says to upgrade instead)."""
+    format says to upgrade instead).
+    """
     return (
         why if "upgrade" in why else f"{why} (`git checkout -- {path}` restores the committed file)"
     )
@@ -95,7 +97,8 @@ def _same_result(a: Record, b: Record) -> bool:
 
 def merge_labels(rec: Record, other: Record) -> Record:
     """``rec`` with ``other``'s plan labels added: its experiments to ``also_experiments`` (first
-    label kept) and its ``full_plan_of`` (:func:`~treebench.results.store.with_label`)."""
+    label kept) and its ``full_plan_of`` (:func:`~treebench.results.store.with_label`).
+    """
     labels = [other.get("experiment"), *(other.get("also_experiments") or [])]
     also = list(rec.get("also_experiments") or [])
     for lab in labels:
@@ -138,7 +141,8 @@ class Ledger:
 
     def read_file(self, path: Path) -> list[Record]:
         """The valid records of one file; damaged lines are left out and listed in
-        :attr:`problems` (once per file)."""
+        :attr:`problems` (once per file).
+        """
         recs, problems = read_lines(path)
         if problems and path not in self._damaged:
             self._damaged.add(path)
@@ -147,7 +151,8 @@ class Ledger:
 
     def records(self) -> Iterator[Record]:
         """Every valid ledger record, file by file (sorted by experiment), each file sorted by
-        key; see :meth:`read_file` for damaged lines."""
+        key; see :meth:`read_file` for damaged lines.
+        """
         for p in self.files():
             yield from self.read_file(p)
 
@@ -252,7 +257,8 @@ class Ledger:
     def _write(self, experiment: str, records: list[dict]) -> list[Path]:
         """Write one experiment's records atomically, lines sorted by key, gzip without timestamp:
         one file, or shards by the key's first digit when one would pass :data:`MAX_FILE_BYTES`;
-        files of the experiment's other layout are removed after."""
+        files of the experiment's other layout are removed after.
+        """
         self.root.mkdir(parents=True, exist_ok=True)
         recs = sorted(records, key=lambda r: r["key"])
         whole = _gzip(recs)
@@ -287,7 +293,8 @@ def _gzip(records: list[dict]) -> bytes:
 def records_hash(records: Iterable[dict]) -> str:
     """sha256 (first 16 hex digits) of records as the ledger writes them (canonical JSON lines
     sorted by key): names a subset of the ledger, e.g. one experiment's records, whatever files
-    they are in."""
+    they are in.
+    """
     h = hashlib.sha256()
     for rec in sorted(records, key=lambda r: r["key"]):
         h.update((_line(rec) + "\n").encode("utf-8"))
@@ -317,7 +324,8 @@ def combined_records(store_records: Iterable[Record], ledger: Ledger | None) -> 
 
 def open_ledger() -> Ledger | None:
     """The ledger at :func:`treebench.config.ledger_dir` (the checkout's ``results/``), or None
-    when ``TREEBENCH_LEDGER`` turns it off."""
+    when ``TREEBENCH_LEDGER`` turns it off.
+    """
     from treebench.config import ledger_dir
 
     d = ledger_dir()
@@ -326,7 +334,8 @@ def open_ledger() -> Ledger | None:
 
 def labelled(records: Iterable[Record], wanted: set[str]) -> list[Record]:
     """The records with a label in ``wanted``, each filed under its first such label (the
-    experiment ``ledger add`` files it under; its other labels kept in ``also_experiments``)."""
+    experiment ``ledger add`` files it under; its other labels kept in ``also_experiments``).
+    """
     out = []
     for rec in records:
         labels = [rec.get("experiment"), *(rec.get("also_experiments") or [])]

@@ -19,14 +19,18 @@ from treebench.results.ledger import Ledger, experiment_of
 
 @dataclass(frozen=True)
 class Scope:
-    """The sources a command reads: ``store_dir`` (None: not read) and ``ledger`` (None: not
-    read), with ``label`` naming them for a title ("store", "ledger", "ledger + store")."""
+    """The sources a command reads.
+
+    ``store_dir`` (None: not read) and ``ledger`` (None: not read), with ``label`` naming them for a
+    title ("store", "ledger", "ledger + store").
+    """
 
     store_dir: Path | None
     ledger: Ledger | None
 
     @property
     def label(self) -> str:
+        """Return the sources' names for a title."""
         parts = (["ledger"] if self.ledger is not None else []) + (
             ["store"] if self.store_dir is not None else []
         )
@@ -39,8 +43,10 @@ def listing_scope(
     use_ledger: bool | None = None,
     experiment: str | None = None,
 ) -> Scope:
-    """What a listing reads: the store, plus the ledger when ``use_ledger`` (None: when one
-    ``experiment`` is asked for)."""
+    """Return what a listing reads.
+
+    The store, plus the ledger when ``use_ledger`` (None: when one ``experiment`` is asked for).
+    """
     use = (experiment is not None) if use_ledger is None else use_ledger
     return Scope(Path(store_dir), ledger if use else None)
 
@@ -48,8 +54,10 @@ def listing_scope(
 def verdict_scope(
     store_dir: str | os.PathLike, ledger: Ledger | None, with_store: bool = False
 ) -> Scope:
-    """What a comparison with paper targets reads: the ledger; the store too with
-    ``with_store``; the store alone when there is no ledger."""
+    """Return what a comparison with paper targets reads.
+
+    The ledger; the store too with ``with_store``; the store alone when there is no ledger.
+    """
     if ledger is None:
         return Scope(Path(store_dir), None)
     return Scope(Path(store_dir) if with_store else None, ledger)
@@ -76,8 +84,10 @@ def ledger_note(ledger: Ledger | None, command: str, experiment: str | None = No
 
 
 def local_keys(store_dir: str | os.PathLike, experiment: str, compared) -> set[str]:
-    """Run keys of the store's done records that would join (or replace a record of) the
-    ``compared`` frame of ``experiment``."""
+    """Return the run keys of the store's done records that would join the ``compared`` frame.
+
+    Join, or replace a record of, the frame of ``experiment``.
+    """
     from treebench.results.table import DONE_STATUSES, records_frame
 
     df = records_frame(store_dir, None) if Path(store_dir).is_dir() else None

@@ -1,5 +1,8 @@
-"""What ``treebench status`` counts: records per experiment, method, dataset and status (and how
-many are done locally but not in the ledger yet), and which failed or skipped runs to list."""
+"""What ``treebench status`` counts.
+
+Records per experiment, method, dataset and status (and how many are done locally but not in the
+ledger yet), and which failed or skipped runs to list.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +14,10 @@ COUNTED = ("ok", "skipped", "failed", "local")
 
 
 def status_counts(df, ledger_keys=frozenset()):
-    """Records per (experiment, method, dataset) and status, sorted, with a ``local`` column:
-    done records whose key is not in ``ledger_keys``."""
+    """Return the records per (experiment, method, dataset) and status, sorted.
+
+    With a ``local`` column: done records whose key is not in ``ledger_keys``.
+    """
     import pandas as pd
 
     v = df[["experiment", "method", "dataset", "status", "key"]]  # what the counts need
@@ -27,8 +32,11 @@ def status_counts(df, ledger_keys=frozenset()):
 
 
 def failed_and_skipped(df, limit: int = LISTED_RUNS):
-    """The failed and skipped rows to list one by one (at most ``limit``), and the rest as counts
-    per ``"status: reason"`` (None when nothing is left over): thousands of lines help nobody."""
+    """Return the failed and skipped rows to list one by one, and the rest as counts.
+
+    At most ``limit`` rows; the rest as counts per ``"status: reason"`` (None when nothing is left
+    over): thousands of lines help nobody.
+    """
     import pandas as pd
 
     listed = df[df["status"].isin(["failed", "skipped"])] if len(df) else df
@@ -44,7 +52,10 @@ def failed_and_skipped(df, limit: int = LISTED_RUNS):
 
 
 def records_since(store: Path, t0: float) -> int:
-    """Records written to ``store`` since ``t0`` (not the ``.tmp-*`` file of a write in flight)."""
+    """Return the records written to ``store`` since ``t0``.
+
+    Not the ``.tmp-*`` file of a write in flight.
+    """
     n = 0
     for p in Path(store).glob("*/[!.]*.json"):
         try:

@@ -186,7 +186,8 @@ class Store:
 
 def parse_record(data: bytes, key: str | None = None) -> tuple[Record | None, str | None]:
     """``(record, None)`` from a record file's bytes, or ``(None, reason)`` when they are not valid
-    UTF-8 JSON or fail the schema (:func:`~treebench.results.validate.record_problem`)."""
+    UTF-8 JSON or fail the schema (:func:`~treebench.results.validate.record_problem`).
+    """
     try:
         rec = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

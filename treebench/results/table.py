@@ -57,7 +57,8 @@ def _flatten(rec: Record) -> dict:
 def per_experiment(rec: Record) -> list[Record]:
     """One copy of ``rec`` per experiment it belongs to (its label plus ``also_experiments``),
     each with the ``full`` profile where that experiment's full plan holds it (``full_plan_of``;
-    the profile it ran under in ``ran_profile``), as :func:`records_frame` has them."""
+    the profile it ran under in ``ran_profile``), as :func:`records_frame` has them.
+    """
     also = [e for e in rec.get("also_experiments") or [] if e != rec.get("experiment")]
     full = set(rec.get("full_plan_of") or [])
     out = [rec] + [{**rec, "experiment": e} for e in also]
@@ -80,7 +81,8 @@ def to_frame(records) -> pd.DataFrame:
 
 def _ran_profile_last(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with ``ran_profile`` (when present) as its last column: where first appearance would
-    put it depends on which rows come first, which differs between the cached and parsed tables."""
+    put it depends on which rows come first, which differs between the cached and parsed tables.
+    """
     if "ran_profile" not in df.columns or df.columns[-1] == "ran_profile":
         return df
     return df[[*(c for c in df.columns if c != "ran_profile"), "ran_profile"]]
@@ -88,7 +90,8 @@ def _ran_profile_last(df: pd.DataFrame) -> pd.DataFrame:
 
 def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
     """A copy whose object columns holding several value types (e.g. verbose False and 0 from two
-    methods) are strings, which Parquet needs; the returned table keeps the original values."""
+    methods) are strings, which Parquet needs; the returned table keeps the original values.
+    """
     out = df.copy(deep=False)  # columns are replaced below, never written into
     for col in [c for c in out.columns if out[c].dtype == object]:  # not pandas 3's str columns
         kinds = set(map(type, out[col].dropna()))
@@ -99,7 +102,8 @@ def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
 
 def _row(rec: Record) -> dict:
     """A record's flat row, with its extra experiment labels (for :func:`_expand`) and its column
-    names in order (for :func:`_columns`)."""
+    names in order (for :func:`_columns`).
+    """
     row = _flatten(rec)
     cols = _SEP.join(row)
     row[ALSO] = list(rec.get("also_experiments") or []) or None
@@ -110,7 +114,8 @@ def _row(rec: Record) -> dict:
 
 def _columns(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with its columns in order of first appearance over its rows, as
-    ``pd.DataFrame(list_of_rows)`` orders them (reports list parameters in that order)."""
+    ``pd.DataFrame(list_of_rows)`` orders them (reports list parameters in that order).
+    """
     order: dict[str, None] = {}
     for names in pd.unique(df[COLS].astype(object)):
         order.update(dict.fromkeys(names.split(_SEP)))
@@ -147,7 +152,8 @@ def _expand(df: pd.DataFrame) -> pd.DataFrame:
 def _full_profiles(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` (one row per record and experiment) with profile ``full`` on the rows whose
     experiment's full plan holds the record (its ``full_plan_of``) and the profile it ran under in
-    ``ran_profile`` there, the :data:`FULL` column dropped."""
+    ``ran_profile`` there, the :data:`FULL` column dropped.
+    """
     if FULL not in df.columns:
         return df
     if df[FULL].isna().all():
@@ -183,7 +189,8 @@ def _column(df: pd.DataFrame, name: str) -> pd.Series:
 def core_seconds(df: pd.DataFrame) -> pd.Series:
     """Each row's core time in seconds: the CPU time its run measured (``cpu_seconds``: process,
     threads and child processes), else, for records made before runs measured it, its wall-clock
-    seconds times the threads it held (which also counts time spent waiting for a core)."""
+    seconds times the threads it held (which also counts time spent waiting for a core).
+    """
     threads = pd.to_numeric(_column(df, "threads"), errors="coerce").fillna(1.0)
     wall = pd.to_numeric(_column(df, "wall_seconds"), errors="coerce").fillna(0.0)
     cpu = pd.to_numeric(_column(df, "cpu_seconds"), errors="coerce")
@@ -193,7 +200,8 @@ def core_seconds(df: pd.DataFrame) -> pd.Series:
 def core_hours(df: pd.DataFrame, measured: bool = False) -> float:
     """Core-hours behind the rows: each distinct run's :func:`core_seconds` (tuning included; a
     resumed fit counts its last leg only), summed and divided by 3,600; with ``measured``, only
-    the runs that measured their CPU time."""
+    the runs that measured their CPU time.
+    """
     if df.empty:
         return 0.0
     runs = df.drop_duplicates("key")
@@ -207,7 +215,8 @@ def records_frame(
 ) -> pd.DataFrame:
     """The rows of ledger + store, one per (run key, experiment): :func:`to_frame` of
     :func:`~treebench.results.ledger.combined_records`, read through the store's shard caches
-    (:mod:`treebench.results.index`) so that 100,000 records take seconds."""
+    (:mod:`treebench.results.index`) so that 100,000 records take seconds.
+    """
     probs: list = [] if problems is None else problems
     local = store_rows(Path(store_dir), _row, probs) if store_dir is not None else pd.DataFrame()
     led = (

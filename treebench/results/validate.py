@@ -66,7 +66,8 @@ def _compile(tp) -> tuple[tuple[type, ...], Any]:
 
 class _Spec:
     """The compiled check of one TypedDict (of its fields in ``only``, when given): its fields'
-    types and parts, and its required fields."""
+    types and parts, and its required fields.
+    """
 
     def __init__(self, td, only: tuple[str, ...] | None = None, not_null=frozenset()):
         hints = typing.get_type_hints(td)
@@ -81,7 +82,8 @@ class _Spec:
 
     def problem(self, rec: dict, strict: bool) -> str | None:
         """Why the fields of ``rec`` present are not of their types (with ``strict``, or a
-        nested part lacks a required field), or None."""
+        nested part lacks a required field), or None.
+        """
         get = rec.get
         for f, allowed in self.types if strict else self.types_v1:
             v = get(f, _ABSENT)

@@ -1,5 +1,8 @@
-"""Shared pieces of the file-based sources: decompression, text-table and ARFF parsing with errors
-that name the file and line, label encoding, and the parsed-array cache."""
+"""Shared pieces of the file-based sources.
+
+Decompression, text-table and ARFF parsing with errors that name the file and line, label encoding,
+and the parsed-array cache.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ PARSER_VERSION = 1
 
 
 def resolve(spec: Any, ctx) -> tuple[RemoteFile, Path]:
-    """A file spec (url/path/sha256[/member]) → (RemoteFile, verified local path)."""
+    """Return a file spec (url/path/sha256[/member]) → (RemoteFile, verified local path)."""
     rf = RemoteFile.of(spec)
     return rf, ensure_file(rf, ctx)
 
@@ -114,7 +117,10 @@ def _uncompress(path: Path, raw: bytes) -> bytes:
 
 
 def read_bytes(path: Path, member: str | None = None) -> bytes:
-    """The decompressed content of ``path`` (by suffix: .gz, .bz2, .xz, .Z, or a .zip member)."""
+    """Return the decompressed content of ``path``.
+
+    By suffix: .gz, .bz2, .xz, .Z, or a .zip member.
+    """
     name = path.name.lower()
     try:
         if member is not None or name.endswith(".zip"):
@@ -187,9 +193,9 @@ def read_table(
 
     A row with too few or too many fields raises :class:`DataError` naming ``label`` (the file) and
     the 1-based line number. With ``string_cols`` (names or positions of the non-numeric columns), a
-    fast path parses every other column as floats directly and falls back to the checked string parse
-    on any problem (a missing cell, a bad number, a wrong field count). The DataFrame keeps the original line number of each row in
-    ``df.attrs["lines"]``.
+    fast path parses every other column as floats directly and falls back to the checked string
+    parse on any problem (a missing cell, a bad number, a wrong field count). The DataFrame keeps
+    the original line number of each row in ``df.attrs["lines"]``.
     """
     lines = decode(data).splitlines()
     numbered = [(i + first_line, ln) for i, ln in enumerate(lines)][skiprows:]
@@ -385,8 +391,11 @@ def to_xy(
     label_strip: str = "",
     target_bins: Sequence[float] | None = None,
 ) -> tuple[Any, np.ndarray, list[str]]:
-    """Split a string table into features (float array, or DataFrame with categorical columns as
-    strings) and a target; numeric cells that do not parse raise an error naming file and line."""
+    """Split a string table into features and a target.
+
+    The features are a float array, or a DataFrame with categorical columns as strings; numeric
+    cells that do not parse raise an error naming file and line.
+    """
     lines = df.attrs.get("lines")
     tcol = _colname(df, target)
     dcols = {_colname(df, c) for c in drop}
@@ -507,8 +516,9 @@ def assemble(
 def cached(
     ctx, kind: str, params: dict, paths: Sequence[Path], build: Callable[[], Dataset]
 ) -> Dataset:
-    """Load a parsed dataset from ``<data_dir>/parsed`` or build and store it
-    (:mod:`treebench.data.parsed`: no pickle, verified before use).
+    """Load a parsed dataset from ``<data_dir>/parsed`` or build and store it.
+
+    :mod:`treebench.data.parsed`: no pickle, verified before use.
 
     The entry is named by the loader kind and parameters, the sha256 of every input file and the
     parser version, which the entry also records and must match, with the sha256 of its arrays;

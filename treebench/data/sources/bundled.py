@@ -1,4 +1,7 @@
-"""Datasets bundled with scikit-learn (iris, digits, wine, breast_cancer, diabetes): offline, no cache."""
+"""Datasets bundled with scikit-learn (iris, digits, wine, breast_cancer, diabetes).
+
+Offline, no cache.
+"""
 
 from __future__ import annotations
 

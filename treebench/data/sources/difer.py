@@ -1,6 +1,8 @@
-"""Feature-engineering benchmark CSV + JSON pairs as redistributed by the DIFER repository (the
-layout the One-Stage Tree code reads): headerless CSV, label last, and a JSON of column types
-(``num``/``cat``) with the task (``C``/``R``)."""
+"""Feature-engineering benchmark CSV + JSON pairs as redistributed by the DIFER repository.
+
+The layout the One-Stage Tree code reads: headerless CSV, label last, and a JSON of column types
+(``num``/``cat``) with the task (``C``/``R``).
+"""
 
 from __future__ import annotations
 

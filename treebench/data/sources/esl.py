@@ -1,5 +1,7 @@
-"""USPS digits as served with The Elements of Statistical Learning (zip.train.gz / zip.test.gz):
-whitespace-separated, label first, then 256 grey values in [-1, 1] of a 16x16 image."""
+"""USPS digits as served with The Elements of Statistical Learning (zip.train.gz / zip.test.gz).
+
+Whitespace-separated, label first, then 256 grey values in [-1, 1] of a 16x16 image.
+"""
 
 from __future__ import annotations
 

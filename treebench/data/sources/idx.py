@@ -32,7 +32,9 @@ def read_idx(data: bytes, label: str) -> np.ndarray:
 def load(
     files: dict, task: str = "classification", image_shape=(28, 28), name: str = "idx", ctx=None
 ) -> Dataset:
-    """Load images and labels per part: ``files = {train: {images: spec, labels: spec}, test: ...}``.
+    """Load images and labels per part.
+
+    ``files = {train: {images: spec, labels: spec}, test: ...}``.
 
     Pixels stay uint8, flattened to ``(n, h*w)``; ``image_shape`` records the layout.
     """

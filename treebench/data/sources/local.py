@@ -41,7 +41,10 @@ def _reader(p: Path):
 
 
 def _not_utf8(p: Path, exc: UnicodeDecodeError) -> DataError:
-    """The error naming the line of the first byte that is not UTF-8 (of the decompressed text)."""
+    """Return the error naming the line of the first byte that is not UTF-8.
+
+    Of the decompressed text.
+    """
     from treebench.data.sources._common import read_bytes
 
     data = read_bytes(p)
@@ -58,8 +61,10 @@ def _not_utf8(p: Path, exc: UnicodeDecodeError) -> DataError:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read ``path`` by its suffix (gzip/bz2/xz/zip-compressed CSVs too, e.g. ``data.csv.gz``);
-    text that is not UTF-8 fails naming the file and line."""
+    """Read ``path`` by its suffix (gzip/bz2/xz/zip-compressed CSVs too, e.g. ``data.csv.gz``).
+
+    Text that is not UTF-8 fails naming the file and line.
+    """
     p = Path(path).expanduser()
     reader = _reader(p)
     try:
@@ -69,7 +74,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 
 def header(path: str | Path) -> list[str]:
-    """The column names as the file has them (duplicates kept), reading no data rows."""
+    """Return the column names as the file has them (duplicates kept), reading no data rows."""
     p = Path(path).expanduser()
     reader = _reader(p)
     if reader in (pd.read_parquet,):
@@ -97,9 +102,11 @@ def _duplicates(p: Path, names: list[str]) -> list[str]:
 
 
 def check_config(path: str, target: str, drop: list[str] | None = None, **_) -> None:
-    """What planning can tell without parsing the file: it is UTF-8 text (else the line that is
-    not), the target and the dropped columns exist (a did-you-mean otherwise); duplicate column
-    names are warned about."""
+    """Check what planning can tell without parsing the file.
+
+    It is UTF-8 text (else the line that is not), the target and the dropped columns exist (a
+    did-you-mean otherwise); duplicate column names are warned about.
+    """
     p = Path(path).expanduser()
     names = header(p)
     if _reader(p) is not pd.read_parquet:  # the whole text is UTF-8 (planning reads it for sha256)
@@ -139,7 +146,7 @@ def _rows(p: Path, where) -> str:
 
 
 def _check_target(p: Path, y: pd.Series, target: str, task: str) -> None:
-    """A classification target holds class labels: no missing, infinite or NaN values."""
+    """Check that a classification target holds class labels: no missing, infinite or NaN values."""
     if y.isna().any():
         raise DataError(
             f"{p}: column {target!r} has {int(y.isna().sum())} missing targets: "
@@ -160,7 +167,10 @@ def _check_target(p: Path, y: pd.Series, target: str, task: str) -> None:
 
 
 def _mostly_numeric(p: Path, X: pd.DataFrame, cats: list) -> None:
-    """A text column whose cells are nearly all numbers has typos, not categories: say where."""
+    """Check that no text column is numbers with typos.
+
+    A text column whose cells are nearly all numbers has typos, not categories: say where.
+    """
     for c in cats:
         col = X[c]
         present = col.dropna()

@@ -32,11 +32,15 @@ SERVER_ENV = "TREEBENCH_OPENML_SERVER"
 
 
 def server() -> str:
-    """The OpenML REST API to download from: ``$TREEBENCH_OPENML_SERVER``, else OpenML's own."""
+    """Return the OpenML REST API to download from.
+
+    ``$TREEBENCH_OPENML_SERVER``, else OpenML's own.
+    """
     return os.environ.get(SERVER_ENV) or DEFAULT_SERVER
 
 
 def cache_dir(ctx) -> Path:
+    """Return treebench's OpenML cache directory under the data directory."""
     return Path(ctx.data_dir) / "openml"
 
 
@@ -46,8 +50,11 @@ def server_cache_dir(ctx) -> Path:
 
 
 def fetch_command(dataset: str, data_id: int, **_) -> str:
-    """The ``treebench fetch`` that downloads this dataset: by config name for a shipped config
-    (``dataset=isolet_openml``), else through the generic one (``dataset=openml_61`` is no config)."""
+    """Return the ``treebench fetch`` that downloads this dataset.
+
+    By config name for a shipped config (``dataset=isolet_openml``), else through the generic one
+    (``dataset=openml_61`` is no config).
+    """
     from treebench.config import CONF_DIR
 
     if (Path(CONF_DIR) / "dataset" / f"{dataset}.yaml").is_file():
@@ -56,13 +63,16 @@ def fetch_command(dataset: str, data_id: int, **_) -> str:
 
 
 def missing(ctx, data_id: int, **_) -> list[str]:
-    """What a run with fetching off could not get: ``["OpenML <id>"]`` when the dataset is not in
-    the OpenML cache (the sweeper and ``run`` stop before launching, naming :func:`fetch_command`)."""
+    """Return what a run with fetching off could not get.
+
+    ``["OpenML <id>"]`` when the dataset is not in the OpenML cache (the sweeper and ``run`` stop
+    before launching, naming :func:`fetch_command`).
+    """
     return [] if is_cached(ctx, data_id) else [f"OpenML {int(data_id)}"]
 
 
 def is_cached(ctx, data_id: int) -> bool:
-    """The dataset's data file is in the OpenML cache (no network needed)."""
+    """Return whether the dataset's data file is in the OpenML cache (no network needed)."""
     d = server_cache_dir(ctx) / "datasets" / str(int(data_id))
     return d.is_dir() and any(p.suffix in (".arff", ".pq", ".pkl", ".parquet") for p in d.iterdir())
 

@@ -1,5 +1,8 @@
-"""Penn ML Benchmarks ``.tsv.gz`` files (tab-separated, header row, target column ``target``,
-categorical values integer-coded) and the index of the mirror's 259 PMLB datasets."""
+"""Penn ML Benchmarks ``.tsv.gz`` files and the index of the mirror's 259 PMLB datasets.
+
+The files are tab-separated with a header row, the target column ``target`` and categorical
+values integer-coded.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +22,10 @@ _INTS = ("n_rows", "n_features", "n_classes")
 
 @cache
 def index() -> dict[str, dict]:
-    """Name -> ``{task, n_rows, n_features, n_classes, path, url, sha256}`` (``n_classes`` None
-    for regression), read from :data:`INDEX_PATH` once."""
+    """Return name -> ``{task, n_rows, n_features, n_classes, path, url, sha256}``.
+
+    ``n_classes`` is None for regression; read from :data:`INDEX_PATH` once.
+    """
     with open(INDEX_PATH, newline="") as f:
         rows = list(csv.DictReader(f))
     return {
@@ -30,7 +35,10 @@ def index() -> dict[str, dict]:
 
 
 def entry(name: str) -> dict:
-    """The index row of PMLB dataset ``name``; an unknown name is an error naming the close ones."""
+    """Return the index row of PMLB dataset ``name``.
+
+    An unknown name is an error naming the close ones.
+    """
     rows = index()
     if name not in rows:
         close = difflib.get_close_matches(str(name), rows, n=5, cutoff=0.5)
@@ -43,9 +51,11 @@ def entry(name: str) -> dict:
 
 
 def field(name: str, key: str):
-    """``${pmlb:<name>,<key>}`` in a dataset config: one field of :func:`entry`, or a block made
-    of them (``shape``, ``files``, ``description``), so that a config resolves few interpolations
-    (a planned sweep resolves each job's)."""
+    """``${pmlb:<name>,<key>}`` in a dataset config.
+
+    One field of :func:`entry`, or a block made of them (``shape``, ``files``, ``description``), so
+    that a config resolves few interpolations (a planned sweep resolves each job's).
+    """
     e = entry(str(name))
     if key == "shape":
         return {k: e[f] for k, f in (("n_samples", "n_rows"), ("n_features", "n_features"))} | {

@@ -31,7 +31,7 @@ class _TreeSize(SizeMixin):
         return sklearn_tree_size(self, X)
 
     def to_graph(self):
-        """The tree as a :class:`treebench.inspect.GraphEnsemble` (export, render, rules)."""
+        """Return the tree as a :class:`treebench.inspect.GraphEnsemble` (export, render, rules)."""
         from treebench.methods.baselines.export import baseline_graph
 
         return baseline_graph(self)
@@ -52,7 +52,10 @@ class _EnsembleSize(SizeMixin):
         return combine_sizes(reports)
 
     def to_graph(self):
-        """The ensemble as a :class:`treebench.inspect.GraphEnsemble` (export, render, rules)."""
+        """Return the ensemble as a :class:`treebench.inspect.GraphEnsemble`.
+
+        Export, render, rules.
+        """
         from treebench.methods.baselines.export import baseline_graph
 
         return baseline_graph(self)

@@ -6,5 +6,5 @@ from treebench.methods._export import GraphEnsemble, sklearn_ensemble
 
 
 def baseline_graph(est) -> GraphEnsemble:
-    """The fitted scikit-learn tree or ensemble ``est`` as a :class:`GraphEnsemble`."""
+    """Return the fitted scikit-learn tree or ensemble ``est`` as a :class:`GraphEnsemble`."""
     return sklearn_ensemble(est)

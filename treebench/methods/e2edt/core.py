@@ -1,15 +1,16 @@
 """Vectorised machinery of E2EDT / E2EDF (imported lazily: this module imports torch).
 
 Everything that is learned is stored with a leading *split axis*: one row per split node of every
-tree.  A forest is one set of trees whose nodes are kept in level order; path log-probabilities of all
-leaves are computed in one pass from an ancestor table ``anc[L, D]`` (split id of the d-th ancestor of
-each leaf, -1 = padding) and a direction table ``dirn[L, D]`` (+1 right, -1 left):
+tree.  A forest is one set of trees whose nodes are kept in level order; path log-probabilities of
+all leaves are computed in one pass from an ancestor table ``anc[L, D]`` (split id of the d-th
+ancestor of each leaf, -1 = padding) and a direction table ``dirn[L, D]`` (+1 right, -1 left):
 
     log mu_l(x) = sum_d log clamp(sigmoid(dirn[l, d] * gamma[anc] * f_anc(x)), 1e-5, 1 - 1e-5)
 
 Greedy growth trains all stumps of one level (of all trees) *at once*: each stump sees only its own
-deterministic data subset, with its own shuffled minibatches, and its own Adam state (a vectorised Adam
-with per-stump step counts, so a stump with fewer batches is not moved by another stump's steps).
+deterministic data subset, with its own shuffled minibatches, and its own Adam state (a vectorised
+Adam with per-stump step counts, so a stump with fewer batches is not moved by another stump's
+steps).
 
 Linear splits on float32 CPU data train through the compiled kernels of
 :mod:`treebench.methods.e2edt.kernels` when numba is installed (:func:`use_kernels`): the same EM
@@ -37,7 +38,7 @@ LOG_HI = math.log(CLAMP_HI)
 
 
 def log_gate(z: torch.Tensor) -> torch.Tensor:
-    """log clamp(sigmoid(z), 1e-5, 1-1e-5): the reference's clamped gate, in log space."""
+    """Log clamp(sigmoid(z), 1e-5, 1-1e-5): the reference's clamped gate, in log space."""
     return F.logsigmoid(z).clamp(LOG_LO, LOG_HI)
 
 
@@ -60,7 +61,7 @@ class LinearBank:
     # -- construction
     @staticmethod
     def init(n, p, gen, k=None, image_shape=None, patch=None, diagonal_patch=False):
-        """n fresh splits: reference init (uniform +-1/sqrt(k) weights and bias, both / ||w||)."""
+        """N fresh splits: reference init (uniform +-1/sqrt(k) weights and bias, both / ||w||)."""
         feat = None
         if patch is not None:
             h, w_ = image_shape[-2], image_shape[-1]
@@ -85,12 +86,15 @@ class LinearBank:
         return LinearBank(w / norm[:, None], b / norm, feat)
 
     def params(self):
+        """Return the bank's trainable tensors ``[w, b]``."""
         return [self.w, self.b]
 
     def set_params(self, ps):
+        """Replace the bank's trainable tensors with ``ps`` (as :meth:`params` orders them)."""
         self.w, self.b = ps
 
     def select(self, idx):
+        """Return a new bank of the splits ``idx`` (their tensors copied)."""
         idx = torch.as_tensor(idx, dtype=torch.long)
         return LinearBank(
             self.w[idx].clone(),
@@ -100,6 +104,7 @@ class LinearBank:
 
     @staticmethod
     def cat(banks):
+        """Return one bank of the splits of ``banks``, in order."""
         feats = [bk.feat for bk in banks]
         return LinearBank(
             torch.cat([bk.w for bk in banks]),
@@ -138,10 +143,11 @@ class LinearBank:
         return (xs * self.w[s_idx]).sum(1) + self.b[s_idx]
 
     def reg_loss(self, lap):
-        """sum_s w_s^T M w_s (weights only, as the reference's SpatialRegularizer)."""
+        """Return sum_s w_s^T M w_s (weights only, as the reference's SpatialRegularizer)."""
         return ((self.w @ lap) * self.w).sum()
 
     def reg_per_split(self, lap):
+        """Return each split's spatial penalty ``w_s^T M w_s`` (weights only)."""
         return ((self.w @ lap) * self.w).sum(1)
 
 
@@ -173,8 +179,11 @@ def conv1_single_channel(x, weight, bias):
 
 
 class CNNBank:
-    """A small CNN per split (Sect. 3.4): conv5x5x3 -> pool2 -> relu -> conv5x5x6 -> pool2 -> relu ->
-    fc 96->50 -> relu -> linear 50->1.  All splits are evaluated at once with grouped convolutions."""
+    """A small CNN per split (Sect. 3.4).
+
+    Conv5x5x3 -> pool2 -> relu -> conv5x5x6 -> pool2 -> relu -> fc 96->50 -> relu -> linear 50->1.
+    All splits are evaluated at once with grouped convolutions.
+    """
 
     kind = "cnn"
     row_chunk = 2048  # samples per no-grad evaluation (bounds the conv activations' memory)
@@ -186,6 +195,10 @@ class CNNBank:
 
     @staticmethod
     def init(n, p, gen, image_shape=None, **_):
+        """Return ``n`` fresh split CNNs for images of ``image_shape``.
+
+        Uniform +-1/sqrt(fan-in) init.
+        """
         h, w_ = image_shape[-2], image_shape[-1]
         fh, fw = ((h - 4) // 2 - 4) // 2, ((w_ - 4) // 2 - 4) // 2
         if fh < 1 or fw < 1:
@@ -204,17 +217,21 @@ class CNNBank:
         return CNNBank([c1w, c1b, c2w, c2b, f1w, f1b, w / norm[:, None], b / norm], image_shape)
 
     def params(self):
+        """Return the bank's trainable tensors (:attr:`names` order)."""
         return self.ps
 
     def set_params(self, ps):
+        """Replace the bank's trainable tensors with ``ps`` (:attr:`names` order)."""
         self.ps = list(ps)
 
     def select(self, idx):
+        """Return a new bank of the splits ``idx`` (their tensors copied)."""
         idx = torch.as_tensor(idx, dtype=torch.long)
         return CNNBank([p[idx].clone() for p in self.ps], self.image_shape)
 
     @staticmethod
     def cat(banks):
+        """Return one bank of the splits of ``banks``, in order."""
         return CNNBank(
             [torch.cat(z) for z in zip(*[bk.ps for bk in banks], strict=True)], banks[0].image_shape
         )
@@ -241,12 +258,15 @@ class CNNBank:
         return (z * w).sum(-1) + b
 
     def f_all(self, X):
+        """[B, S]: every split on every sample."""
         return self._forward(X, self.ps)
 
     def f_allT(self, X):
+        """[S, B]: every split on every sample, node-major."""
         return self._forward(X, self.ps).T
 
     def f_rows(self, X, n_idx, s_idx):
+        """[R]: split s_idx[r] on sample n_idx[r] (one forward per distinct split)."""
         out = torch.empty(len(n_idx), dtype=X.dtype)
         out = out.requires_grad_(False)
         pieces, where = [], []
@@ -259,9 +279,11 @@ class CNNBank:
         return torch.zeros(len(n_idx), dtype=X.dtype).index_put((order,), vals)
 
     def reg_loss(self, lap):
+        """Return 0: the split CNNs have no spatial regulariser."""
         return torch.zeros(())
 
     def reg_per_split(self, lap):
+        """Return zeros: the split CNNs have no spatial regulariser."""
         return torch.zeros(len(self))
 
 
@@ -283,8 +305,10 @@ def grid_laplacian(h: int, w: int) -> np.ndarray:
 
 
 class StackedAdam:
-    """torch.optim.Adam (lr, betas, eps, L2 weight_decay) on parameters with a leading split axis,
-    with one step counter per split; ``step(active)`` updates only the active splits."""
+    """torch.optim.Adam on parameters with a leading split axis, one step counter per split.
+
+    lr, betas, eps and L2 weight_decay as torch's; ``step(active)`` updates only the active splits.
+    """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         self.params = params
@@ -295,6 +319,7 @@ class StackedAdam:
 
     @torch.no_grad()
     def step(self, active=None):
+        """Take one Adam step on every split, or only on the ``active`` ones."""
         if active is None:
             self.t += 1
             act = None
@@ -330,10 +355,13 @@ class StackedAdam:
 
 
 class CompiledAdam:
-    """:class:`StackedAdam` (same arguments, ``step(active)``, the same values bit for bit) with the
-    update compiled (:func:`treebench.methods.e2edt.kernels.adam_rows`): one call per parameter
-    instead of ~10 torch operations.  The parameters are float32 CPU tensors updated in place;
-    the moments ``m``, ``v`` are float32 arrays [S, k] (k = 1 for a vector), ``t`` float64 [S]."""
+    """:class:`StackedAdam` with the update compiled: the same values bit for bit.
+
+    The same arguments and ``step(active)``; the update is
+    :func:`treebench.methods.e2edt.kernels.adam_rows`, one call per parameter instead of ~10 torch
+    operations. The parameters are float32 CPU tensors updated in place;
+    the moments ``m``, ``v`` are float32 arrays [S, k] (k = 1 for a vector), ``t`` float64 [S].
+    """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         from treebench.methods.e2edt import kernels as kn
@@ -351,6 +379,7 @@ class CompiledAdam:
         self.sqrt = kn.torch_sqrt()
 
     def step(self, active=None):
+        """Take one Adam step on every split, or only on the ``active`` ones (compiled)."""
         from treebench.methods.e2edt import kernels as kn
 
         rows = self._all if active is None else np.asarray(active, dtype=np.int64)
@@ -378,9 +407,11 @@ class CompiledAdam:
 
 
 def make_adam(params, compiled, **kw):
-    """:class:`CompiledAdam` when ``compiled`` (the kernels serve the fit) and the kernels know
-    torch's square root (:func:`treebench.methods.e2edt.kernels.torch_sqrt`), else
-    :class:`StackedAdam`: the same values either way."""
+    """Return :class:`CompiledAdam` when it can serve the fit, else :class:`StackedAdam`.
+
+    Compiled when ``compiled`` (the kernels serve the fit) and the kernels know torch's square root
+    (:func:`treebench.methods.e2edt.kernels.torch_sqrt`); the same values either way.
+    """
     if compiled:
         from treebench.methods.e2edt import kernels as kn
 
@@ -390,7 +421,7 @@ def make_adam(params, compiled, **kw):
 
 
 def _rows2d(t):
-    """A float32 CPU tensor as an array [rows, k] sharing its memory."""
+    """Return a float32 CPU tensor as an array [rows, k] sharing its memory."""
     a = t.numpy()
     return a.reshape(a.shape[0], -1)
 
@@ -399,8 +430,11 @@ def _rows2d(t):
 
 
 def stump_batch_sizes(counts, batch_size, node_steps=None, node_min=1):
-    """Minibatch rows of each stump: ``batch_size``, or with ``node_steps`` ceil(rows / node_steps)
-    within [node_min, batch_size], so that a stump on few rows still gets ~node_steps steps per epoch."""
+    """Minibatch rows of each stump.
+
+    ``batch_size``, or with ``node_steps`` ceil(rows / node_steps) within [node_min, batch_size], so
+    that a stump on few rows still gets ~node_steps steps per epoch.
+    """
     counts = torch.as_tensor(counts, dtype=torch.long)
     if node_steps is None:
         return torch.full_like(counts, int(batch_size))
@@ -408,8 +442,11 @@ def stump_batch_sizes(counts, batch_size, node_steps=None, node_min=1):
 
 
 def _shuffled_batches(s_of_row, n_stumps, batch_size, gen):
-    """Per-stump shuffled minibatches: (order of rows, batch id of each ordered row, stump sizes);
-    ``batch_size`` is a tensor of each stump's batch rows."""
+    """Per-stump shuffled minibatches.
+
+    (order of rows, batch id of each ordered row, stump sizes); ``batch_size`` is a tensor of each
+    stump's batch rows.
+    """
     R = len(s_of_row)
     key = torch.rand(R, generator=gen, dtype=torch.float64)
     order = torch.argsort(s_of_row.double() * 2.0 + key)  # by stump, random within stump
@@ -445,8 +482,8 @@ def train_stumps(
     """Train S stumps (split + two leaves) with the EM scheme, each on its own rows.
 
     n_idx, s_idx : LongTensor [R] sample index and stump index of every row.
-    node_steps, node_min : per-stump batches (:func:`stump_batch_sizes`); None = ``batch_size`` rows.
-    Returns (bank, gamma [S], pi_left [S, K], pi_right [S, K]).
+    node_steps, node_min : per-stump batches (:func:`stump_batch_sizes`); None = ``batch_size``
+    rows. Returns (bank, gamma [S], pi_left [S, K], pi_right [S, K]).
     """
     S = len(bank)
     K = n_classes
@@ -665,18 +702,20 @@ class Structure:
         return self._torch
 
     def tables(self):
+        """Return the ancestor and direction tables as torch tensors."""
         anc = torch.as_tensor(self.anc)
         dirn = torch.as_tensor(self.dirn, dtype=torch.float32)
         return anc, dirn
 
 
 def leaf_logprob(FzT, struct: Structure, hard_root=False):
-    """log mu [L, B] of all leaves (level order) from gamma-scaled split logits FzT [S, B].
+    """Log mu [L, B] of all leaves (level order) from gamma-scaled split logits FzT [S, B].
 
     One pass down the levels (node-major layout, so every gather is a row gather): each split's two
     log-gates are computed once and added to its parent's path log-probability; no per-node module
     or loop.  ``hard_root`` replaces the gate of the depth-0 splits by the step function (the
-    reference's pre-2022 "discrete" evaluation, which was hard only at the root)."""
+    reference's pre-2022 "discrete" evaluation, which was hard only at the root).
+    """
     B = FzT.shape[1]
     lp = FzT.new_zeros(struct.n_trees, B)
     outs = []
@@ -699,7 +738,10 @@ def leaf_logprob(FzT, struct: Structure, hard_root=False):
 
 
 def leaf_logprob_anc(FzT, anc, dirn):
-    """The same as :func:`leaf_logprob` ([L, B]) leaf by leaf from the ancestor table (checks)."""
+    """Return the same as :func:`leaf_logprob` ([L, B]) leaf by leaf from the ancestor table.
+
+    Checks.
+    """
     valid = anc >= 0
     z = FzT[anc.clamp_min(0)] * dirn[:, :, None]  # [L, D, B]
     return torch.where(valid[:, :, None], log_gate(z), 0.0).sum(1)
@@ -718,7 +760,10 @@ def padded_leaf_index(struct: Structure):
 
 
 def _normalize_leaves(pi, cnt):
-    """Closed-form leaf M-step in place: rows of ``pi`` = class counts ``cnt`` normalised (empty rows kept)."""
+    """Closed-form leaf M-step in place.
+
+    Rows of ``pi`` = class counts ``cnt`` normalised (empty rows kept).
+    """
     tot = cnt.sum(1, keepdim=True)
     ok = tot.squeeze(1) > 0
     pi[ok] = cnt[ok] / tot[ok]
@@ -847,8 +892,11 @@ def finetune(
 
 
 def use_kernels(bank, X, lap=None, reg=0.0):
-    """True when the compiled kernels of :mod:`.kernels` serve this fit (linear splits,
-    float32 CPU data, numba installed; spatial regularisation only for splits on all features)."""
+    """Return True when the compiled kernels of :mod:`.kernels` serve this fit.
+
+    Linear splits, float32 CPU data, numba installed; spatial regularisation only for splits on all
+    features.
+    """
     from treebench.methods.e2edt.kernels import HAVE_NUMBA
 
     return (
@@ -910,8 +958,10 @@ def _finetune_compiled(
     lr=1e-3,
     callback=None,
 ):
-    """:func:`finetune` for linear splits with the compiled per-sample kernels (dense h, exact;
-    the same EM loop, Adam and random batches as the torch path)."""
+    """:func:`finetune` for linear splits with the compiled per-sample kernels.
+
+    Dense h, exact; the same EM loop, Adam and random batches as the torch path.
+    """
     from treebench.methods.e2edt import kernels as kn
 
     _kernel_threads()
@@ -1109,7 +1159,10 @@ def route_hard_torch(bank, struct: Structure, X, row_chunk=None):
 
 @torch.no_grad()
 def soft_proba(bank, struct: Structure, gamma, pi, X, hard_root=False, chunk=4096):
-    """Mean over trees of sum_l pi_l mu_l(x) with probabilistic gates (optionally hard at the root)."""
+    """Mean over trees of sum_l pi_l mu_l(x) with probabilistic gates.
+
+    Optionally hard at the root.
+    """
     T = struct.n_trees
     chunk = max(1, min(chunk, bank.row_chunk, 2**22 // max(1, 2 * struct.n_leaves)))
     out = []
@@ -1137,8 +1190,10 @@ GAINS = ("reference", "weighted")
 
 
 class Grower:
-    """Greedy construction (Sect. 2.4) of ``n_trees`` trees on the same data, level-wise to
-    ``max_depth`` or best-first by information gain to ``max_leaves`` leaves per tree.
+    """Greedy construction (Sect. 2.4) of ``n_trees`` trees on the same data.
+
+    Level-wise to ``max_depth``, or best-first by information gain to ``max_leaves`` leaves per
+    tree.
 
     All stumps that are due at the same time (one level of every tree, or the new children in
     best-first mode) are trained together by :func:`train_stumps`; each one only on its own
@@ -1209,7 +1264,10 @@ class Grower:
         return len(self.tree) - 1
 
     def _fit(self, nodes):
-        """Fit stumps for ``nodes``; returns {node: (bank, gamma, pi_l, pi_r, gain, rows_l, rows_r)}."""
+        """Fit stumps for ``nodes``.
+
+        Returns {node: (bank, gamma, pi_l, pi_r, gain, rows_l, rows_r)}.
+        """
         y = self.y
         nodes = [n for n in nodes if len(self.rows[n]) > 0]
         if nodes:  # impure nodes only: min label != max label, one segment reduction
@@ -1261,9 +1319,11 @@ class Grower:
         return out
 
     def _weighted_gain(self, rows, rl, rr):
-        """Information gain of a deterministic split in the CART sense: the node's share of the
-        (weighted) training samples times the drop in entropy of the empirical class frequencies
-        (node vs its two children)."""
+        """Information gain of a deterministic split in the CART sense.
+
+        The node's share of the (weighted) training samples times the drop in entropy of the
+        empirical class frequencies (node vs its two children).
+        """
         K = self.K
         c = [
             torch.bincount(self.y[r], weights=self.sw[r].double(), minlength=K)
@@ -1315,8 +1375,10 @@ class Grower:
     )  # fmt: skip
 
     def state(self, **loop) -> dict:
-        """The grower between two steps of :meth:`grow` (with the loop's variables ``loop`` and
-        the generator's state), for :meth:`grow` to resume from."""
+        """Return the grower between two steps of :meth:`grow`, for :meth:`grow` to resume from.
+
+        With the loop's variables ``loop`` and the generator's state.
+        """
         gen = None if self.gen is None else self.gen.get_state()
         return {**{k: getattr(self, k) for k in self._STATE}, "gen": gen, "loop": loop}
 
@@ -1333,8 +1395,11 @@ class Grower:
         return [self._add(t, 0, uni.clone(), torch.arange(N)) for t in range(self.n_trees)]
 
     def grow(self, save=None, resume=None):
-        """Grow the trees; ``save(state)`` is called after each step (a level, or a round of
-        best-first splits) with :meth:`state`, and ``resume``, such a state, goes on from it."""
+        """Grow the trees, saving the state after each step and resuming from ``resume``.
+
+        ``save(state)`` is called after each step (a level, or a round of best-first splits) with
+        :meth:`state`, and ``resume``, such a state, goes on from it.
+        """
         if self.max_leaves is None:  # level-wise
             if resume is None:
                 frontier = self._roots()
@@ -1389,6 +1454,7 @@ class Grower:
         return self
 
     def result(self):
+        """Return the grown trees: ``(bank, structure, gamma, pi)`` in canonical split order."""
         struct = Structure(self.tree, self.depth, self.split, self.left, self.right)
         struct, perm = struct.canonical()
         bank = None
@@ -1408,8 +1474,11 @@ class Grower:
 
 
 def substructure(struct: Structure, trees):
-    """Structure of the trees ``trees`` of ``struct``: (sub-structure, split ids, leaf ids) in the
-    parent's numbering (split ids ascending = the sub-structure's split numbering)."""
+    """Structure of the trees ``trees`` of ``struct``.
+
+    (sub-structure, split ids, leaf ids) in the parent's numbering (split ids ascending = the
+    sub-structure's split numbering).
+    """
     keep = np.isin(struct.tree, trees)
     nodes = np.nonzero(keep)[0]
     remap = np.full(len(struct.tree), -1, dtype=np.int64)

@@ -1,11 +1,11 @@
 """E2EDT / E2EDF: end-to-end learned deterministic oblique decision trees and forests.
 
 Hehn, Kooij & Hamprecht, "End-to-End Learning of Decision Trees and Forests", IJCV 2020 (extends
-Hehn & Hamprecht, GCPR 2018).  A probabilistic oblique tree (right with prob. sigma(gamma (w.x + b)))
-is grown greedily (one stump per node, trained on its deterministic data subset), then fine-tuned end
-to end with the paper's EM scheme (E-step once per epoch, closed-form leaves, Adam on the splits,
-steepness gamma annealed by ``steepness_inc`` per epoch and carried from Greedy into Finetune).  At
-test time every node is a step function: one root-to-leaf path per sample.
+Hehn & Hamprecht, GCPR 2018).  A probabilistic oblique tree (right with prob. sigma(gamma (w.x +
+b))) is grown greedily (one stump per node, trained on its deterministic data subset), then
+fine-tuned end to end with the paper's EM scheme (E-step once per epoch, closed-form leaves, Adam on
+the splits, steepness gamma annealed by ``steepness_inc`` per epoch and carried from Greedy into
+Finetune).  At test time every node is a step function: one root-to-leaf path per sample.
 
 The torch machinery lives in :mod:`treebench.methods.e2edt.core` (imported inside ``fit``).
 """
@@ -46,8 +46,8 @@ INFERENCE = ("deterministic", "root_hard", "probabilistic")
 SPLIT_FEATURES = ("linear", "cnn")
 GAINS = ("reference", "weighted")
 STANDARDIZE = (True, False, "global", "unit_range")
-#: batch_size="auto": Adam steps per epoch of the root split (the paper's 60 000 MNIST rows in batches of
-#: 1000 give it 60), never a batch below AUTO_MIN_BATCH rows nor above the paper's 1000
+#: batch_size="auto": Adam steps per epoch of the root split (the paper's 60 000 MNIST rows in
+#: batches of 1000 give it 60), never a batch below AUTO_MIN_BATCH rows nor above the paper's 1000
 AUTO_ROOT_STEPS = 64
 AUTO_MIN_BATCH = 32
 AUTO_MAX_BATCH = 1000
@@ -65,7 +65,9 @@ _FINETUNE_STATE = ("new_params", "gamma", "pi", "kept")
 
 
 def auto_batch_size(n_rows):
-    """The ``batch_size="auto"`` rule: ceil(n / AUTO_ROOT_STEPS), clipped to [AUTO_MIN_BATCH, AUTO_MAX_BATCH].
+    """Return the ``batch_size="auto"`` rule.
+
+    Ceil(n / AUTO_ROOT_STEPS), clipped to [AUTO_MIN_BATCH, AUTO_MAX_BATCH].
 
     A split's stump trains on its own node's rows only, so with a fixed batch a small dataset gives
     every split one or two Adam steps per epoch (docs/methods/e2edt.md, "batch_size='auto'").
@@ -113,7 +115,10 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
     }
 
     def _check_params(self, n_features):
-        """Checks across parameters and against the data (single values: ``_parameter_constraints``)."""
+        """Check across parameters and against the data.
+
+        Single values: ``_parameter_constraints``.
+        """
         if self.max_depth is None and self.max_leaves is None:
             raise InvalidParameterError("max_depth and max_leaves cannot both be None")
         needs_image = (
@@ -301,7 +306,9 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         if fe > 0 and bank is not None:
             bank, gamma, pi, finfo = self._finetune(
                 core, torch, bank, struct, gamma, pi, Xt, yt, swt, K, fe, gen, lap, log, batch_size,
-                save=None if ck is None else lambda at, **st: save("finetune", at, greedy=greedy, **st),
+                save=None
+                if ck is None
+                else lambda at, **st: save("finetune", at, greedy=greedy, **st),
                 resume=state if phase == "finetune" else None,
             )  # fmt: skip
             info.update(finfo)
@@ -326,12 +333,16 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         return 3 * int(self.epochs) if self._forest else int(self.epochs)
 
     def _batch_size(self, n):
-        """The minibatch size for ``n`` training rows: ``auto_batch_size(n)`` or the given int."""
+        """Return the minibatch size for ``n`` training rows.
+
+        ``auto_batch_size(n)`` or the given int.
+        """
         if self.batch_size == "auto":
             return auto_batch_size(n)
         if self.batch_size >= n:
             warnings.warn(
-                f"batch_size={self.batch_size} >= {n} training rows: every split gets one Adam step "
+                f"batch_size={self.batch_size} >= {n} training rows: every split gets one Adam "
+                "step "
                 "per epoch (batch_size='auto' scales the batch with the data)",
                 UserWarning,
                 stacklevel=3,
@@ -435,7 +446,8 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
 
         Linear splits: the compiled router of :mod:`treebench.methods._routing` on the raw inputs,
         with the standardisation folded into the splits (w.(x - m)/s + b = (w/s).x + b - (w/s).m,
-        in float64), so predict makes no scaled copy of X and evaluates only the splits on each path.
+        in float64), so predict makes no scaled copy of X and evaluates only the splits on each
+        path.
         """
         check_is_fitted(self, "struct_")
         bank = self.bank_ if bank is None else bank
@@ -487,9 +499,11 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         return pi[leaves[:, 0]] if leaves.shape[1] == 1 else pi[leaves].mean(1)
 
     def predict_proba(self, X, inference=None):
-        """Class probabilities; ``inference`` overrides the estimator's: 'deterministic' (one path
-        per sample), 'root_hard' (the reference's pre-2022 evaluation: hard only at the root) or
-        'probabilistic' (all paths, sigmoid gates)."""
+        """Class probabilities; ``inference`` overrides the estimator's.
+
+        'deterministic' (one path per sample), 'root_hard' (the reference's pre-2022 evaluation:
+        hard only at the root) or 'probabilistic' (all paths, sigmoid gates).
+        """
         check_is_fitted(self, "struct_")
         mode = self.inference if inference is None else inference
         if mode not in INFERENCE:
@@ -543,7 +557,7 @@ class _E2EDBase(ClassifierMixin, SizeMixin, BaseEstimator):
         }
 
     def to_graph(self):
-        """The oblique tree(s) as a :class:`treebench.inspect.GraphEnsemble`."""
+        """Return the oblique tree(s) as a :class:`treebench.inspect.GraphEnsemble`."""
         from treebench.methods.e2edt.export import e2edt_graph
 
         return e2edt_graph(self)
@@ -553,8 +567,8 @@ _COMMON_DOC = """
     epochs : int
         Epochs per greedy stump (the paper's grid is {20, 35, 50, 65}; 15/30/45 for forests).
     finetune_epochs : int or None
-        Epochs of the end-to-end Finetune; None = ``epochs`` for a tree, 3 x ``epochs`` for a forest.
-        0 = Greedy only.
+        Epochs of the end-to-end Finetune; None = ``epochs`` for a tree, 3 x ``epochs`` for a
+        forest. 0 = Greedy only.
     steepness_inc : float
         Delta gamma added to every split's steepness after every epoch (Greedy and Finetune);
         gamma is carried from Greedy into Finetune, never reset.
@@ -610,8 +624,8 @@ class E2EDTClassifier(_E2EDBase):
         entropy of the node's (inherited, soft) leaf distribution minus the count-weighted entropies
         of the new stump's two soft leaf distributions, not weighted by the node's size (a node of
         100 samples can win over one of 10,000).  ``"weighted"``: the usual information gain of
-        best-first trees, node share of the samples x entropy drop of the hard-routed empirical class
-        frequencies.
+        best-first trees, node share of the samples x entropy drop of the hard-routed empirical
+        class frequencies.
     """
 
     __doc__ += _COMMON_DOC

@@ -73,7 +73,8 @@ if HAVE_NUMBA:
         """h_out[n, l] = pi[l, y_n] mu_l(x_n) / sum over l's tree (0 where the sum is 0).
 
         SG [B, S]: sigmoid(gamma z) of every split; piT [K, L] = pi transposed; mu is a product
-        of clamped gates, in float64 (a depth-10 path can reach 1e-50, below float32's range)."""
+        of clamped gates, in float64 (a depth-10 path can reach 1e-50, below float32's range).
+        """
         B = SG.shape[0]
         V = b_split.shape[0]
         L = leaf_tree.shape[0]
@@ -110,7 +111,8 @@ if HAVE_NUMBA:
         mu_l = product of the clamped gates on l's path (float64); torch's clamp gradient rule
         (passes where lo <= x <= hi) for the gate clamps and the path clamp.  Below a node whose
         path probability is under the clamp's lo every leaf's mu is too (gates are < 1), so its
-        whole subtree has gradient exactly 0: it is skipped (``live`` marks the nodes visited)."""
+        whole subtree has gradient exactly 0: it is skipped (``live`` marks the nodes visited).
+        """
         B = SG.shape[0]
         V = b_split.shape[0]
         for i in numba.prange(B):  # pragma: no cover - compiled
@@ -288,8 +290,11 @@ if HAVE_NUMBA:
 
     @numba.njit(cache=True, parallel=True)
     def stump_estep(X, W, b, feat, gamma, n_idx, s_idx, y_r, pi_l, pi_r, hr, hl):
-        """Stump responsibilities: h_r ~ pi_r[s, y] clamp(sig(z)), h_l ~ pi_l[s, y] clamp(1 - sig(z)),
-        normalised to h_r + h_l = 1 (both 0 where the sum is 0)."""
+        """Stump responsibilities.
+
+        H_r ~ pi_r[s, y] clamp(sig(z)), h_l ~ pi_l[s, y] clamp(1 - sig(z)), normalised to h_r + h_l
+        = 1 (both 0 where the sum is 0).
+        """
         dense = feat.shape[0] == 0
         for r in numba.prange(n_idx.shape[0]):  # pragma: no cover - compiled
             s = s_idx[r]
@@ -306,8 +311,13 @@ if HAVE_NUMBA:
 
     @numba.njit(cache=True)
     def stump_mstep(X, W, b, feat, gamma, n_idx, s_idx, rows, hr, hl, w_r, n_stumps, gW, gb):
-        """Gradient of -(1/|B_s|) sum_{r in B_s} w_r (h_r log clamp(s) + h_l log clamp(1 - s)) for
-        one minibatch ``rows`` (torch's clamp-gradient rule); returns the batch size per stump."""
+        """Add the stumps' M-step gradient of one minibatch ``rows``.
+
+        Return the batch size per stump.
+
+        The gradient of -(1/|B_s|) sum_{r in B_s} w_r (h_r log clamp(s) + h_l log clamp(1 - s)),
+        with torch's clamp-gradient rule.
+        """
         dense = feat.shape[0] == 0
         bsz = np.zeros(n_stumps, np.int64)
         for q in range(rows.shape[0]):
@@ -347,8 +357,10 @@ if HAVE_NUMBA:
 
     @_intrinsic
     def fma32(typingctx, a, b, c):
-        """a * b + c in float32 with one rounding (LLVM's ``llvm.fma.f32``), as torch's CPU kernels
-        compute ``add_(other, alpha=)`` and ``addcmul_``."""
+        """Return a * b + c in float32 with one rounding (LLVM's ``llvm.fma.f32``).
+
+        As torch's CPU kernels compute ``add_(other, alpha=)`` and ``addcmul_``.
+        """
         sig = _types.float32(_types.float32, _types.float32, _types.float32)
 
         def codegen(context, builder, signature, args):  # pragma: no cover - compiled
@@ -362,8 +374,11 @@ if HAVE_NUMBA:
 
     @numba.njit(cache=True)
     def adam_tick(t, rows, b1, b2, bc1, bc2):
-        """One more step for each of ``rows``: t[s] += 1 and the float32 bias corrections
-        bc1[q] = 1 - b1**t, bc2[q] = 1 - b2**t (computed in float64, as StackedAdam)."""
+        """One more step for each of ``rows``.
+
+        T[s] += 1 and the float32 bias corrections bc1[q] = 1 - b1**t, bc2[q] = 1 - b2**t (computed
+        in float64, as StackedAdam).
+        """
         for q in range(rows.shape[0]):  # pragma: no cover - compiled
             s = rows[q]
             t[s] += 1.0
@@ -372,12 +387,14 @@ if HAVE_NUMBA:
 
     @numba.njit(cache=True)
     def adam_rows(P, G, M, V, rows, bc1, bc2, lr, b1, b2, eps, wd, sqrt, buf):
-        """StackedAdam's update of rows ``rows`` of P [S, k] (float32) from the gradient G, with
-        the moments M, V and the rows' bias corrections bc1, bc2 (:func:`adam_tick`), in torch's
-        rounding: m = fma(g, 1 - b1, m b1), v = fma(g (1 - b2), g, v b2),
-        p -= ((m / bc1) / (sqrt(v / bc2) + eps)) lr; with wd, g = g + wd p first.  ``sqrt(n, x,
-        out)`` is the square root torch computes (:func:`torch_sqrt`), applied to all rows at
-        once in ``buf`` (>= len(rows) * k floats)."""
+        """StackedAdam's update of rows ``rows`` of P [S, k] (float32) from the gradient G.
+
+        With the moments M, V and the rows' bias corrections bc1, bc2 (:func:`adam_tick`), in
+        torch's rounding: m = fma(g, 1 - b1, m b1), v = fma(g (1 - b2), g, v b2), p -= ((m / bc1) /
+        (sqrt(v / bc2) + eps)) lr; with wd, g = g + wd p first. ``sqrt(n, x, out)`` is the square
+        root torch computes (:func:`torch_sqrt`), applied to all rows at once in ``buf`` (>=
+        len(rows) * k floats).
+        """
         f1, a1 = np.float32(b1), np.float32(1.0 - b1)
         f2, a2 = np.float32(b2), np.float32(1.0 - b2)
         fe, fl, fw = np.float32(eps), np.float32(lr), np.float32(wd)
@@ -418,10 +435,13 @@ if HAVE_NUMBA:
         X, W, b, feat, gamma, n_idx, s_idx, order, bounds, hr, hl, w_r, gW, gb,
         mW, vW, mb, vb, t, lr, beta1, beta2, eps, wd, sqrt,
     ):  # fmt: skip
-        """All minibatches of one greedy epoch: per batch ``order[bounds[q]:bounds[q + 1]]`` the
-        gradient of :func:`stump_mstep`, then the Adam step (:func:`adam_rows`) of the stumps the
-        batch holds rows of, each with its own step count t[s]; W, b, the moments and t are
-        updated in place.  The gradient buffers gW [S, k], gb [S] are zero on entry and on return."""
+        """All minibatches of one greedy epoch.
+
+        Per batch ``order[bounds[q]:bounds[q + 1]]`` the gradient of :func:`stump_mstep`, then the
+        Adam step (:func:`adam_rows`) of the stumps the batch holds rows of, each with its own step
+        count t[s]; W, b, the moments and t are updated in place. The gradient buffers gW [S, k], gb
+        [S] are zero on entry and on return.
+        """
         S = W.shape[0]
         act = np.empty(S, np.int64)
         bc1 = np.empty(S, np.float32)
@@ -457,13 +477,15 @@ _SQRT = []
 
 
 def torch_sqrt():
-    """The float32 square root of torch's CPU kernels as a C function ``(n, x, out)`` for the
-    kernels above, or None when it is neither of the two known ones.
+    """Return the float32 square root of torch's CPU kernels as a C function ``(n, x, out)``.
+
+    For the kernels above; None when it is neither of the two known ones.
 
     torch computes ``sqrt`` through MKL's ``vsSqrt`` where it is built with MKL (on x86 it is not
     correctly rounded: 1 ulp off for ~20 % of inputs, elementwise and independent of the array's
     length), else with the IEEE square root; the one that equals torch's on a probe of 2**16
-    values over the whole float32 range is used (computed once per process)."""
+    values over the whole float32 range is used (computed once per process).
+    """
     if _SQRT:
         return _SQRT[0]
     import ctypes

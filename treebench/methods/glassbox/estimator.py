@@ -1,4 +1,6 @@
-"""Glass-box baselines practitioners pick instead of a tree: EBM and FIGS (classification and regression).
+"""Glass-box baselines practitioners pick instead of a tree.
+
+EBM and FIGS (classification and regression).
 
 * EBM, the Explainable Boosting Machine (Lou et al. 2013, Nori et al. 2019; ``interpret-core``): a
   generalised additive model with pairwise interactions, each term a binned shape function learnt
@@ -42,8 +44,11 @@ from treebench.methods.base import (
 
 
 def _validated(est, X, y, sample_weight, classify: bool):
-    """Validated float64 inputs, targets (class indices when ``classify``; ``est.classes_`` set) and
-    weights; a row of zero weight is left out (interpret refuses zero weights)."""
+    """Return validated float64 inputs, targets and weights; rows of zero weight are left out.
+
+    Targets are class indices when ``classify`` (``est.classes_`` set); interpret refuses zero
+    weights.
+    """
     X, y = validate_data(est, X, y, dtype=np.float64, y_numeric=not classify)
     if classify:
         check_classification_targets(y)
@@ -64,7 +69,8 @@ class _EBM(SizeMixin, BaseEstimator):
     max_bins, max_interaction_bins : int
         Bins of a main-effect and of an interaction term's features.
     interactions : int, float or str
-        Pairwise terms: a number, a fraction of the features, or ``"3x"`` (three times the features).
+        Pairwise terms: a number, a fraction of the features, or ``"3x"`` (three times the
+        features).
     outer_bags, inner_bags : int
         Bagged boosting runs (averaged) and inner bags per run.
     learning_rate : float
@@ -141,8 +147,11 @@ class _EBM(SizeMixin, BaseEstimator):
         return self
 
     def size_report(self, X):
-        """The tree fields are 0 (no tree); ``n_terms`` (main effects + interactions),
-        ``n_interactions`` and ``n_bins`` (shape-function cells, summed over terms and classes)."""
+        """Report the size: the tree fields are 0 (no tree).
+
+        ``n_terms`` (main effects + interactions), ``n_interactions`` and ``n_bins`` (shape-function
+        cells, summed over terms and classes).
+        """
         check_is_fitted(self, "model_")
         terms = self.model_.term_features_
         return {
@@ -164,6 +173,7 @@ class EBMClassifier(ClassifierMixin, _EBM):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
+        """Fit the boosting machine on ``X, y`` (weighted by ``sample_weight``)."""
         from interpret.glassbox import ExplainableBoostingClassifier
 
         X, codes, sw = _validated(self, X, y, sample_weight, classify=True)
@@ -175,11 +185,13 @@ class EBMClassifier(ClassifierMixin, _EBM):
         return self._fit_model(ExplainableBoostingClassifier, X, codes, sw)
 
     def predict_proba(self, X):
+        """Return the class probabilities of the rows of ``X``."""
         check_is_fitted(self, "model_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self.model_.predict_proba(X)
 
     def predict(self, X):
+        """Return the most probable class of every row of ``X``."""
         check_is_fitted(self, "model_")
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
@@ -190,12 +202,14 @@ class EBMRegressor(RegressorMixin, _EBM):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
+        """Fit the boosting machine on ``X, y`` (weighted by ``sample_weight``)."""
         from interpret.glassbox import ExplainableBoostingRegressor
 
         X, y, sw = _validated(self, X, y, sample_weight, classify=False)
         return self._fit_model(ExplainableBoostingRegressor, X, y, sw)
 
     def predict(self, X):
+        """Return the predicted value of every row of ``X``."""
         check_is_fitted(self, "model_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return np.asarray(self.model_.predict(X), dtype=np.float64)
@@ -252,7 +266,7 @@ class _FIGS(SizeMixin, BaseEstimator):
         return self
 
     def _sum(self, X) -> np.ndarray:
-        """Summed leaf values (n_samples, n_outputs)."""
+        """Return summed leaf values (n_samples, n_outputs)."""
         check_is_fitted(self, "trees_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
         S = np.zeros((len(X), self.trees_[0].value.shape[1]))
@@ -266,8 +280,10 @@ class _FIGS(SizeMixin, BaseEstimator):
         return combine_sizes([t.size_report(X) for t in self.trees_])
 
     def to_graph(self):
-        """The sum of trees as a :class:`treebench.inspect.GraphEnsemble` (combine ``sum``; a
-        classifier's probabilities are the softmax)."""
+        """Return the sum of trees as a :class:`treebench.inspect.GraphEnsemble`.
+
+        Combine ``sum``; a classifier's probabilities are the softmax.
+        """
         from treebench.methods.glassbox.figs import figs_graph
 
         check_is_fitted(self, "trees_")
@@ -284,15 +300,18 @@ class FIGSClassifier(ClassifierMixin, _FIGS):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
+        """Fit the sum of trees on ``X, y`` (weighted by ``sample_weight``)."""
         X, codes, sw = _validated(self, X, y, sample_weight, classify=True)
         return self._fit_trees(X, codes, sw, len(self.classes_))
 
     def predict_proba(self, X):
+        """Return the class probabilities: the softmax of the summed leaf values."""
         from scipy.special import softmax
 
         return softmax(self._sum(X), axis=1)
 
     def predict(self, X):
+        """Return the class with the largest summed leaf value for every row of ``X``."""
         check_is_fitted(self, "trees_")
         return self.classes_[np.argmax(self._sum(X), axis=1)]
 
@@ -303,9 +322,11 @@ class FIGSRegressor(RegressorMixin, _FIGS):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
+        """Fit the sum of trees on ``X, y`` (weighted by ``sample_weight``)."""
         X, y, sw = _validated(self, X, y, sample_weight, classify=False)
         return self._fit_trees(X, y, sw, 1)
 
     def predict(self, X):
+        """Return the summed leaf values of every row of ``X``."""
         check_is_fitted(self, "trees_")
         return self._sum(X)[:, 0]

@@ -1,4 +1,4 @@
-"""FIGS: fitting with ``imodels`` under the estimator's seed, its trees as flat arrays and a graph."""
+"""FIGS: fitting with ``imodels`` under the estimator's seed; its trees as arrays and a graph."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ from treebench.methods._flattree import FlatTree
 
 
 def fit_figs(est, X, y, sample_weight, seed: int, n_outputs: int) -> list[FlatTree]:
-    """Fit ``imodels``' FIGS on ``y`` (class indices for a classifier, whose ``n_outputs`` is the
-    number of classes; real values for a regressor, ``n_outputs`` 1); its trees as flat arrays.
+    """Fit ``imodels``' FIGS on ``y`` and return its trees as flat arrays.
 
-    ``imodels`` grows its stumps with scikit-learn trees built without a ``random_state``, which draw
-    from numpy's global generator (the feature order of each split search): the global generator is
-    seeded from ``seed`` for the fit and put back as it was afterwards, so the model depends on the
-    seed alone and the caller's generator does not move.
+    ``y`` holds class indices for a classifier (whose ``n_outputs`` is the number of classes) or
+    real values for a regressor (``n_outputs`` 1).
+
+    ``imodels`` grows its stumps with scikit-learn trees built without a ``random_state``, which
+    draw from numpy's global generator (the feature order of each split search): the global
+    generator is seeded from ``seed`` for the fit and put back as it was afterwards, so the model
+    depends on the seed alone and the caller's generator does not move.
     """
     from imodels import FIGSClassifier, FIGSRegressor
     from sklearn.base import is_classifier
@@ -68,8 +70,11 @@ def _flatten(root, K: int) -> FlatTree:
 
 
 def figs_graph(est):
-    """The fitted FIGS model as a :class:`~treebench.inspect.GraphEnsemble`: its trees summed
-    (leaf values per class, or the regression value), the class probabilities their softmax."""
+    """Return the fitted FIGS model as a :class:`~treebench.inspect.GraphEnsemble`.
+
+    Its trees summed (leaf values per class, or the regression value), the class probabilities their
+    softmax.
+    """
     from treebench.methods._export import (
         DecisionGraph,
         GraphEnsemble,

@@ -9,22 +9,21 @@ imported only inside ``fit``/``predict`` (see ``net.py`` for the modules).
 
 Model selection: minibatch training for ``n_iterations`` steps with a snapshot every
 ``snapshot_every`` steps. ``n_iterations="auto"`` (the default; needs ``selection="validation"``)
-stops once ``AUTO_PATIENCE_SNAPSHOTS`` snapshots in a row have not lowered the validation loss, within
-a budget of ``AUTO_MAX_ITERATIONS`` steps (classification, the paper's 40 000); a classifier then
-snapshots every ``AUTO_SNAPSHOT_EPOCHS`` passes over its training rows when that is sooner than
-``snapshot_every`` steps, so the budget follows the data: with n training rows and batch b
-(b <= n) a snapshot every ``min(snapshot_every, max(1, round(10 n / b)))`` steps, the earliest stop
-after 11 snapshots (german's 600 training rows: every 113 steps, from 1 243 steps on; iris' 75:
-every 14, from 154; from 2 650 rows on, the ``snapshot_every`` grid). Regression
+stops once ``AUTO_PATIENCE_SNAPSHOTS`` snapshots in a row have not lowered the validation loss,
+within a budget of ``AUTO_MAX_ITERATIONS`` steps (classification, the paper's 40 000); a classifier
+then snapshots every ``AUTO_SNAPSHOT_EPOCHS`` passes over its training rows when that is sooner than
+``snapshot_every`` steps, so the budget follows the data (the rule worked through for german and
+iris: ``docs/methods/hinge.md``, "The auto budget follows the data"). Regression
 (``AUTO_PATIENCE_SNAPSHOTS_REGRESSION`` within ``AUTO_MAX_ITERATIONS_REGRESSION``) keeps the
 ``snapshot_every`` grid. ``fit_info_`` records the budget, the snapshot interval, the steps run and
-whether the fit stopped early (``docs/methods/hinge.md``).
+whether the fit stopped early.
+
 ``selection="validation"`` (default) keeps the snapshot with the lowest loss on a validation part
 held out from the training data; ``"last"`` keeps the final state; ``"test"`` is the papers'
-protocol for Letter/USPS/MNIST (*best test error over model states*): it needs
-``fit(..., eval_set=(X_test, y_test))``, is optimistic and is labelled in ``fit_info_``. With an
-``eval_set``, ``fit_info_`` also records its error at the best, the selected and the last state.
-The runner passes its test part as ``eval_set`` only when :meth:`wants_eval_set` is true.
+protocol for Letter/USPS/MNIST (*best test error over model states*): it needs ``fit(...,
+eval_set=(X_test, y_test))``, is optimistic and is labelled in ``fit_info_``. With an ``eval_set``,
+``fit_info_`` also records its error at the best, the selected and the last state. The runner passes
+its test part as ``eval_set`` only when :meth:`wants_eval_set` is true.
 
 Initialisation: ``weight_init="torch"`` (PyTorch's Kaiming-uniform default) or ``"bleak"`` (the
 authors' framework: pool and head weights ~ N(0, 1)); ``conv_bn`` picks per-``"channel"`` or
@@ -75,8 +74,8 @@ from treebench.methods.base import (
 )
 from treebench.methods.progress import report
 
-#: n_iterations="auto": snapshots without a lower validation loss before the fit stops, and the budget
-#: of steps (classification: the paper's 40 000); classification snapshots every
+#: n_iterations="auto": snapshots without a lower validation loss before the fit stops, and the
+#: budget of steps (classification: the paper's 40 000); classification snapshots every
 #: AUTO_SNAPSHOT_EPOCHS passes over the training rows when that is sooner than snapshot_every steps;
 #: regression improves slowly with plateaus, and is still improving at 40 000: 4x the patience and
 #: the budget, on the snapshot_every grid (docs/methods/hinge.md)
@@ -180,7 +179,7 @@ class _HingeBase(SizeMixin, BaseEstimator):
     }
 
     def _check_params(self):
-        """Checks across parameters (single values: ``_parameter_constraints``)."""
+        """Check across parameters (single values: ``_parameter_constraints``)."""
         if self.selection == "validation" and self.validation_fraction == 0:
             raise InvalidParameterError("selection='validation' needs validation_fraction > 0")
         if self.n_iterations == "auto" and self.selection != "validation":
@@ -190,8 +189,11 @@ class _HingeBase(SizeMixin, BaseEstimator):
             )
 
     def _budget(self, n_train):
-        """(maximum iterations, patience in snapshots or None, steps between snapshots) of
-        ``n_iterations`` for ``n_train`` training rows (the rule: module docstring)."""
+        """Return the iteration budget of ``n_iterations`` for ``n_train`` training rows.
+
+        (maximum iterations, patience in snapshots or None, steps between snapshots); the rule: the
+        module docstring.
+        """
         if self.n_iterations != "auto":
             return int(self.n_iterations), None, self.snapshot_every
         if not self._is_classifier:
@@ -473,23 +475,30 @@ class _HingeBase(SizeMixin, BaseEstimator):
         return self
 
     def _checkpoint_identity(self, X, yt, sw, eval_set) -> dict:
-        """:func:`checkpoint.identity` of this fit: the training arrays as fitted, the eval set,
-        and whether the compiled trainer runs."""
+        """:func:`checkpoint.identity` of this fit.
+
+        The training arrays as fitted, the eval set, and whether the compiled trainer runs.
+        """
         ev = (None, None) if eval_set is None else (eval_set[0], np.asarray(eval_set[1]))
         ev_x = np.asarray(ev[0], dtype=np.float32) if ev[0] is not None else None
         return checkpoint.identity(self, X, yt, sw, ev_x, ev[1], compiled=self._compiled_training)
 
     def wants_eval_set(self):
-        """True when fit needs the test part (``selection="test"``, the papers' labelled protocol);
-        the runner then calls ``fit(X, y, eval_set=(X_test, y_test))``."""
+        """Return True when fit needs the test part (``selection="test"``).
+
+        That is the papers' labelled protocol; the runner then calls
+        ``fit(X, y, eval_set=(X_test, y_test))``.
+        """
         return self.selection == "test"
 
     def _torch_threads(self):
-        """Intra-op threads for training. The hinge forest itself runs in single-threaded compiled
-        kernels and, with the linear pool, every torch op is tiny (a 53 x 16 x 100 product): extra
-        threads only spin. Measured on the shared 2-core machine (Letter, 100 trees, depth 10):
-        2 threads took ~10x the CPU and wall time of 1. So ``n_jobs`` is used only by the conv
-        pool."""
+        """Intra-op threads for training.
+
+        The hinge forest itself runs in single-threaded compiled kernels and, with the linear pool,
+        every torch op is tiny (a 53 x 16 x 100 product): extra threads only spin. Measured on the
+        shared 2-core machine (Letter, 100 trees, depth 10): 2 threads took ~10x the CPU and wall
+        time of 1. So ``n_jobs`` is used only by the conv pool.
+        """
         return self.n_jobs if self.features == "conv" else 1
 
     # ------------------------------------------------------------------ inference
@@ -508,8 +517,10 @@ class _HingeBase(SizeMixin, BaseEstimator):
         return out
 
     def _raw(self, X):
-        """Network outputs [n, K] (classification) or [n, 1] of the rows of ``X``, each row
-        independent of the others (:meth:`HingeNet.forward_rowwise`)."""
+        """Return the network outputs of the rows of ``X``, each row independent of the others.
+
+        [n, K] (classification) or [n, 1] (:meth:`HingeNet.forward_rowwise`).
+        """
         check_is_fitted(self, "net_")
         X = validate_data(self, X, dtype=np.float32, reset=False)
         torch = import_torch(self.n_jobs)
@@ -536,8 +547,10 @@ class _HingeBase(SizeMixin, BaseEstimator):
         }
 
     def to_graph(self):
-        """Feature pool, batch norm, hinge trees/ferns and head as a
-        :class:`treebench.inspect.GraphEnsemble` (exact once the running statistics are fixed)."""
+        """Return feature pool, batch norm, hinge trees/ferns and head as a GraphEnsemble.
+
+        A :class:`treebench.inspect.GraphEnsemble`, exact once the running statistics are fixed.
+        """
         from treebench.methods.hinge.export import hinge_graph
 
         return hinge_graph(self)
@@ -556,9 +569,11 @@ class _HingeClassifier(ClassifierMixin, _HingeBase):
     _is_classifier = True
 
     def decision_function(self, X):
-        """Class scores (the logits) of shape (n_samples, n_classes); for two classes, as
-        scikit-learn's binary convention, the score of ``classes_[1]`` minus that of
-        ``classes_[0]`` (n_samples,), positive where :meth:`predict` gives ``classes_[1]``."""
+        """Class scores (the logits) of shape (n_samples, n_classes).
+
+        For two classes, as scikit-learn's binary convention, the score of ``classes_[1]`` minus
+        that of ``classes_[0]`` (n_samples,), positive where :meth:`predict` gives ``classes_[1]``.
+        """
         z = self._raw(X)
         if z.shape[1] == 2:
             return z[:, 1].astype(np.float64) - z[:, 0].astype(np.float64)

@@ -17,9 +17,12 @@ from treebench.methods._export import (
 
 
 def hinge_graph(est) -> GraphEnsemble:
-    """Random Hinge Forest / Ferns: learned features -> running-statistics BN -> hinge trees on the
-    normalised features (right iff z[f] > t; output = leaf weight x smallest |z[f] - t| on the path)
-    -> linear layer or sum. Ferns are exported as complete trees whose levels share one test."""
+    """Random Hinge Forest / Ferns.
+
+    Learned features -> running-statistics BN -> hinge trees on the normalised features (right iff
+    z[f] > t; output = leaf weight x smallest |z[f] - t| on the path) -> linear layer or sum. Ferns
+    are exported as complete trees whose levels share one test.
+    """
     import torch
 
     net = est.net_

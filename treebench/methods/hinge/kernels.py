@@ -23,13 +23,14 @@ import numpy as np
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def forest_forward(z, feats, thr, w, depth, fern, reduce, leaf_out, vstar_out, rstar_out, out):
-    """z [B, F]; feats/thr [M, N] (feats of any integer type); w [M, L, K]; out [B, 1, K] (reduce:
+    """Z [B, F]; feats/thr [M, N] (feats of any integer type); w [M, L, K]; out [B, 1, K] (reduce:
     summed over trees, zeroed by the caller) or [B, M, K]. Trees: heap nodes (children 2g+1,
     2g+2); ferns: node = level. Right iff r > 0; strict < keeps the shallower decision on |r| ties.
     Tree-major (one tree's arrays stay cached) and level-synchronous over the batch: the samples'
     walks are independent, so their memory loads overlap instead of forming one dependent chain
     per sample. Ferns: :func:`_fern_forward`. Node, feature and sample indices are unsigned
-    (:func:`_u`): numba then emits no negative-index wraparound per load (~2x on the tree walk)."""
+    (:func:`_u`): numba then emits no negative-index wraparound per load (~2x on the tree walk).
+    """
     if fern:
         _fern_forward(z, feats, thr, w, depth, reduce, leaf_out, vstar_out, rstar_out, out)
         return
@@ -65,7 +66,8 @@ def forest_forward(z, feats, thr, w, depth, fern, reduce, leaf_out, vstar_out, r
 def _fern_forward(z, feats, thr, w, depth, reduce, leaf_out, vstar_out, rstar_out, out):
     """:func:`forest_forward` of ferns: a level reads one feature of every sample, from z
     transposed (one contiguous row), with branch-free selects on 32-bit node codes (depth <= 30:
-    codes below 2^31), which the compiler vectorises (~1.8x the 64-bit codes)."""
+    codes below 2^31), which the compiler vectorises (~1.8x the 64-bit codes).
+    """
     B = z.shape[0]
     M = feats.shape[0]
     g = np.empty(B, np.uint32)
@@ -107,7 +109,8 @@ def _start_walks(z, f0, th0, g, best, rbest, vbest):
 @numba.njit(cache=True, nogil=True, inline="always")
 def _u(i):
     """``i`` as an unsigned index: numba checks a signed index for a negative (wraparound) value on
-    every load; an unsigned one it uses as is."""
+    every load; an unsigned one it uses as is.
+    """
     return np.uint64(i)
 
 
@@ -140,8 +143,9 @@ def _sign(r):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _margin_grad(gb, wl, r, K):
-    """d loss / d margin of one sample in one tree: its output gradient dotted with the reached leaf's
-    weights, signed by the side of the deciding threshold."""
+    """D loss / d margin of one sample in one tree: its output gradient dotted with the reached leaf's
+    weights, signed by the side of the deciding threshold.
+    """
     s = 0.0
     for k in range(K):
         s += gb[k] * wl[k]
@@ -151,7 +155,8 @@ def _margin_grad(gb, wl, r, K):
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw):
     """G [B, 1, K] (reduce) or [B, M, K]. Accumulates into gz [B, F] (if need_z), gt [M, N] and
-    gw [M, L, K] (dense arrays; only the entries of the samples' paths change)."""
+    gw [M, L, K] (dense arrays; only the entries of the samples' paths change).
+    """
     B = leaf.shape[0]
     M = leaf.shape[1]
     K = w.shape[2]
@@ -179,7 +184,8 @@ def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw)
 def _unique_sorted(keys, t, stamp, base, slot, ti, xi, nnz):
     """The distinct values of ``keys`` (one tree's B indices), sorted, appended at ``nnz`` to the row
     lists (ti = t, xi = value); ``slot[value]`` = its row. ``stamp`` marks the values seen under the
-    mark ``base`` (a fresh mark per tree and call: the stamps are never reset). Returns the new nnz."""
+    mark ``base`` (a fresh mark per tree and call: the stamps are never reset). Returns the new nnz.
+    """
     nu = 0
     for b in range(keys.shape[0]):
         x = keys[b]
@@ -209,7 +215,8 @@ def forest_backward_rows(
     them (the caller adds M per call): no array of the forest's size is filled or allocated per
     call, so a call costs O(B M (D + K)) whatever the number of leaves 2^D.
 
-    Returns (ti, li, vals, tti, tni, tvals)."""
+    Returns (ti, li, vals, tti, tni, tvals).
+    """
     B = leaf.shape[0]
     M = leaf.shape[1]
     K = w.shape[2]
@@ -255,7 +262,8 @@ def forest_backward_rows(
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def adam_dense(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps):
     """torch.optim.Adam's single-tensor step on flat arrays: m.lerp_(g, w1); v = b2 v + c2 g^2;
-    p -= step_size * m / (sqrt(v) / bc2_sqrt + eps)."""
+    p -= step_size * m / (sqrt(v) / bc2_sqrt + eps).
+    """
     _adam_dense_inline(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps)
 
 
@@ -273,7 +281,8 @@ def _adam_decay(p, m, v, w1, b2, step_size, bc2_sqrt, eps):
 def adam_rows(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
     """Adam step where the gradient of the [R, K] arrays is ``gv`` on the sorted unique ``rows`` and
     0 elsewhere: one pass in memory order, the zero-gradient update (vectorised) on the runs between
-    touched rows and the full update (same arithmetic as :func:`adam_dense`) on the touched rows."""
+    touched rows and the full update (same arithmetic as :func:`adam_dense`) on the touched rows.
+    """
     K = p.shape[1]
     pf = p.reshape(-1)
     mf = m.reshape(-1)
@@ -293,7 +302,8 @@ def adam_rows(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
 def adam_rows_lazy(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
     """Lazy Adam (``torch.optim.SparseAdam``'s rule): only the touched ``rows`` of the [R, K] arrays
     update their moments and move, with :func:`adam_dense`'s arithmetic; the others are left as they
-    are (no decay), so a step costs the touched rows, not all R."""
+    are (no decay), so a step costs the touched rows, not all R.
+    """
     K = p.shape[1]
     pf, mf, vf = p.reshape(-1), m.reshape(-1), v.reshape(-1)
     for j in range(rows.shape[0]):
@@ -351,7 +361,8 @@ def uci_train_steps(
     ``batches`` [S, B] holds training-row indices of the S minibatches. All arrays are updated in
     place (numpy views of the torch parameters). A step touches only the forest entries of the
     samples' paths (:func:`_backward_adagrad_scalar`), so nothing of the forest's size 2^D is
-    allocated or cleared per call. Returns the mean minibatch loss."""
+    allocated or cleared per call. Returns the mean minibatch loss.
+    """
     S, B = batches.shape
     P = X.shape[1]
     F = Wp.shape[0]
@@ -470,7 +481,8 @@ def _backward_adagrad_scalar(
     zeroed (entries with zero gradient keep value and accumulator, as in Adagrad). A tree's step
     changes only its own parameters after its own backward has read them, so this is the same
     arithmetic as the whole backward before all the steps, with the scratch of one tree (in L1)
-    instead of two arrays of the forest's size."""
+    instead of two arrays of the forest's size.
+    """
     B, M = leaf.shape
     for t in range(M):
         f = feats[t]
@@ -504,7 +516,8 @@ def _backward_adagrad_scalar(
 def gather_rows(p, s, idx, dims):
     """Rows of the [R, C] arrays ``p`` and ``s`` at the sparse indices ``idx`` [nd, nnz] of a tensor
     whose first nd dimensions are ``dims``: (flat row ids, p rows, s rows, ordered), the rows
-    copied; ``ordered`` is False when the row ids are not strictly increasing (not coalesced)."""
+    copied; ``ordered`` is False when the row ids are not strictly increasing (not coalesced).
+    """
     nd, nnz = idx.shape
     C = p.shape[1]
     rows = np.empty(nnz, np.int64)

@@ -89,6 +89,7 @@ class RunningBatchNorm(nn.Module):
         return (1, -1) + (1,) * (x.dim() - 2)
 
     def forward(self, x):
+        """Normalise ``x`` with the running statistics; in training, remember the batch's."""
         if self.training and x.shape[0] > 1:
             with torch.no_grad():
                 dims = [0] + list(range(2, x.dim()))
@@ -122,10 +123,10 @@ class HingeForest(nn.Module):
     level, leaf = D-bit code with the first level as the most significant bit.
     Routing: right iff r > 0. r* = the smallest-|r| decision on the path, ties -> the shallower one.
 
-    With numba the forward/backward are compiled kernels (:class:`_HingeForestFn`); otherwise (or via
-    :meth:`forward_torch`) three gathers and autograd. ``sparse_grad=True`` makes the leaf-weight
-    gradient a sparse COO tensor (for :class:`HingeAdam` / :class:`HingeAdagrad`); with it, the
-    attribute ``sparse_thresholds = True`` makes the threshold gradient one too (for
+    With numba the forward/backward are compiled kernels (:class:`_HingeForestFn`); otherwise (or
+    via :meth:`forward_torch`) three gathers and autograd. ``sparse_grad=True`` makes the
+    leaf-weight gradient a sparse COO tensor (for :class:`HingeAdam` / :class:`HingeAdagrad`); with
+    it, the attribute ``sparse_thresholds = True`` makes the threshold gradient one too (for
     :class:`HingeAdagrad`: then a training step costs O(B M D), not O(M 2^D)).
     """
 
@@ -171,9 +172,11 @@ class HingeForest(nn.Module):
         return state
 
     def _rows_workspace(self):
-        """(stamps and slots of leaves and decisions, a fresh stamp base) for the compiled
-        coalescing of sparse gradients; allocated once, never cleared (see
-        :func:`~treebench.methods.hinge.kernels.forest_backward_rows`)."""
+        """Return the workspace of the compiled coalescing of sparse gradients.
+
+        (stamps and slots of leaves and decisions, a fresh stamp base); allocated once, never
+        cleared (see :func:`~treebench.methods.hinge.kernels.forest_backward_rows`).
+        """
         if self._rows_ws is None:
             L, N = self.n_leaves, self.n_decisions
             self._rows_ws = [
@@ -271,10 +274,10 @@ def _np(t):
 class _HingeForestFn(torch.autograd.Function):
     """Compiled forward/backward of a :class:`HingeForest` (numba kernels of ``hinge.kernels``).
 
-    Same function and gradients as :meth:`HingeForest.forward_torch`; per (sample, tree) the backward
-    touches one leaf row, one threshold and one input. With ``sparse`` the leaf-weight gradient is a
-    coalesced sparse COO tensor (rows = touched (tree, leaf) pairs), for :class:`HingeAdam` or
-    ``torch.optim.Adagrad``; otherwise dense.
+    Same function and gradients as :meth:`HingeForest.forward_torch`; per (sample, tree) the
+    backward touches one leaf row, one threshold and one input. With ``sparse`` the leaf-weight
+    gradient is a coalesced sparse COO tensor (rows = touched (tree, leaf) pairs), for
+    :class:`HingeAdam` or ``torch.optim.Adagrad``; otherwise dense.
     """
 
     @staticmethod
@@ -325,7 +328,10 @@ class _HingeForestFn(torch.autograd.Function):
 
 
 def _coo(rows, cols, vals, param):
-    """Coalesced sparse COO gradient of ``param`` with entries (rows, cols) = vals (sorted, unique)."""
+    """Coalesced sparse COO gradient of ``param`` with entries (rows, cols) = vals.
+
+    Sorted, unique.
+    """
     return torch.sparse_coo_tensor(
         torch.from_numpy(np.stack([rows, cols])),
         torch.from_numpy(vals).to(param.dtype),
@@ -336,15 +342,15 @@ def _coo(rows, cols, vals, param):
 
 
 class HingeAdam(torch.optim.Optimizer):
-    """Adam (Kingma & Ba; torch.optim.Adam's arithmetic, no weight decay/amsgrad) with numba kernels.
+    """Adam (Kingma & Ba) with numba kernels: torch.optim.Adam's arithmetic, no decay/amsgrad.
 
-    Dense semantics for every parameter: each step every entry's moments decay and every entry moves,
-    exactly like ``torch.optim.Adam`` fed a dense gradient with zeros. A sparse COO gradient (the
-    hinge leaves' coalesced rows) is consumed without materialising the zeros: one pass in memory
-    order applies the zero-gradient update to the runs between touched rows and the full update to
-    the touched rows. ``lazy=True``: a sparse gradient updates only its touched rows (the moments
-    of the others neither decay nor move them), as ``torch.optim.SparseAdam``; dense gradients keep
-    the dense rule.
+    Dense semantics for every parameter: each step every entry's moments decay and every entry
+    moves, exactly like ``torch.optim.Adam`` fed a dense gradient with zeros. A sparse COO gradient
+    (the hinge leaves' coalesced rows) is consumed without materialising the zeros: one pass in
+    memory order applies the zero-gradient update to the runs between touched rows and the full
+    update to the touched rows. ``lazy=True``: a sparse gradient updates only its touched rows (the
+    moments of the others neither decay nor move them), as ``torch.optim.SparseAdam``; dense
+    gradients keep the dense rule.
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, lazy=False):
@@ -369,6 +375,7 @@ class HingeAdam(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
+        """Take one Adam step (see the class), ``closure`` as torch's optimisers take it."""
         loss = _closure_loss(closure)
         for group in self.param_groups:
             lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
@@ -407,7 +414,7 @@ _NP_DTYPE = {torch.float32: np.float32, torch.float64: np.float64}
 
 
 def _closure_loss(closure):
-    """The loss of an optimizer step's ``closure`` (evaluated with gradients on), or None."""
+    """Return the loss of an optimizer step's ``closure`` (evaluated with gradients on), or None."""
     if closure is None:
         return None
     with torch.enable_grad():
@@ -415,21 +422,23 @@ def _closure_loss(closure):
 
 
 def _flat(t):
-    """A numpy view sharing ``t``'s memory (in-place updates reach the tensor)."""
+    """Return a numpy view sharing ``t``'s memory (in-place updates reach the tensor)."""
     if t.device.type != "cpu" or not t.is_contiguous() or t.dtype not in _NP_DTYPE:
         raise ValueError("HingeAdam needs contiguous float32/float64 CPU parameters")
     return t.detach().numpy()
 
 
 class HingeAdagrad(torch.optim.Adagrad):
-    """``torch.optim.Adagrad(fused=True)`` that also takes sparse COO gradients (the hinge forest's
-    coalesced rows), with the same result as the dense step on the gradient with zeros.
+    """``torch.optim.Adagrad(fused=True)`` that also takes sparse COO gradients.
+
+    They are the hinge forest's coalesced rows; the result is the dense step's on the gradient
+    with zeros.
 
     Adagrad leaves an entry with zero gradient as it is (its sum grows by 0, it moves by
-    ``lr * 0 / (sqrt(sum) + eps)``; no weight decay), so only the touched rows are gathered, stepped by
-    torch's own fused kernel (elementwise: an entry's result does not depend on its neighbours) and
-    written back. A step then costs the rows a minibatch reaches, not the forest's 2^D leaves. The
-    state (``sum``, ``step``) and ``state_dict`` are torch's.
+    ``lr * 0 / (sqrt(sum) + eps)``; no weight decay), so only the touched rows are gathered, stepped
+    by torch's own fused kernel (elementwise: an entry's result does not depend on its neighbours)
+    and written back. A step then costs the rows a minibatch reaches, not the forest's 2^D leaves.
+    The state (``sum``, ``step``) and ``state_dict`` are torch's.
     """
 
     def __init__(self, params, lr=1e-2, eps=1e-10):
@@ -437,6 +446,7 @@ class HingeAdagrad(torch.optim.Adagrad):
 
     @torch.no_grad()
     def step(self, closure=None):
+        """Take one Adagrad step on dense and sparse gradients (see the class)."""
         loss = _closure_loss(closure)
         for group in self.param_groups:
             ps, gs, sums, steps, back = [], [], [], [], []
@@ -484,11 +494,11 @@ class HingeNet(nn.Module):
     no bias, flattened) or ``"none"`` (the raw inputs). ``aggregation``: ``"linear"`` (scalar tree
     outputs -> Linear(M, K) with bias) or ``"sum"`` (K-vector leaves summed over trees).
 
-    ``weight_init``: ``"torch"`` (PyTorch's Kaiming-uniform default for the pool and the linear head)
-    or ``"bleak"`` (the authors' paper framework: pool and head weights ~ N(0, 1), head bias 0; bleak
-    ``SGInnerProduct.sad`` / ``SGConvolution2D.sad``). ``conv_bn``: the conv pool's batch norm keeps
-    one statistic per ``"channel"`` (over batch and positions) or per ``"position"`` (per flattened
-    feature, 80*8*8 on MNIST, as bleak's forest subgraph normalises its reshaped input).
+    ``weight_init``: ``"torch"`` (PyTorch's Kaiming-uniform default for the pool and the linear
+    head) or ``"bleak"`` (the authors' paper framework: pool and head weights ~ N(0, 1), head bias
+    0; bleak ``SGInnerProduct.sad`` / ``SGConvolution2D.sad``). ``conv_bn``: the conv pool's batch
+    norm keeps one statistic per ``"channel"`` (over batch and positions) or per ``"position"`` (per
+    flattened feature, 80*8*8 on MNIST, as bleak's forest subgraph normalises its reshaped input).
     """
 
     def __init__(
@@ -558,6 +568,7 @@ class HingeNet(nn.Module):
             raise ValueError(f"aggregation must be 'linear' or 'sum', got {aggregation!r}")
 
     def features(self, x):
+        """Return the normalised feature pool of ``x`` (flattened per sample)."""
         if self.pool_kind == "conv":
             x = x.view(x.shape[0], *self.image_chw)
         if self.pool_kind == "conv" and self.conv_bn == "position":
@@ -566,6 +577,7 @@ class HingeNet(nn.Module):
         return z.flatten(1)
 
     def forward(self, x):
+        """Return the network's output: the forest's, summed over trees or through the head."""
         z = self.features(x)
         if self.aggregation == "sum":
             return self.forest(z, reduce=True)  # [B, K], summed over trees
@@ -626,7 +638,7 @@ def _skip(cls, *args, **kwargs):
 
 
 def _reinit(layer, generator):
-    """PyTorch's default (Kaiming-uniform) init, drawn from ``generator`` instead of the global RNG."""
+    """PyTorch's default (Kaiming-uniform) init, drawn from ``generator``, not the global RNG."""
     with torch.no_grad():
         fan_in = layer.weight[0].numel()
         bound = 1.0 / math.sqrt(fan_in)
@@ -636,7 +648,7 @@ def _reinit(layer, generator):
 
 
 def _bleak_init(layer, generator):
-    """The authors' bleak init: weights ~ N(0, 1), bias 0, drawn from ``generator``."""
+    """Apply the authors' bleak init: weights ~ N(0, 1), bias 0, drawn from ``generator``."""
     with torch.no_grad():
         layer.weight.normal_(0.0, 1.0, generator=generator)
         if getattr(layer, "bias", None) is not None:
@@ -644,8 +656,11 @@ def _bleak_init(layer, generator):
 
 
 def torch_train_steps(net, opt, X, Y, W, batches, loss_fn) -> float:
-    """Minibatch steps of the torch path: forward, ``loss_fn(out, y, w)``, backward, optimiser step,
-    then the running BN statistics; ``batches`` [S, B] are row indices of X. Mean loss."""
+    """Minibatch steps of the torch path.
+
+    Forward, ``loss_fn(out, y, w)``, backward, optimiser step, then the running BN statistics;
+    ``batches`` [S, B] are row indices of X. Mean loss.
+    """
     total = 0.0
     for b in torch.from_numpy(np.ascontiguousarray(batches, dtype=np.int64)):
         loss = loss_fn(net(X[b]), Y[b], None if W is None else W[b])
@@ -658,14 +673,17 @@ def torch_train_steps(net, opt, X, Y, W, batches, loss_fn) -> float:
 
 
 class CompiledUCITrainer:
-    """The whole training step of the UCI network (linear pool, running BN, scalar-leaf trees/ferns,
-    linear head, AdaGrad) in one numba kernel (:func:`treebench.methods.hinge.kernels.uci_train_steps`).
+    """The whole training step of the UCI network in one numba kernel.
+
+    Linear pool, running BN, scalar-leaf trees/ferns, linear head, AdaGrad:
+    :func:`treebench.methods.hinge.kernels.uci_train_steps`.
 
     Same arithmetic as the torch path (forward, autograd backward, ``torch.optim.Adagrad``,
     :meth:`RunningBatchNorm.update`), without torch's per-op and autograd overhead, which dominates
     for these tiny models (~2 ms a step against ~50 us). The kernel updates the network's parameters
     and BN buffers in place through numpy views, so snapshots, validation and prediction use the
-    ordinary module. AdaGrad's accumulators live here (zeros at the start, like torch's)."""
+    ordinary module. AdaGrad's accumulators live here (zeros at the start, like torch's).
+    """
 
     def __init__(self, net, X, Y, sw, classification: bool, lr: float, eps: float = 1e-10):
         self.net, self.classification = net, bool(classification)
@@ -686,6 +704,7 @@ class CompiledUCITrainer:
 
     @staticmethod
     def applies(net, optimizer: str, dtype) -> bool:
+        """Return whether the compiled trainer can run this network and optimiser."""
         return (
             _kernels is not None
             and getattr(getattr(net, "pool", None), "in_features", np.inf)
@@ -724,19 +743,24 @@ def _narrow(feats):
 
 
 #: optimizer="adagrad" takes the forest's gradients as rows (:class:`HingeAdagrad`) from this many
-#: threshold + leaf-weight entries on: below, the dense gradient and torch's fused Adagrad over all
-#: entries cost less than the rows' fixed overhead (docs/methods/hinge.md, "Cost per step and depth")
+#: threshold + leaf-weight entries on: below, the dense gradient and torch's fused Adagrad over
+#: all entries cost less than the rows' fixed overhead (docs/methods/hinge.md, "Cost per step
+#: and depth")
 SPARSE_ADAGRAD_MIN_ENTRIES = 2**20
 
 
 def make_optimizer(name: str, net: nn.Module, lr: float):
-    """``"adam"``: :class:`HingeAdam` with sparse leaf gradients when numba is available (else
+    """Return the optimiser ``optimizer`` names for ``net``.
+
+    ``"adam"``: :class:`HingeAdam` with sparse leaf gradients when numba is available (else
     ``torch.optim.Adam``); ``"lazy_adam"``: :class:`HingeAdam` updating only the leaves a minibatch
     reaches (``torch.optim.SparseAdam``'s rule; dense Adam for the other layers);
     ``"adagrad"``: ``torch.optim.Adagrad`` (fused, dense gradients); for a forest of at least
-    :data:`SPARSE_ADAGRAD_MIN_ENTRIES` thresholds and leaf weights (and numba), :class:`HingeAdagrad`
-    on sparse leaf and threshold gradients instead: the same results at a cost per step independent
-    of the 2^D leaves. Sets ``net``'s forest to the sparse gradients the optimiser takes."""
+    :data:`SPARSE_ADAGRAD_MIN_ENTRIES` thresholds and leaf weights (and numba),
+    :class:`HingeAdagrad` on sparse leaf and threshold gradients instead: the same results at a cost
+    per step independent of the 2^D leaves. Sets ``net``'s forest to the sparse gradients the
+    optimiser takes.
+    """
     params = list(net.parameters())
     forest = getattr(net, "forest", net)
     forest.sparse_thresholds = False

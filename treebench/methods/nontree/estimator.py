@@ -1,4 +1,4 @@
-"""scikit-learn's MLP and linear SVM on (by default) standardised inputs, with an empty size report."""
+"""Scikit-learn's MLP and linear SVM on (by default) standardised inputs; empty size report."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from treebench.methods.base import CLASSIFICATION, REGRESSION, SIZE_KEYS, SizeMi
 
 
 class _Standardized(SizeMixin):
-    """Inputs standardised with the training part's (weighted) mean and SD before the model sees
-    them (``standardize=True``, the default): both models are scale-sensitive, and the paper's
+    """A model on inputs standardised with the training part's (weighted) mean and SD.
+
+    With ``standardize=True`` (the default): both models are scale-sensitive, and the paper's
     datasets mix units (as SDT and One-Stage, which standardise too). ``standardize=False`` feeds
-    the raw inputs. Not a tree: no splits and no decision graph."""
+    the raw inputs. Not a tree: no splits and no decision graph.
+    """
 
     no_graph = "not a tree: an MLP or a linear SVM has no decision graph"
 
@@ -42,10 +44,11 @@ class _Standardized(SizeMixin):
         return dict.fromkeys(SIZE_KEYS, 0)
 
 
-# Each class repeats its scikit-learn parent's parameters and defaults in ``__init__`` (an estimator's
-# parameters are its signature) and adds ``standardize``; a test keeps the defaults equal to the parent's.
-# Each class scales in the public methods that reach the model without going through another
-# scaled one (LinearSVC.predict calls decision_function; MLP's predict_log_proba, predict_proba).
+# Each class repeats its scikit-learn parent's parameters and defaults in ``__init__`` (an
+# estimator's parameters are its signature) and adds ``standardize``; a test keeps the defaults
+# equal to the parent's. Each class scales in the public methods that reach the model without
+# going through another scaled one (LinearSVC.predict calls decision_function; MLP's
+# predict_log_proba, predict_proba).
 
 
 class _ScaledPredict:
@@ -58,8 +61,10 @@ _MLP = "MLP (scikit-learn, Adam, stops when the training loss stalls), standardi
 
 @register("mlp", CLASSIFICATION, _MLP)
 class MLPClassifier(_ScaledPredict, _Standardized, neural_network.MLPClassifier):
-    """Multi-layer perceptron classifier on standardised inputs (no ``partial_fit``: the scaler is
-    fitted once, in ``fit``)."""
+    """Multi-layer perceptron classifier on standardised inputs.
+
+    No ``partial_fit``: the scaler is fitted once, in ``fit``.
+    """
 
     _parameter_constraints = {
         **neural_network.MLPClassifier._parameter_constraints,
@@ -123,9 +128,11 @@ class MLPClassifier(_ScaledPredict, _Standardized, neural_network.MLPClassifier)
 
     @available_if(lambda self: False)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Not offered: the scaler is fitted once, in :meth:`fit`."""
         raise AttributeError("partial_fit is not offered: the scaler is fitted once, in fit")
 
     def predict_proba(self, X):
+        """Return the class probabilities of the rows of ``X`` (standardised first)."""
         return super().predict_proba(self._scaled(X))
 
 
@@ -197,6 +204,7 @@ class MLPRegressor(_ScaledPredict, _Standardized, neural_network.MLPRegressor):
 
     @available_if(lambda self: False)
     def partial_fit(self, X, y, sample_weight=None):
+        """Not offered: the scaler is fitted once, in :meth:`fit`."""
         raise AttributeError("partial_fit is not offered: the scaler is fitted once, in fit")
 
 
@@ -243,12 +251,16 @@ class LinearSVMClassifier(_Standardized, LinearSVC):
         self.standardize = standardize
 
     def decision_function(self, X):
+        """Return the decision scores of the rows of ``X`` (standardised first)."""
         return super().decision_function(self._scaled(X))
 
     def predict_proba(self, X):
-        """Scores, not calibrated probabilities: the one-vs-rest decision values through a logistic
-        function, normalised over the classes (``LogisticRegression``'s one-vs-rest rule), so that
-        bagging can average them and their argmax is ``predict``."""
+        """Scores, not calibrated probabilities.
+
+        The one-vs-rest decision values through a logistic function, normalised over the classes
+        (``LogisticRegression``'s one-vs-rest rule), so that bagging can average them and their
+        argmax is ``predict``.
+        """
         from scipy.special import expit
 
         d = self.decision_function(X)

@@ -24,7 +24,8 @@ def _split_z(A, ra, WdT, i):
     """Row ``ra`` of ``A`` times router ``i``: the logit difference every compiled pass routes by
     (training, the gamma step and prediction sum it in this one order). The reference of the
     order: the compiled kernels compute the four accumulators as the four lanes of one vector
-    (:func:`_lane_sums`), the same float32 products and sums."""
+    (:func:`_lane_sums`), the same float32 products and sums.
+    """
     p = A.shape[1]
     p4 = p - p % 4
     z0 = z1 = z2 = z3 = np.float32(0.0)  # four accumulators break the add dependency chain
@@ -101,7 +102,8 @@ def _route_row():
 
     ``split_z(A, ra, WdT, i)`` is :func:`_split_z`; ``route_row(Xa, WdT, depth, paths, r)``
     writes row ``r``'s full-depth path into ``paths[r, 1:]``; ``route_rows(Xa, WdT, depth,
-    paths, lo, hi)`` does so for rows ``lo:hi``, four rows at a time (the same decisions)."""
+    paths, lo, hi)`` does so for rows ``lo:hi``, four rows at a time (the same decisions).
+    """
     global _NUMBA_ROW
     if _NUMBA_ROW is None:
         import numba
@@ -359,7 +361,8 @@ def values_from_leaves(leaf_sums: np.ndarray, leaf_cnt: np.ndarray, depth: int) 
     """Node values (Eq. 17) from per-leaf weighted target sums and weights (:func:`leaf_stats`).
 
     Compiled (numba): a parent's sums are its two children's, its value their ratio, an empty node
-    copies its parent's value; the numpy version of these loops cost ~0.4 ms a router step."""
+    copies its parent's value; the numpy version of these loops cost ~0.4 ms a router step.
+    """
     k = leaf_sums.shape[1]
     n_nodes = 2 ** (depth + 1) - 1
     V = np.zeros((n_nodes, k))
@@ -410,7 +413,8 @@ _NUMBA_STEP = None
 
 def _step_kernels():
     """The compiled per-step passes over all rows (numba, imported lazily; cached on disk):
-    ``(refresh, gamma_grad)``, both routing each row with :func:`route_paths`'s kernel."""
+    ``(refresh, gamma_grad)``, both routing each row with :func:`route_paths`'s kernel.
+    """
     global _NUMBA_STEP
     if _NUMBA_STEP is None:
         import numba
@@ -497,7 +501,8 @@ def _step_kernels():
 class RefreshPass:
     """Node values (Eq. 17) of the rows ``Xa`` and each row's leaf, for routers given at each
     call: the rows, targets and weights are converted once (the pass runs after every router
-    step). ``pass_(Wd, WdT=None) -> (V, leaf)``; see :func:`refresh_values`."""
+    step). ``pass_(Wd, WdT=None) -> (V, leaf)``; see :func:`refresh_values`.
+    """
 
     def __init__(self, Xa, Y, w, depth: int, codes=None, n_threads: int = 1):
         self.Xa = np.ascontiguousarray(Xa, dtype=np.float32)
@@ -536,7 +541,8 @@ def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1, WdT
 class GammaPass:
     """The gamma gradient (:func:`gamma_gradient`) of the rows ``Xa``, for the architecture,
     values and routers given at each call: the rows, targets and weights are converted once.
-    ``pass_(keep, V, Wd, WdT=None) -> g``."""
+    ``pass_(keep, V, Wd, WdT=None) -> g``.
+    """
 
     def __init__(self, Xa, t, w, depth: int, cls: bool, floor: float, flip: bool):
         t = np.asarray(t)
@@ -784,7 +790,8 @@ _LOGISTIC_EXACT = None
 
 def compiled_logistic_exact() -> bool:
     """Whether the compiled ``1 / (1 + exp(-a))`` equals ``scipy.special.expit`` bit for bit on
-    2^16 values spanning the range of the perturbed logits (checked once per process)."""
+    2^16 values spanning the range of the perturbed logits (checked once per process).
+    """
     global _LOGISTIC_EXACT
     if _LOGISTIC_EXACT is None:
         import numba
@@ -810,7 +817,8 @@ def _adam_intrinsic():
     """A numba intrinsic ``f(g, m, v, u, (b1, 1 - b1, b2, 1 - b2, lr, c1, c2, eps), n_blocks)``:
     Adam's moment updates (in place) and step ``u`` on the first ``8 * n_blocks`` entries of the
     flat float64 arrays, eight lanes at a time with the scalar loop's operations in its order
-    (lane-wise IEEE multiply, add, divide and square root; numba leaves the loop scalar)."""
+    (lane-wise IEEE multiply, add, divide and square root; numba leaves the loop scalar).
+    """
     from llvmlite import ir
     from numba import types
     from numba.core import cgutils
@@ -897,7 +905,8 @@ def adam_pair():
     ``kernel(W, g0, m, v, lr, b1, b2, eps, 1 - b1**t, 1 - b2**t, Wd, WdT)`` moves the first
     logits by ``-u`` and the second by ``+u``, ``u`` Adam's step from ``g0``, in place, and
     writes the new float32 logit differences into ``Wd`` (d+1, n_int) and ``WdT`` (n_int, d+1)
-    unless they are empty."""
+    unless they are empty.
+    """
     global _NUMBA_ADAM
     if _NUMBA_ADAM is None:
         _NUMBA_ADAM = _adam_pair_factory()

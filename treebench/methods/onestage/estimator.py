@@ -1,18 +1,20 @@
-"""One-Stage Tree (Xu et al., Machine Learning 2022): an oblique hard tree built and pruned in one stage.
+"""One-Stage Tree (Xu et al., Machine Learning 2022).
 
-Model: a complete depth-``max_depth`` binary tree in level order (:mod:`.core`). Every potential split
-node ``i`` has a router with two linear logits on ``[x; 1]`` (go left iff ``(w_i0 - w_i1)^T [x; 1] > 0``)
-and an architecture switch ``gamma_i in [0, 1]`` (``gamma_bar_i = 1[gamma_i >= 0.5]``: 1 = split,
-0 = pruned); every node holds a value ``v_i`` (class distribution or regression target) used when the
-node acts as a leaf.
+An oblique hard tree built and pruned in one stage.
+
+Model: a complete depth-``max_depth`` binary tree in level order (:mod:`.core`). Every potential
+split node ``i`` has a router with two linear logits on ``[x; 1]`` (go left iff ``(w_i0 - w_i1)^T
+[x; 1] > 0``) and an architecture switch ``gamma_i in [0, 1]`` (``gamma_bar_i = 1[gamma_i >= 0.5]``:
+1 = split, 0 = pruned); every node holds a value ``v_i`` (class distribution or regression target)
+used when the node acts as a leaf.
 
 Training is the paper's alternating bilevel scheme (Alg. 1, Eqs. 9-17), one step per minibatch: lazy
-proximal step on gamma, a router step under straight-through Gumbel-softmax path samples, closed-form
-node values (Eq. 17) and a gamma step on the validation rows (``gamma_gradient``: the tangent at
-``gamma_bar`` or, by default, the ``'flip'`` secant, which lets a pruned node bud again). The two
-ablations of the paper (Joint Tree, Gumbel Tree) differ only in this step and are strategy objects
-(:mod:`.strategies`). All gradients are closed-form numpy (the model is a hard tree, so a step
-touches O(batch * nodes) numbers); tests check them against torch autograd.
+proximal step on gamma, a router step under straight-through Gumbel-softmax path samples,
+closed-form node values (Eq. 17) and a gamma step on the validation rows (``gamma_gradient``: the
+tangent at ``gamma_bar`` or, by default, the ``'flip'`` secant, which lets a pruned node bud again).
+The two ablations of the paper (Joint Tree, Gumbel Tree) differ only in this step and are strategy
+objects (:mod:`.strategies`). All gradients are closed-form numpy (the model is a hard tree, so a
+step touches O(batch * nodes) numbers); tests check them against torch autograd.
 
 Early stopping monitors the validation loss and restores the best epoch (epoch cap / patience:
 200 / 15 for classification as in the paper, 400 / 70 for regression, ``patience=None``).
@@ -81,15 +83,19 @@ from treebench.methods.onestage.strategies import (
 )
 from treebench.methods.progress import report
 
-#: patience="auto": minibatch steps without a better validation loss before the fit stops (the paper's
-#: 15 epochs of its median set, ~900 training rows in batches of 32; docs/methods/onestage.md)
+#: patience="auto": minibatch steps without a better validation loss before the fit stops
+#: (the paper's 15 epochs of its median set, ~900 training rows in batches of 32; see
+#: docs/methods/onestage.md)
 AUTO_PATIENCE_STEPS = 1000
 _NO_LOGISTIC = np.empty((0, 0))  # router_backward evaluates the logistic itself
 _NO_WD = np.empty((0, 0), dtype=np.float32)  # adam_pair writes no logit differences
 
 
 def auto_patience(n_batches, paper):
-    """The ``patience="auto"`` rule: ceil(AUTO_PATIENCE_STEPS / n_batches) epochs, at least ``paper``."""
+    """Return the ``patience="auto"`` rule.
+
+    Ceil(AUTO_PATIENCE_STEPS / n_batches) epochs, at least ``paper``.
+    """
     return int(max(paper, math.ceil(AUTO_PATIENCE_STEPS / max(n_batches, 1))))
 
 
@@ -97,7 +103,10 @@ def auto_patience(n_batches, paper):
 
 
 class _OneStageBase(SizeMixin, BaseEstimator):
-    """Shared implementation; see the module docstring. Subclasses fix the task and the architecture search (``_strategy``)."""
+    """Shared implementation; see the module docstring.
+
+    Subclasses fix the task and the architecture search (``_strategy``).
+    """
 
     #: what ``fit`` reports through :mod:`treebench.methods.progress` (the contract test checks it)
     progress_phases = ("epochs",)
@@ -176,13 +185,16 @@ class _OneStageBase(SizeMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
-        """Checks across parameters (single values: ``_parameter_constraints``)."""
+        """Check across parameters (single values: ``_parameter_constraints``)."""
         vf = self.validation_fraction
         if self._strategy.holds_out(self) and not 0.0 < vf < 1.0:
             raise InvalidParameterError(f"validation_fraction must be in (0, 1), got {vf!r}")
 
     def _joint_holdout(self):
-        """Joint Tree only: hold ``validation_fraction`` out for early stopping (see the docstring)."""
+        """Joint Tree only.
+
+        Hold ``validation_fraction`` out for early stopping (see the docstring).
+        """
         return bool(getattr(self, "early_stopping_holdout", False))
 
     def _by_task(self, value, cast, clf, reg):
@@ -192,8 +204,11 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         return clf if self._task == CLASSIFICATION else reg
 
     def _patience(self, n_batches):
-        """Early-stopping patience in epochs; ``None`` = 15 (paper) for classification, 70 for
-        regression; ``"auto"``: :func:`auto_patience` of ``n_batches`` per epoch and those values."""
+        """Early-stopping patience in epochs.
+
+        ``None`` = 15 (paper) for classification, 70 for regression; ``"auto"``:
+        :func:`auto_patience` of ``n_batches`` per epoch and those values.
+        """
         if self.patience == "auto":
             return auto_patience(n_batches, self._by_task(None, int, 15, 70))
         return self._by_task(self.patience, int, 15, 70)
@@ -205,11 +220,17 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         return self._by_task(self.gamma_learning_rate, float, 1.0, 0.1)
 
     def _gamma_init(self):
-        """Initial gamma; ``None`` = 0.5 for classification (the authors' [0.5, 0.5]), 1.0 for regression."""
+        """Return the initial gamma.
+
+        ``None`` = 0.5 for classification (the authors' [0.5, 0.5]), 1.0 for regression.
+        """
         return self._by_task(self.gamma_init, float, 0.5, 1.0)
 
     def _max_epochs(self):
-        """Epoch cap; ``None`` = 200 (paper) for classification, 400 for regression (authors' scripts)."""
+        """Return the epoch cap.
+
+        ``None`` = 200 (paper) for classification, 400 for regression (authors' scripts).
+        """
         return self._by_task(self.max_epochs, int, 200, 400)
 
     # ------------------------------------------------------------------ targets
@@ -441,8 +462,9 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         adam_pair()(W, g0, st["m"], st["v"], lr, b1, b2, eps, 1 - b1**t, 1 - b2**t, Wd, WdT)
 
     def _router_grad(self, Xb, tb, wb, noise, W, V, keep, tau, D, with_gamma=False, Wd=None):
-        """Gradient of the minibatch loss w.r.t. the routers' first logits under one Gumbel-softmax
-        path sample, (d+1, n_int): the second logits' gradient is its negation.
+        """Return the minibatch loss's gradient w.r.t. the routers' first logits, (d+1, n_int).
+
+        Under one Gumbel-softmax path sample; the second logits' gradient is its negation.
 
         Straight-through: the forward pass follows the hard sample; the backward pass differentiates
         Eq. (2) with the soft Gumbel-softmax weights ``y0 = sigmoid((z + g0 - g1) / tau)``.
@@ -540,7 +562,7 @@ class _OneStageBase(SizeMixin, BaseEstimator):
         }
 
     def to_graph(self):
-        """The pruned oblique tree as a :class:`treebench.inspect.GraphEnsemble`."""
+        """Return the pruned oblique tree as a :class:`treebench.inspect.GraphEnsemble`."""
         from treebench.methods.onestage.export import onestage_graph
 
         return onestage_graph(self)
@@ -606,8 +628,8 @@ _JOINT = (
 class _JointPart:
     """Joint Tree: the base parameters plus ``early_stopping_holdout`` (see the module docstring).
 
-    ``early_stopping_holdout=True``: ``validation_fraction`` of the rows is held out and used only for
-    early stopping (the same train/validation parts as One-Stage for the same ``random_state``);
+    ``early_stopping_holdout=True``: ``validation_fraction`` of the rows is held out and used only
+    for early stopping (the same train/validation parts as One-Stage for the same ``random_state``);
     ``False``: every row trains and early stopping monitors the training loss.
     ``gamma_learning_rate``, ``gamma_optimizer`` and ``gamma_gradient`` do not apply.
     """

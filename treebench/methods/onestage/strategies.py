@@ -69,7 +69,8 @@ class FitState:
 
     def refresh_values(self, fresh: bool = True) -> None:
         """Router differences (unless ``fresh=False``: the router step wrote them) and
-        closed-form node values (Eq. 17) on the whole training part."""
+        closed-form node values (Eq. 17) on the whole training part.
+        """
         if fresh:
             self.Wd = wdiff(self.W)
             self.WdT = router_rows(self.Wd)
@@ -83,7 +84,8 @@ class FitState:
         """Node values after the router step on minibatch ``b``: on the whole training part (the
         paper's Eq. 17), or with ``step_rows="batch"`` from running leaf statistics in which only
         ``b``'s rows are routed again (:class:`~.core.LeafSums`). The router step has written
-        ``Wd`` and ``WdT``."""
+        ``Wd`` and ``WdT``.
+        """
         if self.leaves is None:
             self.refresh_values(fresh=False)
             return
@@ -108,7 +110,8 @@ class FitState:
 
     def val_rows(self, step: int, bs: int):
         """The validation rows of a gamma step: all of them, or with ``step_rows="batch"`` the
-        ``step``-th minibatch of ``bs`` rows of the epoch's order (cycled)."""
+        ``step``-th minibatch of ``bs`` rows of the epoch's order (cycled).
+        """
         if self.vorder is None:
             return self.Xva, self.tva, self.wva
         n = len(self.vorder)

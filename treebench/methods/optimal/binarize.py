@@ -41,9 +41,12 @@ def _from_pairs(pairs) -> Thresholds:
 
 
 def quantile_thresholds(X, n_thresholds: int) -> Thresholds:
-    """At most ``n_thresholds`` cut points per feature, at evenly spaced quantiles of the training
-    values, each moved to the nearest midpoint between two distinct values (a constant feature has
-    none; a feature with few distinct values keeps every midpoint)."""
+    """Return at most ``n_thresholds`` cut points per feature, at quantiles of the training values.
+
+    The quantiles are evenly spaced; each cut point is moved to the nearest midpoint between two
+    distinct values (a constant feature has none; a feature with few distinct values keeps every
+    midpoint).
+    """
     X = np.asarray(X, dtype=np.float64)
     pairs = []
     for f in range(X.shape[1]):
@@ -63,11 +66,12 @@ def quantile_thresholds(X, n_thresholds: int) -> Thresholds:
 def guess_thresholds(
     X, y, *, n_estimators: int, max_depth: int, learning_rate: float, column_elimination: bool, seed
 ) -> Thresholds:
-    """GOSDT's threshold guessing (McTavish et al. 2022, Sect. 4.1): the split thresholds of a
-    gradient-boosted reference ensemble (``n_estimators`` trees of depth ``max_depth``), then, with
-    ``column_elimination``, the reference refitted on the binary columns drops its least important
-    column while its training accuracy does not fall below the first refit's (the last column
-    dropped is kept).
+    """Return GOSDT's guessed thresholds (McTavish et al. 2022, Sect. 4.1).
+
+    The split thresholds of a gradient-boosted reference ensemble (``n_estimators`` trees of
+    depth ``max_depth``), then, with ``column_elimination``, the reference refitted on the binary
+    columns drops its least important column while its training accuracy does not fall below the
+    first refit's (the last column dropped is kept).
 
     Every class's trees give thresholds (the ``gosdt`` package's binariser reads only the first
     class's trees of a multiclass reference).

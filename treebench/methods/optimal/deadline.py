@@ -31,8 +31,10 @@ class DeadlineExceeded(Exception):
 
 
 def encode(value) -> bytes:
-    """``value`` (JSON types, numpy scalars and arrays of numeric or boolean dtype, nested) as
-    bytes: its JSON, each array replaced by ``{"__npy__": i}``, then the arrays as ``.npy`` files.
+    """Return ``value`` as bytes: its JSON, then its arrays as ``.npy`` files.
+
+    ``value`` nests JSON types, numpy scalars and arrays of numeric or boolean dtype; in the JSON
+    each array is replaced by ``{"__npy__": i}``.
 
     Raises
     ------
@@ -60,7 +62,7 @@ def encode(value) -> bytes:
 
 
 def decode(payload: bytes):
-    """The value :func:`encode` wrote (arrays loaded with ``allow_pickle=False``)."""
+    """Return the value :func:`encode` wrote (arrays loaded with ``allow_pickle=False``)."""
     parts, pos = [], 0
     while pos < len(payload):
         (n,) = _LEN.unpack_from(payload, pos)

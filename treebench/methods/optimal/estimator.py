@@ -53,7 +53,7 @@ class _OptimalTree(SizeMixin, ClassifierMixin, BaseEstimator):
     """Shared by the solvers: validation, the flat tree, predict, size and graph."""
 
     def _validated(self, X, y):
-        """Validated float64 inputs (kept for the training error), class indices and the seed."""
+        """Return validated float64 inputs (kept for the training error), class indices, seed."""
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
@@ -77,7 +77,7 @@ class _OptimalTree(SizeMixin, ClassifierMixin, BaseEstimator):
         return self.tree_.size_report(np.asarray(X, dtype=np.float64))
 
     def to_graph(self):
-        """The tree as a :class:`treebench.inspect.GraphEnsemble` (export, render, rules)."""
+        """Return the tree as a :class:`treebench.inspect.GraphEnsemble` (export, render, rules)."""
         check_is_fitted(self, "tree_")
         return tree_graph(self, self.tree_, source=type(self)._tb_name)
 
@@ -158,6 +158,7 @@ class GOSDTClassifier(_OptimalTree):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
+        """Fit the optimal tree on ``X, y`` binarised by the thresholds."""
         X, codes, seed = self._validated(X, y)
         info = {"timed_out": False, "n_binary_features": 0}
         if len(self.classes_) == 1:
@@ -253,8 +254,10 @@ class GOSDTClassifier(_OptimalTree):
 
 
 def _gosdt_search(Z, codes, y_ref, config: dict) -> dict:
-    """One GOSDT search (in the calling process or a child): the tree as nested dicts and the
-    solver's bounds and status."""
+    """One GOSDT search (in the calling process or a child).
+
+    The tree as nested dicts and the solver's bounds and status.
+    """
     import json
 
     from gosdt import GOSDTClassifier
@@ -292,7 +295,8 @@ class STreeDClassifier(_OptimalTree):
     cost_complexity : float
         Cost of a split as a fraction of the training accuracy (0: maximise accuracy alone).
     time_limit : float
-        Wall seconds for the search (honoured by the solver; a stopped search is not proven optimal).
+        Wall seconds for the search (honoured by the solver; a stopped search is not proven
+        optimal).
     n_thresholds : int
         Cut points per continuous feature (:func:`~.binarize.quantile_thresholds`).
     random_state : int, RandomState or None
@@ -329,6 +333,7 @@ class STreeDClassifier(_OptimalTree):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
+        """Fit the optimal tree on ``X, y`` binarised by quantile thresholds."""
         X, codes, seed = self._validated(X, y)
         self.bins_ = quantile_thresholds(X, self.n_thresholds)
         Z = self.bins_.transform(X)

@@ -6,8 +6,8 @@ The soft labels come from a teacher:
 
 * forest teachers (``rf``, ``gbdt`` or any scikit-learn classifier): the paper's M-fold jackknife
   repeated R times (Alg. 1), so a sample's soft label comes only from teachers that never saw it;
-* DNN teachers (``mlp``, ``lenet``, ``vgg11``): trained on all training data, soft label ``softmax(logits / T)``
-  (``dnn_soft_labels="jackknife"`` applies Alg. 1 to them too).
+* DNN teachers (``mlp``, ``lenet``, ``vgg11``): trained on all training data, soft label
+  ``softmax(logits / T)`` (``dnn_soft_labels="jackknife"`` applies Alg. 1 to them too).
 
 A node is split only if it holds more than ``k`` samples and is not pure (Alg. 2). ``pseudo_labels``
 chooses what "pure" means where the paper is ambiguous: ``"soft_or_hard"`` (default: its soft
@@ -18,7 +18,8 @@ with zero mixed-label impurity is always a leaf.
 ``alpha_selection="cv"`` pools accuracy over ``n_folds``-fold cross-validation on the training data,
 with soft labels from teachers that never saw the validation fold (``cv_soft_labels="heldout"``;
 reusing the final soft labels would inflate the CV accuracy of small alpha); ``"holdout"`` uses one
-``val_size`` split. The paper's protocol (best alpha by test accuracy) is a sweep of fixed ``alpha``.
+``val_size`` split. The paper's protocol (best alpha by test accuracy) is a sweep of fixed
+``alpha``.
 
 Checkpoints: inside :func:`treebench.methods.checkpoint.checkpointing` (the runner) a fit with an
 integer ``random_state`` keeps each finished unit of work (one teacher's probabilities, one alpha-CV
@@ -83,7 +84,10 @@ DEFAULT_ALPHA_GRID = tuple(round(0.1 * i, 1) for i in range(11))
 
 
 def forest_teacher(name: str, params: dict | None, random_state):
-    """The paper's forest teachers: 100 trees, minimum leaf size 5 (GBDT depth 3 = sklearn default)."""
+    """Return the paper's forest teachers.
+
+    100 trees, minimum leaf size 5 (GBDT depth 3 = sklearn default).
+    """
     from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
 
     params = dict(params or {})
@@ -97,9 +101,12 @@ def forest_teacher(name: str, params: dict | None, random_state):
 
 
 def _dropout_class():
-    """``Dropout``: inverted dropout (``torch.nn.Dropout``'s arithmetic) whose masks come from the
-    generator it holds, not from torch's global one. Made on first use (torch is imported lazily);
-    the module's ``__getattr__`` makes it for unpickling too."""
+    """Return the ``Dropout`` class: inverted dropout drawing masks from its own generator.
+
+    It has ``torch.nn.Dropout``'s arithmetic, but its masks come from the generator it holds, not
+    from torch's global one. Made on first use (torch is imported lazily); the module's
+    ``__getattr__`` makes it for unpickling too.
+    """
     cls = globals().get("_Dropout")
     if cls is None:
         import torch
@@ -127,16 +134,18 @@ def __getattr__(name):
 
 
 class TorchTeacher(ClassifierMixin, BaseEstimator):
-    """DNN teacher (torch, imported lazily): ``mlp`` (two hidden layers, 784 and 256 units), LeNet-5
-    or VGG-11.
+    """DNN teacher (torch, imported lazily).
 
-    VGG-11 is configuration A (8 convolutions, 3 fully connected layers of 4096, 4096 and K units with
-    dropout 0.5); its five pools need 32 x 32 inputs, so smaller images are padded with the value of a
-    raw 0 pixel (MNIST's background) to 32 x 32, as LeNet-5's original input was.
+    ``mlp`` (two hidden layers, 784 and 256 units), LeNet-5 or VGG-11.
 
-    ``predict_proba`` returns ``softmax(logits / temperature)``. Trained with Adam (the paper: 50 epochs,
-    lr divided by 10 at epochs 20 and 40; its initial lr 0.1 diverges with Adam, so lr = 1e-3 here).
-    Inputs are standardised with one global mean and standard deviation fitted on the training data.
+    VGG-11 is configuration A (8 convolutions, 3 fully connected layers of 4096, 4096 and K units
+    with dropout 0.5); its five pools need 32 x 32 inputs, so smaller images are padded with the
+    value of a raw 0 pixel (MNIST's background) to 32 x 32, as LeNet-5's original input was.
+
+    ``predict_proba`` returns ``softmax(logits / temperature)``. Trained with Adam (the paper: 50
+    epochs, lr divided by 10 at epochs 20 and 40; its initial lr 0.1 diverges with Adam, so lr =
+    1e-3 here). Inputs are standardised with one global mean and standard deviation fitted on the
+    training data.
     """
 
     def __init__(
@@ -230,6 +239,7 @@ class TorchTeacher(ClassifierMixin, BaseEstimator):
         )  # fmt: skip
 
     def fit(self, X, y, sample_weight=None):
+        """Train the network teacher on ``X, y``."""
         torch = import_torch(self.n_jobs)
         X = np.asarray(X, dtype=np.float32)
         self.classes_, yi = np.unique(y, return_inverse=True)
@@ -273,6 +283,7 @@ class TorchTeacher(ClassifierMixin, BaseEstimator):
         return self
 
     def logits(self, X):
+        """Return the network's logits of the rows of ``X``."""
         torch = import_torch(self.n_jobs)
         X = (np.asarray(X, dtype=np.float32) - self.mean_) / self.std_
         out = []
@@ -282,12 +293,14 @@ class TorchTeacher(ClassifierMixin, BaseEstimator):
         return np.concatenate(out).astype(np.float64)
 
     def predict_proba(self, X):
+        """Return the class probabilities: the softmax of the logits at the temperature."""
         z = self.logits(X) / float(self.temperature)
         z -= z.max(axis=1, keepdims=True)
         p = np.exp(z)
         return p / p.sum(axis=1, keepdims=True)
 
     def predict(self, X):
+        """Return the class with the largest logit for every row of ``X``."""
         return self.classes_[self.logits(X).argmax(axis=1)]
 
 
@@ -303,7 +316,7 @@ class _Units:
         self.done: dict = dict(state["units"]) if state is not None else {}
 
     def get(self, name):
-        """The stored result of unit ``name``, or None."""
+        """Return the stored result of unit ``name``, or None."""
         return self.done.get(name)
 
     def put(self, name, value):
@@ -316,9 +329,12 @@ class _Units:
 
 
 def _run_units(units, names, fits, n_jobs, phase):
-    """Results of ``fits`` (zero-argument callables named ``names``): the stored ones from
-    ``units``, the others computed in batches of one round of ``n_jobs`` thread workers (sklearn
-    forests and torch release the GIL), with progress reported as ``phase`` after each batch."""
+    """Results of ``fits`` (zero-argument callables named ``names``).
+
+    The stored ones from ``units``, the others computed in batches of one round of ``n_jobs`` thread
+    workers (sklearn forests and torch release the GIL), with progress reported as ``phase`` after
+    each batch.
+    """
     units = units if units is not None else _Units()
     out = [units.get(n) for n in names]
     todo = [i for i, o in enumerate(out) if o is None]
@@ -333,7 +349,7 @@ def _run_units(units, names, fits, n_jobs, phase):
 
 
 def _fit_proba(teacher, X, y, tr, te, K, sample_weight):
-    """Fit ``teacher`` on rows ``tr`` and return its probabilities on rows ``te`` as (len(te), K)."""
+    """Fit ``teacher`` on rows ``tr``; return its probabilities on rows ``te``, (len(te), K)."""
     kw = {} if sample_weight is None else {"sample_weight": sample_weight[tr]}
     teacher.fit(X[tr], y[tr], **kw)
     P = np.zeros((len(te), K))
@@ -356,10 +372,10 @@ def jackknife_soft_labels(
 ):
     """Alg. 1 repeated ``n_repeats`` times: out-of-fold teacher probabilities, averaged.
 
-    ``make_teacher(seed)`` returns an unfitted classifier; ``y`` holds integer codes 0..K-1. A sample's
-    soft label only ever comes from teachers whose training folds exclude it. ``return_folds=True``
-    also returns the fold id of every row in the first repetition. ``units`` (a fit's
-    :class:`_Units`) supplies the teacher fits a checkpoint already holds.
+    ``make_teacher(seed)`` returns an unfitted classifier; ``y`` holds integer codes 0..K-1. A
+    sample's soft label only ever comes from teachers whose training folds exclude it.
+    ``return_folds=True`` also returns the fold id of every row in the first repetition. ``units``
+    (a fit's :class:`_Units`) supplies the teacher fits a checkpoint already holds.
     """
     rs = check_random_state(random_state)
     tasks = []
@@ -392,12 +408,12 @@ def pair_heldout_soft_labels(
 ):
     """Soft labels for cross-validating alpha without the teacher ever seeing the validation fold.
 
-    ``folds`` (n,) holds fold ids 0..M-1. Returns ``Scv`` of shape (M, n, K): for validation fold ``v``,
-    ``Scv[v, i]`` (``i`` outside fold ``v``) is the probability from a teacher fitted on the rows in
-    neither ``i``'s fold nor ``v`` - Alg. 1 run on the CV training part with the same folds, so its
-    soft labels hold no information about the validation labels. One teacher per pair of folds:
-    M (M - 1) / 2 fits. Rows of fold ``v`` itself are left at zero in ``Scv[v]``. ``units`` as in
-    :func:`jackknife_soft_labels`.
+    ``folds`` (n,) holds fold ids 0..M-1. Returns ``Scv`` of shape (M, n, K): for validation fold
+    ``v``, ``Scv[v, i]`` (``i`` outside fold ``v``) is the probability from a teacher fitted on the
+    rows in neither ``i``'s fold nor ``v`` - Alg. 1 run on the CV training part with the same folds,
+    so its soft labels hold no information about the validation labels. One teacher per pair of
+    folds: M (M - 1) / 2 fits. Rows of fold ``v`` itself are left at zero in ``Scv[v]``. ``units``
+    as in :func:`jackknife_soft_labels`.
     """
     rs = check_random_state(random_state)
     M = int(folds.max()) + 1
@@ -426,12 +442,13 @@ def pair_heldout_soft_labels(
 
 # ----------------------------------------------------------------------------- soft-label memo
 
-# A search over alpha (tune=, or a sweep inside one process) fits the same teacher on the same rows once
-# per candidate: the soft labels do not depend on alpha. They are memoised here, keyed on everything
-# they are a function of (rows, labels, weights, teacher settings and the random generator's state on
-# entry), so a hit returns exactly what the computation would, and leaves the generator in the state
-# the computation would have left it. Forest teachers with an int random_state only (DNN teachers are
-# not bit-reproducible across thread counts); bounded in entries and bytes.
+# A search over alpha (tune=, or a sweep inside one process) fits the same teacher on the same rows
+# once per candidate: the soft labels do not depend on alpha. They are memoised here, keyed on
+# everything they are a function of (rows, labels, weights, teacher settings and the random
+# generator's state on entry), so a hit returns exactly what the computation would, and leaves the
+# generator in the state the computation would have left it. Forest teachers with an int
+# random_state only (DNN teachers are not bit-reproducible across thread counts); bounded in
+# entries and bytes.
 _MEMO: OrderedDict = OrderedDict()
 _MEMO_LOCK = threading.Lock()
 _MEMO_MAX_ENTRIES = 64  # a sweep may run every seed of a dataset at one alpha before the next alpha
@@ -491,20 +508,22 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
     teacher : {"rf", "gbdt", "mlp", "lenet", "vgg11"} or estimator
         Soft-label teacher; an unfitted scikit-learn classifier with ``predict_proba`` is cloned.
     teacher_params : dict or None
-        Overrides of the teacher's parameters (e.g. ``{"n_estimators": 100}`` or ``{"epochs": 50}``).
+        Overrides of the teacher's parameters (e.g. ``{"n_estimators": 100}`` or ``{"epochs":
+        50}``).
     alpha : float in [0, 1] or "auto"
         Weight of the hard label in the mixed label; "auto" selects it from ``alpha_grid``.
     alpha_grid : list of float or None
-        Candidates for ``alpha="auto"``; ``None`` = 0, 0.1, ..., 1 (the paper's grid; 1 = plain CART).
+        Candidates for ``alpha="auto"``; ``None`` = 0, 0.1, ..., 1 (the paper's grid; 1 = plain
+        CART).
     alpha_selection : {"cv", "holdout"}
         How ``alpha="auto"`` scores the grid: "cv" = accuracy pooled over ``n_folds``-fold
         cross-validation on the training data (the folds of the jackknife's first repetition);
         "holdout" = accuracy on one stratified split of ``val_size``.
     cv_soft_labels : {"heldout", "shared"}
-        Soft labels of the CV training parts: "heldout" = from teachers that never saw the validation
-        fold (one teacher per pair of folds, M (M - 1) / 2 extra fits; for DNN teachers with
-        ``dnn_soft_labels="full"`` one teacher per fold); "shared" = the final soft labels (no extra
-        fits, but their teachers saw the validation folds' labels, which favours small alpha).
+        Soft labels of the CV training parts: "heldout" = from teachers that never saw the
+        validation fold (one teacher per pair of folds, M (M - 1) / 2 extra fits; for DNN teachers
+        with ``dnn_soft_labels="full"`` one teacher per fold); "shared" = the final soft labels (no
+        extra fits, but their teachers saw the validation folds' labels, which favours small alpha).
     val_size : float
         Fraction of the training data held out to select alpha with ``alpha_selection="holdout"``.
     n_folds, n_repeats : int
@@ -514,8 +533,9 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
     dnn_soft_labels : {"full", "jackknife"}
         DNN soft labels from one teacher trained on all data (paper) or by the jackknife.
     pseudo_labels : {"soft_or_hard", "soft", "mixed"}
-        Purity stop: "soft_or_hard" (default) = the soft pseudo-labels (Eq. 4) or the hard labels all
-        agree; "soft" = the pseudo-labels only (literal Alg. 2); "mixed" = argmax of the mixed labels.
+        Purity stop: "soft_or_hard" (default) = the soft pseudo-labels (Eq. 4) or the hard labels
+        all agree; "soft" = the pseudo-labels only (literal Alg. 2); "mixed" = argmax of the mixed
+        labels.
     k : int
         Split a node only if it holds more than ``k`` samples (paper: 5).
     min_samples_leaf : int
@@ -624,7 +644,7 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
     }
 
     def _check_params(self):
-        """The alpha grid (single values: ``_parameter_constraints``)."""
+        """Return the alpha grid (single values: ``_parameter_constraints``)."""
         grid = DEFAULT_ALPHA_GRID if self.alpha_grid is None else tuple(self.alpha_grid)
         if not grid or any(not 0.0 <= float(a) <= 1.0 for a in grid):
             raise InvalidParameterError(
@@ -660,8 +680,8 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
     def soft_labels(self, X, y_codes, K, random_state, sample_weight=None, cv=None, units=None):
         """Teacher soft labels of the training samples (jackknife, or temperature for DNNs).
 
-        ``cv=None`` returns ``S``. ``cv="shared"`` or ``"heldout"`` returns ``(S, folds, Scv)``: CV fold
-        ids for selecting alpha and the soft labels of every CV training part (``Scv[v]`` for
+        ``cv=None`` returns ``S``. ``cv="shared"`` or ``"heldout"`` returns ``(S, folds, Scv)``: CV
+        fold ids for selecting alpha and the soft labels of every CV training part (``Scv[v]`` for
         validation fold ``v``; ``None`` when they are ``S`` itself). Forest teachers' results are
         memoised (see ``_MEMO``); ``self.soft_labels_cached_`` says whether this call was a hit.
         ``units`` (a :class:`_Units`) holds the teacher fits a checkpoint already has.
@@ -785,6 +805,7 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=False)  # a teacher estimator is a parameter
     def fit(self, X, y, sample_weight=None):
+        """Fit the teacher, relabel the rows with its soft labels and grow the soft-label tree."""
         grid = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float32, ensure_all_finite=True)
         check_classification_targets(y)
@@ -840,7 +861,10 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         return self
 
     def _select_alpha(self, X, yc, S, K, grid, rs, sw, units=None):
-        """Alpha with the best accuracy on a stratified validation split (first best in grid order)."""
+        """Alpha with the best accuracy on a stratified validation split.
+
+        First best in grid order.
+        """
         idx = np.arange(len(yc))
         counts = np.bincount(yc, minlength=K)
         strat = yc if counts.min() >= 2 else None
@@ -869,10 +893,12 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         return best_a, best_acc
 
     def _select_alpha_cv(self, X, yc, S, Scv, folds, K, grid, sw, units=None):
-        """Alpha with the best cross-validated accuracy (pooled over folds; first best in grid order).
+        """Alpha with the best cross-validated accuracy.
 
-        Returns ``(alpha, {alpha: accuracy})``. Fold ``v``'s trees are grown on the other folds with the
-        soft labels ``Scv[v]`` (``S`` when ``Scv`` is None) and scored on fold ``v``.
+        Pooled over folds; first best in grid order.
+
+        Returns ``(alpha, {alpha: accuracy})``. Fold ``v``'s trees are grown on the other folds with
+        the soft labels ``Scv[v]`` (``S`` when ``Scv`` is None) and scored on fold ``v``.
         """
 
         def fold_correct(v):
@@ -901,6 +927,7 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         return float(grid[best]), {float(a): float(c) for a, c in zip(grid, acc, strict=True)}
 
     def predict_proba(self, X):
+        """Return the class probabilities of the leaf each row of ``X`` reaches."""
         check_is_fitted(self, "tree_")
         X = validate_data(self, X, dtype=np.float32, reset=False)
         V = self.tree_.value
@@ -908,12 +935,14 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         return P[self.tree_.apply(X)]
 
     def predict(self, X):
+        """Return the majority class of the leaf each row of ``X`` reaches."""
         check_is_fitted(self, "tree_")
         X = validate_data(self, X, dtype=np.float32, reset=False)
         V = self.tree_.value
         return self.classes_[V.argmax(axis=1)[self.tree_.apply(X)]]
 
     def size_report(self, X):
+        """Return the size of the fitted tree (see :class:`~treebench.methods.base.SizeMixin`)."""
         check_is_fitted(self, "tree_")
         t = self.tree_
         X = validate_data(self, X, dtype=np.float32, reset=False)
@@ -929,7 +958,7 @@ class ReDTClassifier(ClassifierMixin, SizeMixin, BaseEstimator):
         }
 
     def to_graph(self):
-        """The soft-label CART as a :class:`treebench.inspect.GraphEnsemble`."""
+        """Return the soft-label CART as a :class:`treebench.inspect.GraphEnsemble`."""
         from treebench.methods.redt.export import redt_graph
 
         return redt_graph(self)

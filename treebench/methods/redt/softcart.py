@@ -8,15 +8,16 @@ consecutive distinct values). Leaves store the mean label vector. The tree is ke
 
 Two builders compute the same tree:
 
-* ``numba`` (used when numba imports): one compiled depth-first builder; per node and feature it sorts
-  the node's values once and scans cumulative label sums (O(K) per candidate threshold).
+* ``numba`` (used when numba imports): one compiled depth-first builder; per node and feature it
+  sorts the node's values once and scans cumulative label sums (O(K) per candidate threshold).
 * ``numpy`` (pure-numpy fallback): a Python loop over nodes; per node and feature one ``argsort``,
   one ``cumsum`` over the K label columns and the gains of all thresholds at once.
 
-The split arithmetic, tie-breaking (first feature, then the smallest threshold with the strictly best
-proxy), the ``1e-7`` feature-gap rule and the threshold rounding follow scikit-learn's ``BestSplitter``
-so that with one-hot labels and ``k = min_samples_split - 1`` the tree equals a scikit-learn CART
-whenever the latter has no equal-gain ties between features (it breaks those by a random feature order).
+The split arithmetic, tie-breaking (first feature, then the smallest threshold with the strictly
+best proxy), the ``1e-7`` feature-gap rule and the threshold rounding follow scikit-learn's
+``BestSplitter`` so that with one-hot labels and ``k = min_samples_split - 1`` the tree equals a
+scikit-learn CART whenever the latter has no equal-gain ties between features (it breaks those by a
+random feature order).
 """
 
 from __future__ import annotations
@@ -53,15 +54,20 @@ class FlatTree:
 
     @property
     def node_count(self) -> int:
+        """Return the number of nodes."""
         return len(self.feature)
 
     @property
     def n_leaves(self) -> int:
+        """Return the number of leaves."""
         return int((self.left < 0).sum())
 
     def apply(self, X, backend: str = "auto") -> np.ndarray:
-        """Leaf index of every row of ``X`` (float32 values compared in float64, like scikit-learn);
-        the router of :mod:`treebench.methods._routing` (compiled with numba, else numpy)."""
+        """Return the leaf index of every row of ``X``.
+
+        Float32 values are compared in float64, like scikit-learn; the router is
+        :mod:`treebench.methods._routing`'s (compiled with numba, else numpy).
+        """
         from treebench.methods._routing import route_axis
 
         X = np.asarray(X, dtype=np.float32)
@@ -74,6 +80,7 @@ class FlatTree:
         return self.apply(X, backend="numpy")
 
     def predict_value(self, X) -> np.ndarray:
+        """Return the value of the leaf each row of ``X`` reaches."""
         return self.value[self.apply(X)]
 
 
@@ -106,9 +113,9 @@ def best_split_numpy(X: np.ndarray, Y: np.ndarray, min_leaf: int = 1, crit: int 
     """Best split of one node, vectorised over thresholds: ``(feature, threshold, proxy)``.
 
     ``X`` (n, d) float32 values of the node's samples, ``Y`` (n, K) their label vectors already
-    multiplied by the sample weights ``w`` (n,) (``None`` = unit weights). Per feature: one sort, one
-    cumulative sum over the K columns, the proxy of every valid threshold at once. Returns feature
-    ``-1`` when no valid split exists.
+    multiplied by the sample weights ``w`` (n,) (``None`` = unit weights). Per feature: one sort,
+    one cumulative sum over the K columns, the proxy of every valid threshold at once. Returns
+    feature ``-1`` when no valid split exists.
     """
     n, d = X.shape
     total = Y.sum(axis=0)

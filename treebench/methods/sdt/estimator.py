@@ -1,15 +1,16 @@
 """Soft Decision Tree (Frosst & Hinton 2017), the One-Stage paper's "Soft Decision Tree" baseline.
 
-A complete depth-``max_depth`` tree of sigmoid routers on ``[x; 1]``: a row reaches every leaf with the
-product of the routing probabilities along its path, and the prediction is the path-probability-weighted
-mixture of the leaves' class logits (trained with cross-entropy). The regulariser pushes every inner node
-towards using both subtrees equally: ``-lam * 2**-depth * (log a + log(1 - a))`` per node, where ``a`` is
-the node's mean left probability over the minibatch weighted by the rows' path probabilities.
+A complete depth-``max_depth`` tree of sigmoid routers on ``[x; 1]``: a row reaches every leaf with
+the product of the routing probabilities along its path, and the prediction is the
+path-probability-weighted mixture of the leaves' class logits (trained with cross-entropy). The
+regulariser pushes every inner node towards using both subtrees equally: ``-lam * 2**-depth * (log a
++ log(1 - a))`` per node, where ``a`` is the node's mean left probability over the minibatch
+weighted by the rows' path probabilities.
 
-Defaults follow the most-starred public implementation (``xuyxu/Soft-Decision-Tree``), which the One-Stage
-paper used with default hyperparameters: depth 5, lam 1e-3, Adam lr 1e-3, weight decay 5e-4, batch 128,
-50 epochs. The One-Stage experiments set ``max_depth`` to 6 ("all tree models at depth 6").
-Classification only. Inference is the soft mixture (the model has no hard counterpart).
+Defaults follow the most-starred public implementation (``xuyxu/Soft-Decision-Tree``), which the
+One-Stage paper used with default hyperparameters: depth 5, lam 1e-3, Adam lr 1e-3, weight decay
+5e-4, batch 128, 50 epochs. The One-Stage experiments set ``max_depth`` to 6 ("all tree models at
+depth 6"). Classification only. Inference is the soft mixture (the model has no hard counterpart).
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
+        """Train the soft decision tree on ``X, y``."""
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_, t = np.unique(y, return_inverse=True)
@@ -195,25 +197,30 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
         return mu @ self.leaf_logits_
 
     def decision_function(self, X):
-        """Class scores (the logits) of shape (n_samples, n_classes); for two classes, as
-        scikit-learn's binary convention, the score of ``classes_[1]`` minus that of
-        ``classes_[0]`` (n_samples,), positive where :meth:`predict` gives ``classes_[1]``."""
+        """Class scores (the logits) of shape (n_samples, n_classes).
+
+        For two classes, as scikit-learn's binary convention, the score of ``classes_[1]`` minus
+        that of ``classes_[0]`` (n_samples,), positive where :meth:`predict` gives ``classes_[1]``.
+        """
         z = self._logits(X)
         if z.shape[1] == 2:
             return z[:, 1].astype(np.float64) - z[:, 0].astype(np.float64)
         return z
 
     def predict_proba(self, X):
+        """Return the class probabilities: the softmax of the tree's output."""
         z = self._logits(X)
         z = z - z.max(1, keepdims=True)
         e = np.exp(z)
         return e / e.sum(1, keepdims=True)
 
     def predict(self, X):
+        """Return the most probable class of every row of ``X``."""
         z = self._logits(X)  # first: raises NotFittedError before classes_ is read
         return self.classes_[np.argmax(z, axis=1)]
 
     def size_report(self, X):
+        """Return the size of the complete tree of depth ``max_depth``."""
         D = int(self.max_depth)
         return {
             "n_trees": 1,
@@ -225,7 +232,7 @@ class SoftDecisionTreeClassifier(SizeMixin, ClassifierMixin, BaseEstimator):
         }
 
     def to_graph(self):
-        """The soft tree as a soft oblique :class:`treebench.inspect.GraphEnsemble`."""
+        """Return the soft tree as a soft oblique :class:`treebench.inspect.GraphEnsemble`."""
         from treebench.methods.sdt.export import sdt_graph
 
         return sdt_graph(self)

@@ -14,8 +14,11 @@ from treebench.methods._export import (
 
 
 def sdt_graph(est) -> GraphEnsemble:
-    """Soft Decision Tree as a soft oblique tree: right (the model's left child) with probability
-    sigmoid(w . x + b); the output is softmax of the path-probability mixture of leaf logits."""
+    """Soft Decision Tree as a soft oblique tree.
+
+    Right (the model's left child) with probability sigmoid(w . x + b); the output is softmax of the
+    path-probability mixture of leaf logits.
+    """
     D = int(est.max_depth)
     n_int = 2**D - 1
     n_all = 2 * n_int + 1

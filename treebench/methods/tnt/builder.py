@@ -18,15 +18,21 @@ from treebench.methods.tnt.graph import graph_predict_nodes
 
 
 def _core():
-    """The numba kernels (imported on first use so that importing this module stays light)."""
+    """Return the numba kernels.
+
+    Imported on first use so that importing this module stays light.
+    """
     from treebench.methods.tnt import core as _tnt_core
 
     return _tnt_core
 
 
 class _MicroTree:
-    """A fitted micro CART: scikit-learn's Cython ``Tree`` (``tree_``), its ``classes_`` and the class
-    predicted at every node (``node_label``)."""
+    """A fitted micro CART.
+
+    Scikit-learn's Cython ``Tree`` (``tree_``), its ``classes_`` and the class predicted at every
+    node (``node_label``).
+    """
 
     __slots__ = ("tree_", "classes_", "node_label")
 
@@ -43,8 +49,11 @@ class _MicroTree:
 
 
 class _FlatTree:
-    """A micro CART grown by the numba builder (``_tnt_core.build_micro``), with the attribute names of
-    scikit-learn's ``Tree`` (``tree_`` is the object itself) so both backends share the graph code."""
+    """A micro CART grown by the numba builder (``_tnt_core.build_micro``).
+
+    It has the attribute names of scikit-learn's ``Tree`` (``tree_`` is the object itself), so both
+    backends share the graph code.
+    """
 
     __slots__ = (
         "feature",
@@ -78,11 +87,14 @@ class _FlatTree:
 
 
 def _fit_micro_sklearn(X, y, w, ccp_alpha, seed, criterion, min_samples_leaf):
-    """The same tree as ``DecisionTreeClassifier(ccp_alpha=..., random_state=seed).fit(X, y, w)``.
+    """Return the tree that ``DecisionTreeClassifier(ccp_alpha=..., random_state=seed)`` grows.
 
-    Calls scikit-learn's Cython builder directly (as ``BaseDecisionTree._fit`` does for float32 dense X
-    without missing values) to skip the per-call Python validation, which dominates for the thousands of
-    small micro trees; falls back to the public estimator if the private API is unavailable.
+    The same tree as its ``fit(X, y, w)``.
+
+    Calls scikit-learn's Cython builder directly (as ``BaseDecisionTree._fit`` does for float32
+    dense X without missing values) to skip the per-call Python validation, which dominates for the
+    thousands of small micro trees; falls back to the public estimator if the private API is
+    unavailable.
     """
     try:
         from sklearn.tree._criterion import Entropy, Gini
@@ -130,8 +142,8 @@ class _TnTBuilder:
         self.C = C
         self.tree_kwargs = tree_kwargs
         self.seed = seed
-        # numba backend (gini): features rank-coded once; the sklearn backend is kept for other criteria
-        # and as the reference-exact path (scikit-learn's random feature order breaks ties)
+        # numba backend (gini): features rank-coded once; the sklearn backend is kept for other
+        # criteria and as the reference-exact path (scikit-learn's random feature order breaks ties)
         self.backend = tree_kwargs.get("backend") or (
             "numba" if tree_kwargs.get("criterion", "gini") == "gini" else "sklearn"
         )
@@ -139,11 +151,11 @@ class _TnTBuilder:
             raise ValueError("the numba micro-tree backend supports criterion='gini' only")
         if self.backend == "numba":
             self.enc = _core().encode_features(X) if enc is None else enc
-            # features are visited in a random order drawn from the seed (ties between equally good
-            # splits on different features are broken by it, as scikit-learn's random feature order does)
+            # features are visited in a random order drawn from the seed (it breaks ties between
+            # equally good splits on different features as scikit-learn's random feature order does)
             feats = np.flatnonzero(self.enc[1] > 1).astype(np.int64)
             self.feats0 = np.random.RandomState(seed).permutation(feats)
-        # graph (lists; -1 = none). A single leaf predicting the weighted majority (label irrelevant).
+        # graph (lists; -1 = none). A single leaf predicting the weighted majority (any label).
         self.feat, self.thr, self.left, self.right = [0], [0.0], [-1], [-1]
         self.label = [int(np.argmax(np.bincount(y, weights=w, minlength=n_classes)))]
         self.root = 0
@@ -234,7 +246,7 @@ class _TnTBuilder:
         )
 
     def _infer(self, starts, rows):
-        """Label predicted by the live graph from start node ``starts[i]`` for sample ``rows[i]``."""
+        """Return the label the live graph predicts from node ``starts[i]`` for row ``rows[i]``."""
         out = np.empty(len(rows), dtype=np.int64)
         for s0 in np.unique(starts):
             sel = starts == s0
@@ -242,7 +254,10 @@ class _TnTBuilder:
         return out
 
     def _route(self, g, rows):
-        """Split the samples ``rows`` at graph node ``g`` (live routing): (left rows, right rows)."""
+        """Split the samples ``rows`` at graph node ``g`` (live routing).
+
+        (left rows, right rows).
+        """
         tree = self.subs[g]
         if tree is None:
             go = self.X[rows, self.lf[g]] > self.lt[g]
@@ -254,8 +269,10 @@ class _TnTBuilder:
         self._fit_many([(g, rows, targets)])
 
     def _micro_args(self, g, rows, targets):
-        """Arguments of the micro-tree fit of node ``g``, or None if its last fit is reused / it has
-        no samples (then its substitute is dropped)."""
+        """Return the arguments of the micro-tree fit of node ``g``, or None.
+
+        None if its last fit is reused or it has no samples (then its substitute is dropped).
+        """
         memo = self.memo[g]
         if (
             memo is not None
@@ -297,9 +314,12 @@ class _TnTBuilder:
         )
 
     def _fit_many(self, jobs):
-        """Fit the micro trees of ``jobs`` = [(node, rows, targets)] (nodes of one wave: none is an
-        ancestor or descendant of another, so their fits are independent) and install them in order.
-        With ``n_threads > 1`` the numba fits run in a thread pool (the kernels release the GIL)."""
+        """Fit the micro trees of ``jobs`` = [(node, rows, targets)] and install them in order.
+
+        The nodes are of one wave: none is an ancestor or descendant of another, so their fits are
+        independent. With ``n_threads > 1`` the numba fits run in a thread pool (the kernels
+        release the GIL).
+        """
         todo = []
         for g, rows, targets in jobs:
             args = self._micro_args(g, rows, targets)
@@ -343,7 +363,8 @@ class _TnTBuilder:
         Nodes are visited wave by wave (a wave = the nodes at the same longest-path depth, so all
         parents of a node are in earlier waves and none of its descendants in its own): a node's
         samples depend only on its ancestors' substitutes and its targets only on its descendants'
-        (not refitted yet in this sweep), so this equals the node-by-node topological sweep."""
+        (not refitted yet in this sweep), so this equals the node-by-node topological sweep.
+        """
         n = len(self.y)
         incoming = {self.root: [np.arange(n)]}
         stats = {}
@@ -383,7 +404,7 @@ class _TnTBuilder:
         return stats
 
     def prune_and_merge(self, stats, do_prune=True):
-        """PRUNE dead internal nodes (bypass them), then MERGE every live substitute into the graph."""
+        """PRUNE dead internal nodes (bypass them), then MERGE live substitutes into the graph."""
         bypass = {}
         if do_prune:
             for g, (nr, nl, nrr) in stats.items():
@@ -393,8 +414,8 @@ class _TnTBuilder:
                     bypass[g] = int(self.lr[g])
                 elif nrr == 0:  # every sample goes left
                     bypass[g] = int(self.ll[g])
-        # Guard (pitfall 3): a live substitute of an internal node that is a single leaf must never turn
-        # the node into a class leaf; it is a constant routing, i.e. a bypass to one child.
+        # Guard (pitfall 3): a live substitute of an internal node that is a single leaf must never
+        # turn the node into a class leaf; it is a constant routing, i.e. a bypass to one child.
         for g in self.order:
             tree = self.subs[g]
             if (
@@ -436,7 +457,8 @@ class _TnTBuilder:
                 label[g] = int(labels[0])
                 left[g] = right[g] = -1
                 continue
-            # ids: micro node 0 -> g; other micro internal nodes (and, for leaf g, micro leaves) -> new
+            # ids: micro node 0 -> g; other micro internal nodes (and, for leaf g, micro leaves)
+            # -> new
             ids = np.full(t.node_count, -1, dtype=np.int64)
             ids[0] = g
             for j in range(1, t.node_count):
@@ -498,11 +520,11 @@ def _weighted_gini_err(y, w, K):
 def tao_finetune(X, y, w, K, feature, threshold, left, right, value, passes, seed):
     """TAO-style fine-tune of a flat graph (an approximation; the paper's procedure is unpublished).
 
-    For ``passes`` sweeps in topological order: each decision node reached by samples is refitted as the
-    best single axis-aligned split (depth-1 CART, gini) on its care set (relabelled 0 = left child is
-    right, 1 = right child is right, weighted); the new split is kept only if it does not increase the
-    weighted misclassification of the care set. Then every reached leaf takes the weighted majority
-    class of its samples. Returns the new arrays and the number of changed splits.
+    For ``passes`` sweeps in topological order: each decision node reached by samples is refitted as
+    the best single axis-aligned split (depth-1 CART, gini) on its care set (relabelled 0 = left
+    child is right, 1 = right child is right, weighted); the new split is kept only if it does not
+    increase the weighted misclassification of the care set. Then every reached leaf takes the
+    weighted majority class of its samples. Returns the new arrays and the number of changed splits.
     """
     feature, threshold = feature.copy(), threshold.copy()
     value = value.copy()
@@ -551,7 +573,10 @@ def tao_finetune(X, y, w, K, feature, threshold, left, right, value, passes, see
 
 
 def post_prune(X, feature, threshold, left, right, value):
-    """Bypass decision nodes whose training samples all go one way (and nodes with left == right)."""
+    """Bypass decision nodes whose training samples all go one way.
+
+    And nodes with left == right.
+    """
     n = X.shape[0]
     order = topo_order(left, right, 0)
     incoming = {0: [np.arange(n)]}

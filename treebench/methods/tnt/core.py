@@ -1,23 +1,24 @@
 """Numba kernels of the TnT fit (private to ``treebench.methods.tnt``).
 
-* :func:`encode_features` rank-codes every feature once per fit (``codes[f, i]`` = rank of ``X[i, f]`` among
-  the distinct values of feature ``f``; column-major, uint8/uint16/int32).
-* :func:`build_micro` grows one micro CART on a subset given as an index array into the whole training
-  set (no copy of ``X``): exact best split over all features (gini, thresholds at the midpoint between the
-  two adjacent distinct values of the node, as scikit-learn's ``BestSplitter``), found with a per-node class
-  histogram over the feature's codes (or a sort for tiny nodes), constant features are passed down and
-  skipped. The tree is then cost-complexity pruned exactly (minimal subtree of the weakest-link sequence,
-  by dynamic programming). Growth stops early (branch and bound) at nodes that are provably leaves of the
-  pruned tree or provably below a pruned ancestor, so the pruned tree is the same as scikit-learn's
-  ``DecisionTreeClassifier(ccp_alpha=...)`` up to tie-breaking between equally good splits (scikit-learn
-  visits features in a random order, this code in a seeded one). With integral weights the larger
-  child's histograms are its parent's minus the smaller child's (exact sums).
+* :func:`encode_features` rank-codes every feature once per fit (``codes[f, i]`` = rank of ``X[i,
+  f]`` among the distinct values of feature ``f``; column-major, uint8/uint16/int32).
+* :func:`build_micro` grows one micro CART on a subset given as an index array into the whole
+  training set (no copy of ``X``): exact best split over all features (gini, thresholds at the
+  midpoint between the two adjacent distinct values of the node, as scikit-learn's
+  ``BestSplitter``), found with a per-node class histogram over the feature's codes (or a sort for
+  tiny nodes), constant features are passed down and skipped. The tree is then cost-complexity
+  pruned exactly (minimal subtree of the weakest-link sequence, by dynamic programming). Growth
+  stops early (branch and bound) at nodes that are provably leaves of the pruned tree or provably
+  below a pruned ancestor, so the pruned tree is the same as scikit-learn's
+  ``DecisionTreeClassifier(ccp_alpha=...)`` up to tie-breaking between equally good splits
+  (scikit-learn visits features in a random order, this code in a seeded one). With integral weights
+  the larger child's histograms are its parent's minus the smaller child's (exact sums).
 * :func:`live_infer` / :func:`tree_route`: label predicted by the live graph (graph nodes with their
   substitute micro trees) from a start node, and the branch a micro tree sends samples to, for index
   arrays of training samples.
 
-All kernels are single-threaded; ``build_micro`` releases the GIL (the fit runs independent micro trees
-in a thread pool).
+All kernels are single-threaded; ``build_micro`` releases the GIL (the fit runs independent micro
+trees in a thread pool).
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ def _transpose_block(X, f0, f1, XT):
 
 @njit(cache=True)
 def _column_codes(col, codes_row, vals_buf):
-    """Codes of one column and its sorted distinct values (written to ``vals_buf``); returns #values."""
+    """Codes of one column and its sorted distinct values (written to ``vals_buf``).
+
+    Returns #values.
+    """
     n = col.shape[0]
     lo, hi = col[0], col[0]
     integral = True
@@ -80,10 +84,10 @@ def _column_codes(col, codes_row, vals_buf):
 def encode_features(X):
     """Rank-code the columns of float32 ``X`` (n, d).
 
-    Returns ``codes`` (d, n) of the smallest unsigned dtype that fits, ``nbins`` (d,), ``vals`` (flat
-    float32 distinct values of all features, ascending per feature) and ``voff`` (d + 1 offsets).
-    Columns are transposed and coded a block at a time, into a code array widened only when a column
-    needs it, so no full transposed or int32 copy of ``X`` is made.
+    Returns ``codes`` (d, n) of the smallest unsigned dtype that fits, ``nbins`` (d,), ``vals``
+    (flat float32 distinct values of all features, ascending per feature) and ``voff`` (d + 1
+    offsets). Columns are transposed and coded a block at a time, into a code array widened only
+    when a column needs it, so no full transposed or int32 copy of ``X`` is made.
     """
     X = np.ascontiguousarray(X, dtype=np.float32)
     n, d = X.shape
@@ -121,14 +125,17 @@ def _gather_row(crow, rows, out):
 
 @njit(cache=True)
 def _splittable(m, W, g, tau, min_leaf):
-    """Whether a node is split: impure, big enough, and weighted impurity not below the penalty (a
-    node with R(t) < alpha is a leaf of the pruned tree whatever grows below it)."""
+    """Whether a node is split.
+
+    Impure, big enough, and weighted impurity not below the penalty (a node with R(t) < alpha is a
+    leaf of the pruned tree whatever grows below it).
+    """
     return not (m < 2 * min_leaf or g <= _EPS or W * g < tau * (1.0 - 1e-9))
 
 
 @njit(cache=True)
 def _block_stats(Y, Wt, s, e, K, cnt):
-    """Total weight and gini impurity of the block ``[s, e)``, computed exactly as the node computes it."""
+    """Return block ``[s, e)``'s total weight and gini impurity, exactly as a node computes them."""
     for k in range(K):
         cnt[k] = 0.0
     for i in range(s, e):
@@ -144,20 +151,28 @@ def _block_stats(Y, Wt, s, e, K, cnt):
 
 @njit(cache=True)
 def _cost_lb(W, g, tau):
-    """Lower bound of the pruned cost ``R(T_t) + tau |T_t|`` of any subtree at a node: a leaf costs
-    ``R(t) + tau``, two or more leaves cost at least ``2 tau``."""
+    """Lower bound of the pruned cost ``R(T_t) + tau |T_t|`` of any subtree at a node.
+
+    A leaf costs ``R(t) + tau``, two or more leaves cost at least ``2 tau``.
+    """
     return tau + min(W * g, tau)
 
 
 @njit(cache=True)
 def _geq(a, b):
-    """``a >= b`` with a relative safety margin (a bound is only used when it holds beyond rounding)."""
+    """Return ``a >= b`` with a relative safety margin.
+
+    A bound is only used when it holds beyond rounding.
+    """
     return a - b > 1e-9 * (abs(a) + abs(b))
 
 
 @njit(cache=True)
 def _finish(t, c, par, left, right, wsum, imp, cost, done, tau):
-    """Record the pruned cost ``c`` of the complete subtree at ``t``; complete its ancestors in turn."""
+    """Record the pruned cost ``c`` of the complete subtree at ``t``.
+
+    Complete its ancestors in turn.
+    """
     cost[t] = c
     done[t] = True
     p = par[t]
@@ -202,12 +217,14 @@ def _both_weighted(wl, W):
 
 @njit(cache=True)
 def _scan(hn, hw, off, B, K, m, W, sq, cnt, cl, min_leaf, best, clear):
-    """Best split of one feature from its histogram (``hn[off + b]`` samples and ``hw[(off + b) * K + k]``
-    weight of class ``k`` in bin ``b``), if better than ``best``: ``(best, left bin, right bin, #non-empty
-    bins)``, the bins -1 if not better. ``clear`` zeroes the histogram on the way.
+    """Return the best split of one feature from its histogram, if better than ``best``.
 
-    The non-empty bins are scanned in code order; the sums of squared class weights left and right are
-    updated incrementally, so a candidate split costs O(1) and a bin O(#classes in it).
+    The histogram holds ``hn[off + b]`` samples and ``hw[(off + b) * K + k]`` weight of class
+    ``k`` in bin ``b``. Returns ``(best, left bin, right bin, #non-empty bins)``, the bins -1 if
+    not better. ``clear`` zeroes the histogram on the way.
+
+    The non-empty bins are scanned in code order; the sums of squared class weights left and right
+    are updated incrementally, so a candidate split costs O(1) and a bin O(#classes in it).
     """
     for k in range(K):
         cl[k] = 0.0
@@ -254,16 +271,16 @@ def _scan(hn, hw, off, B, K, m, W, sq, cnt, cl, min_leaf, best, clear):
 def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
     """Grow and cost-complexity prune a gini CART on the training samples ``rows``.
 
-    ``y`` (targets 0..K-1) and ``w`` (weights > 0) are aligned with ``rows``. ``tau`` is the pruning penalty
-    per leaf in absolute weight units (``ccp_alpha * sum(w)``); ``tau = 0`` grows to purity without
-    pruning. Returns ``(feature, threshold, left, right, label, node_weight)`` of the pruned tree in
-    preorder (``left = right = -1`` at leaves, ``feature = -2`` there, as scikit-learn).
+    ``y`` (targets 0..K-1) and ``w`` (weights > 0) are aligned with ``rows``. ``tau`` is the pruning
+    penalty per leaf in absolute weight units (``ccp_alpha * sum(w)``); ``tau = 0`` grows to purity
+    without pruning. Returns ``(feature, threshold, left, right, label, node_weight)`` of the pruned
+    tree in preorder (``left = right = -1`` at leaves, ``feature = -2`` there, as scikit-learn).
 
-    The codes of the subset are copied once into a local (feature, position) buffer that is partitioned
-    together with the targets at every split (as scikit-learn partitions its sample array), so every
-    histogram pass reads contiguous memory. Integral weights make every sum exact and the order inside
-    a block irrelevant: a split then only swaps the misplaced samples, and the larger child, grown
-    next, takes its parent's histograms minus the smaller child's.
+    The codes of the subset are copied once into a local (feature, position) buffer that is
+    partitioned together with the targets at every split (as scikit-learn partitions its sample
+    array), so every histogram pass reads contiguous memory. Integral weights make every sum exact
+    and the order inside a block irrelevant: a split then only swaps the misplaced samples, and the
+    larger child, grown next, takes its parent's histograms minus the smaller child's.
     """
     n = rows.shape[0]
     nf0 = feats0.shape[0]
@@ -307,11 +324,11 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
             maxb = nbins[feats0[q]]
     hw = np.zeros(maxb * K, np.float64)
     hn = np.zeros(maxb, np.int64)
-    # With integral weights (counts) every sum below is exact, so the order of the samples in a block
-    # does not matter: a block is split by swapping only the misplaced samples, and the histograms of
-    # a node's larger child are its own minus those of the smaller one. Each feature has a slot for
-    # the histogram of the current node; ``hnode`` is the node whose derived histograms are in the
-    # slots (for the features flagged in ``hv``).
+    # With integral weights (counts) every sum below is exact, so the order of the samples in a
+    # block does not matter: a block is split by swapping only the misplaced samples, and the
+    # histograms of a node's larger child are its own minus those of the smaller one. Each feature
+    # has a slot for the histogram of the current node; ``hnode`` is the node whose derived
+    # histograms are in the slots (for the features flagged in ``hv``).
     exact = True
     for i in range(n):
         if Wt[i] != np.floor(Wt[i]):
@@ -359,7 +376,7 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
         lab[node] = best_k
         m = e - s
         R = W * g
-        # a node with weighted impurity below the penalty is a leaf of the pruned tree (R(t) < alpha)
+        # a node whose weighted impurity is below the penalty (R(t) < alpha) is a pruned leaf
         if not nd_x[node] or not _splittable(m, W, g, tau, min_leaf):
             _finish(node, R + tau, par, left, right, wsum, imp, cost, done, tau)
             continue
@@ -502,11 +519,11 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
                 tmpw[dest[i - s]] = Wt[i]
             Y[s:e] = tmpy[:m]
             Wt[s:e] = tmpw[:m]
-        # Branch and bound (exact): the subtree below this node matters only if this node and all its
-        # ancestors survive pruning. ``T`` is the cost above which some ancestor is provably pruned to a
-        # leaf (ancestors' R + tau minus the siblings along the path: their pruned cost once their
-        # subtree is complete, a lower bound before); the node itself is provably a leaf if R + tau <=
-        # the children's lower bounds. Either way it becomes a leaf now.
+        # Branch and bound (exact): the subtree below this node matters only if this node and all
+        # its ancestors survive pruning. ``T`` is the cost above which some ancestor is provably
+        # pruned to a leaf (ancestors' R + tau minus the siblings along the path: their pruned cost
+        # once their subtree is complete, a lower bound before); the node itself is provably a leaf
+        # if R + tau <= the children's lower bounds. Either way it becomes a leaf now.
         WL, gL = _block_stats(Y, Wt, s, mid, K, cl)
         WR, gR = _block_stats(Y, Wt, mid, e, K, cl)
         lbL = _cost_lb(WL, gL, tau)
@@ -521,8 +538,8 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
         TR = min(T, R + tau) - lbL
         x_left = _splittable(mid - s, WL, gL, tau, min_leaf) and not (tau > 0.0 and _geq(lbL, TL))
         x_right = _splittable(e - mid, WR, gR, tau, min_leaf) and not (tau > 0.0 and _geq(lbR, TR))
-        # the codes of every feature still in use below this node are partitioned only if a child will
-        # be split
+        # the codes of every feature still in use below this node are partitioned only if a child
+        # will be split
         if x_left or x_right:
             for qq in range(nconst):
                 row = Lc[fbuf[depth, qq]]
@@ -581,7 +598,10 @@ def build_micro(codes, nbins, vals, voff, feats0, rows, y, w, K, tau, min_leaf):
 
 @njit(cache=True)
 def _prune_compact(feat, thr, left, right, lab, wsum, imp, nc, tau):
-    """Minimal cost-complexity subtree (nodes are in preorder: children after parents), renumbered."""
+    """Return the minimal cost-complexity subtree, renumbered.
+
+    Nodes are in preorder: children after parents.
+    """
     leafy = np.zeros(nc, np.bool_)
     if tau > 0.0:
         cost = np.empty(nc, np.float64)

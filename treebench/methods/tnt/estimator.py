@@ -1,21 +1,22 @@
-"""Tree in Tree (TnT) decision graphs (Zhu & Shoaran, NeurIPS 2021), its ensembles and the NDG baseline.
+"""Tree in Tree (TnT) decision graphs (Zhu & Shoaran, NeurIPS 2021), ensembles and the NDG baseline.
 
-A TnT model is a decision graph (a DAG): internal nodes hold axis-aligned tests ``x[j] > t -> right``,
-leaves hold class labels, and a node may have several parents. It is grown by Algorithm 2 of the paper:
-``N1`` merge phases of ``N2`` grow rounds. In a grow round every node (each after all of its parents)
-gets a *substitute* micro CART fitted on its samples (a leaf: their labels; an internal node: its
-*sensitive* samples, whose prediction depends on the branch taken, relabelled 0 = left / 1 = right),
-with sample-weighted cost-complexity pruning ``ccp_alpha_i = C * W / W_i``. After the ``N2`` rounds
-dead internal nodes are bypassed (PRUNE) and every substitute is inlined into the graph (MERGE), so
-several parents share a child. ``N1 = 1`` is CART with cost-complexity pruning.
+A TnT model is a decision graph (a DAG): internal nodes hold axis-aligned tests ``x[j] > t ->
+right``, leaves hold class labels, and a node may have several parents. It is grown by Algorithm 2
+of the paper: ``N1`` merge phases of ``N2`` grow rounds. In a grow round every node (each after all
+of its parents) gets a *substitute* micro CART fitted on its samples (a leaf: their labels; an
+internal node: its *sensitive* samples, whose prediction depends on the branch taken, relabelled 0 =
+left / 1 = right), with sample-weighted cost-complexity pruning ``ccp_alpha_i = C * W / W_i``. After
+the ``N2`` rounds dead internal nodes are bypassed (PRUNE) and every substitute is inlined into the
+graph (MERGE), so several parents share a child. ``N1 = 1`` is CART with cost-complexity pruning.
 
 How it is computed (grow / prune / merge: :mod:`.builder`; the fitted graph: :mod:`.graph`):
 
 * micro trees (gini) are grown and exactly pruned by numba kernels (:mod:`.core`) on rank-coded
-  features, equal to ``DecisionTreeClassifier(ccp_alpha=C_i)`` up to ties between equally good splits;
-  the scikit-learn builder remains for other criteria and as the reference-exact debug path;
+  features, equal to ``DecisionTreeClassifier(ccp_alpha=C_i)`` up to ties between equally good
+  splits; the scikit-learn builder remains for other criteria and as the reference-exact debug path;
 * the graph is flat integer arrays (:mod:`treebench.graph.flat`), routed by the compiled router
-  of :mod:`treebench.methods._routing`; a micro tree is refitted only if its samples or targets changed;
+  of :mod:`treebench.methods._routing`; a micro tree is refitted only if its samples or targets
+  changed;
 * a grow sweep visits the graph in waves of equal longest-path depth, whose micro trees are
   independent and fitted in ``n_jobs`` threads (the graph does not depend on ``n_jobs``);
 * ``finetune_passes > 0`` runs a TAO-style refit of the decision nodes, an **approximation** of the
@@ -65,7 +66,10 @@ def _n_threads(n_jobs):
     return max(1, (os.cpu_count() or 1) + 1 + n if n < 0 else n)
 
 
-_TNT = "Tree in Tree decision graph (Zhu & Shoaran 2021): micro CARTs grown in nodes and merged into a DAG"
+_TNT = (
+    "Tree in Tree decision graph (Zhu & Shoaran 2021): micro CARTs grown in nodes and merged "
+    "into a DAG"
+)
 
 
 @register("tnt", CLASSIFICATION, _TNT)
@@ -75,15 +79,15 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     ccp_alpha : float
-        The paper's C: cost-complexity penalty (per split, in units of the Gini impurity weighted by the
-        training-weight fraction). Micro tree *i* uses ``ccp_alpha * W / W_i``.
+        The paper's C: cost-complexity penalty (per split, in units of the Gini impurity weighted by
+        the training-weight fraction). Micro tree *i* uses ``ccp_alpha * W / W_i``.
     N1 : int
         Merge phases (paper: 2). ``N1 = 1`` is CART with cost-complexity pruning.
     N2 : int
         Grow rounds per merge phase (paper: 5; the reference code's default is 3).
     target_splits : int or None
-        If set, search ``ccp_alpha`` (starting at ``ccp_alpha``) so that #S is close to this budget; the
-        model closest to it is kept (``fit_info_`` records the search).
+        If set, search ``ccp_alpha`` (starting at ``ccp_alpha``) so that #S is close to this budget;
+        the model closest to it is kept (``fit_info_`` records the search).
     search_step : {"bisect", "secant"}
         How the search moves C: ×4 steps until #S is bracketed, then bisection in log C; or secant
         steps on log #S against log C (slope 1 until two fits give one), kept inside the bracket.
@@ -92,13 +96,14 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
     max_search : int
         Maximum number of TnT fits in the search.
     finetune_passes : int
-        TAO-style fine-tune passes after growing (0 = off). An approximation, see the module docstring.
+        TAO-style fine-tune passes after growing (0 = off). An approximation, see the module
+        docstring.
     criterion, min_samples_leaf : micro-tree (``DecisionTreeClassifier``) settings.
     random_state : int, RandomState or None
         Seed of every micro tree (an int is used as is, as in the reference code).
     n_jobs : int or None
-        Threads for the micro-tree fits of one grow wave (None = 1, -1 = all cores). The fitted graph
-        does not depend on it.
+        Threads for the micro-tree fits of one grow wave (None = 1, -1 = all cores). The fitted
+        graph does not depend on it.
     verbose : int
     """
 
@@ -157,9 +162,12 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
         return int(check_random_state(self.random_state).randint(0, 2**31 - 1))
 
     def _backend(self):
-        """Micro-tree backend: numba (gini, default) or scikit-learn (other criteria; and the
-        reference-exact path used by ``_reference_compat`` / ``_micro_backend = "sklearn"``, debug aids
-        that are not hyperparameters)."""
+        """Micro-tree backend.
+
+        Numba (gini, default) or scikit-learn (other criteria; and the reference-exact path used by
+        ``_reference_compat`` / ``_micro_backend = "sklearn"``, debug aids that are not
+        hyperparameters).
+        """
         if getattr(self, "_reference_compat", False):
             return "sklearn"
         b = getattr(self, "_micro_backend", None)
@@ -203,6 +211,7 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
+        """Grow the TnT decision graph on ``X, y`` (weighted by ``sample_weight``)."""
         X, y, w, classes = _prepare(self, X, y, sample_weight)
         self.classes_ = classes
         K = len(classes)
@@ -270,9 +279,12 @@ class TnTClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
 
 
 def _secant_step(tried, target, lo, hi):
-    """Next C of a secant search: #S is about a power of C, so step along the line through the last
-    two (log C, log #S) fits (slope -1 after the first), clipped to [-2, -0.5], and fall back to
-    the bracket's log midpoint when the step leaves the bracket ``(lo, hi)``."""
+    """Next C of a secant search.
+
+    #S is about a power of C, so step along the line through the last two (log C, log #S) fits
+    (slope -1 after the first), clipped to [-2, -0.5], and fall back to the bracket's log midpoint
+    when the step leaves the bracket ``(lo, hi)``.
+    """
     c1, n1 = tried[-1][0], max(tried[-1][1], 1)
     slope = -1.0
     if len(tried) > 1:
@@ -348,7 +360,7 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
         return combine_sizes([member_size(m, X) for m in self.estimators_])
 
     def to_graph(self):
-        """The ensemble of TnT graphs as a :class:`treebench.inspect.GraphEnsemble`."""
+        """Return the ensemble of TnT graphs as a :class:`treebench.inspect.GraphEnsemble`."""
         from treebench.methods.tnt.export import tnt_graph
 
         return tnt_graph(self)
@@ -360,7 +372,7 @@ class _TnTEnsemble(SizeMixin, ClassifierMixin, BaseEstimator):
     "TnT-bagging: BaggingClassifier (bootstrap, all features) of TnT graphs",
 )
 class TnTBaggingClassifier(_TnTEnsemble):
-    """Bagging (scikit-learn ``BaggingClassifier``, bootstrap samples, all features) of TnT graphs."""
+    """Bagging of TnT graphs (scikit-learn ``BaggingClassifier``): bootstrap rows, all features."""
 
     _expected_failed_checks = {
         "check_sample_weight_equivalence_on_dense_data": (
@@ -396,10 +408,10 @@ class TnTBaggingClassifier(_TnTEnsemble):
         self.n_jobs = n_jobs
 
     def _make(self, n_samples):
-        # max_samples=None means n bootstrap rows whatever the weights. Newer scikit-learn draws rows
-        # by weight and reads a float max_samples as a fraction of the weight sum (1.0 would give
-        # AdaBoost's weights, sum 1, a one-row bootstrap); an int is a row count in every version
-        # and, unweighted, draws the same rows as 1.0 did.
+        # max_samples=None means n bootstrap rows whatever the weights. Newer scikit-learn draws
+        # rows by weight and reads a float max_samples as a fraction of the weight sum (1.0 would
+        # give AdaBoost's weights, sum 1, a one-row bootstrap); an int is a row count in every
+        # version and, unweighted, draws the same rows as 1.0 did.
         return BaggingClassifier(
             estimator=self._base(),
             n_estimators=self.n_estimators,
@@ -509,12 +521,12 @@ def _gini_R(counts, W):
 class NDGClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
     """Naive decision graph: greedily split a leaf or merge two leaves, whichever gains most.
 
-    Objective: weighted Gini impurity of the leaves (in weight-fraction units) + ``C`` per leaf (for a
-    tree, per split). Splitting leaf *l* gains ``R(l) - R(l_L) - R(l_R) - C`` (best axis-aligned split,
-    a depth-1 CART); merging leaves *i*, *j* (one leaf with both sets of parents) gains
-    ``C - (R(l_i + l_j) - R(l_i) - R(l_j))``. Each iteration applies the single best operation while its
-    gain is positive, at most ``max_iter`` times. Nodes whose two branches end up on the same leaf are
-    bypassed at the end.
+    Objective: weighted Gini impurity of the leaves (in weight-fraction units) + ``C`` per leaf (for
+    a tree, per split). Splitting leaf *l* gains ``R(l) - R(l_L) - R(l_R) - C`` (best axis-aligned
+    split, a depth-1 CART); merging leaves *i*, *j* (one leaf with both sets of parents) gains ``C -
+    (R(l_i + l_j) - R(l_i) - R(l_j))``. Each iteration applies the single best operation while its
+    gain is positive, at most ``max_iter`` times. Nodes whose two branches end up on the same leaf
+    are bypassed at the end.
 
     Attributes
     ----------
@@ -539,6 +551,7 @@ class NDGClassifier(_GraphClassifierMixin, ClassifierMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
+        """Fit the ensemble of TnT graphs on ``X, y`` (weighted by ``sample_weight``)."""
         X, y, w, classes = _prepare(self, X, y, sample_weight)
         self.classes_ = classes
         K = len(classes)

@@ -15,7 +15,10 @@ from treebench.methods._export import (
 
 
 def tnt_graph(est) -> GraphEnsemble:
-    """A TnT / NDG decision graph (shared children kept): right iff x[feature] > threshold."""
+    """Return a TnT / NDG decision graph (shared children kept).
+
+    Right iff x[feature] > threshold.
+    """
     if hasattr(est, "ensemble_"):
         return sklearn_ensemble(est, inner=est.ensemble_, meta=graph_meta(est))
     left = est.children_left_

@@ -23,8 +23,8 @@ def graph_predict_nodes(X, feature, threshold, left, right, root=0, backend="aut
     """Leaf reached by each row of ``X`` in a flat decision graph, and the number of splits visited.
 
     ``left[i] < 0`` marks a leaf; a row goes right iff ``x[feature] > threshold``. Returns
-    ``(leaf_index, n_internal_visited)`` from :func:`treebench.methods._routing.route_axis` (compiled
-    with numba, else a numpy loop over levels; ``backend`` chooses).
+    ``(leaf_index, n_internal_visited)`` from :func:`treebench.methods._routing.route_axis`
+    (compiled with numba, else a numpy loop over levels; ``backend`` chooses).
     """
     from treebench.methods._routing import route_axis  # numba loads with the first prediction
 
@@ -97,7 +97,10 @@ class _GraphClassifierMixin(SizeMixin):
         self.children_left_, self.children_right_, self.value_ = lft, rgt, v
 
     def to_graph(self):
-        """The decision graph (shared children kept) as a :class:`treebench.inspect.GraphEnsemble`."""
+        """Return the decision graph as a :class:`treebench.inspect.GraphEnsemble`.
+
+        Shared children are kept.
+        """
         from treebench.methods.tnt.export import tnt_graph
 
         return tnt_graph(self)

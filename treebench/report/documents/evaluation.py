@@ -43,10 +43,12 @@ class ExperimentResult:
 
     @property
     def counts(self) -> dict:
+        """Return the number of targets per status."""
         return self.res["status"].value_counts().to_dict() if len(self.res) else {}
 
     @property
     def hours(self) -> float:
+        """Return the core-hours of the runs behind the results."""
         return core_hours(self.rows)
 
 
@@ -63,14 +65,17 @@ class PaperResult:
 
     @property
     def name(self) -> str:
+        """Return the paper's name."""
         return self.spec.paper
 
     @property
     def title(self) -> str:
+        """Return the paper's title."""
         return self.spec.title
 
     @property
     def notes(self) -> str:
+        """Return the paper file's notes."""
         return (self.spec.notes or "").strip()
 
     @property
@@ -79,6 +84,7 @@ class PaperResult:
         return PAPER_ORDER.get(self.name, "CI guard" if self.name == GUARD else self.name)
 
     def targets(self) -> dict[str, Target]:
+        """Return the paper's targets by id."""
         return {t.id: t for t in self.spec.targets}
 
 
@@ -91,11 +97,14 @@ class Evaluation:
     stamp: str
 
     def paper(self, name: str) -> PaperResult:
+        """Return the result of paper ``name``."""
         return next(p for p in self.papers if p.name == name)
 
     def verdicts(self) -> dict:
-        """``{"targets": {id: status}, "items": {"paper: item": verdict}}`` (sorted keys), the
-        snapshot a rendering change must leave as it is."""
+        """Return ``{"targets": {id: status}, "items": {"paper: item": verdict}}`` (sorted keys).
+
+        It is the snapshot a rendering change must leave as it is.
+        """
         targets, items = {}, {}
         for p in self.papers:
             for _, r in p.res.iterrows():
@@ -134,8 +143,10 @@ def evaluate(
     conf_dir: str | Path | None = None,
     stamp: str = "the given records",
 ) -> Evaluation:
-    """Check every paper's targets against ``df`` once (per paper and experiment); reports
-    ``papers checked`` (:mod:`treebench.methods.progress`)."""
+    """Check every paper's targets against ``df`` once (per paper and experiment).
+
+    Reports ``papers checked`` (:mod:`treebench.methods.progress`).
+    """
     from treebench.methods.progress import report
 
     out = []

@@ -23,7 +23,10 @@ PAGES = "docs/reproduction"
 
 
 def measured_part(e: ExperimentResult) -> str:
-    """What part of the experiment's core-hours the runs measured as CPU time ("" when all)."""
+    """Return what part of the experiment's core-hours the runs measured as CPU time.
+
+    "" when all.
+    """
     hours, cpu = e.hours, core_hours(e.rows, measured=True)
     if cpu >= hours:
         return ""
@@ -35,7 +38,7 @@ def measured_part(e: ExperimentResult) -> str:
 
 
 def experiment_facts(e: ExperimentResult) -> dict:
-    """What ran for an experiment and how close it came, as the pages state it."""
+    """Return what ran for an experiment and how close it came, as the pages state it."""
     rows, counts = e.rows, e.counts
     facts = {
         "name": e.name,
@@ -65,7 +68,8 @@ def experiment_facts(e: ExperimentResult) -> dict:
     if len(pct):
         d = 100 * pct["delta"].abs()
         facts["close"] = (
-            f"; median |Δ| over {len(pct)} checked rates {d.median():.2f} points (max {d.max():.2f})"
+            f"; median |Δ| over {len(pct)} checked rates {d.median():.2f} points (max "
+            f"{d.max():.2f})"
         )
     return facts
 
@@ -82,7 +86,7 @@ def _cell(c, numbers: bool = True) -> str:
 
 
 def _shape(t: ItemTable) -> tuple[ItemTable, list, list]:
-    """An item with the Markdown rows of its grid and of its claims."""
+    """Return an item with the Markdown rows of its grid and of its claims."""
     grid = [[label, *map(_cell, cells)] for label, cells in t.rows]
     claims = [[c.what, c.on, c.target, c.paper, c.ours, _cell(c.cell, False)] for c in t.claims]
     return t, grid, claims
@@ -140,8 +144,11 @@ _OVERVIEW = ("items reproduced", "runs", "targets", PASS, FAIL, INFO, SKIP, "rec
 
 
 def paper_figures(ev: Evaluation, figures_dir: Path | None) -> dict[str, dict[str, list[Figure]]]:
-    """Each paper's experiments' figures; with ``figures_dir`` drawn there (old PNGs removed:
-    the folder is the pages' own). Reports ``experiments' figures`` (:mod:`treebench.methods.progress`)."""
+    """Each paper's experiments' figures.
+
+    With ``figures_dir`` drawn there (old PNGs removed: the folder is the pages' own). Reports
+    ``experiments' figures`` (:mod:`treebench.methods.progress`).
+    """
     from treebench.methods.progress import report
 
     if figures_dir is not None:
@@ -161,8 +168,11 @@ def paper_figures(ev: Evaluation, figures_dir: Path | None) -> dict[str, dict[st
 
 
 def write_reproduction(ev: Evaluation, dest: Path, draw: bool = True) -> list[Path]:
-    """Write REPRODUCTION.md at ``dest`` and the per-paper pages, their figures and the verdict
-    table (``verdicts.json``) under ``dest.parent/docs/reproduction``; return the files."""
+    """Write REPRODUCTION.md at ``dest`` and the per-paper pages; return the files.
+
+    The pages, their figures and the verdict table (``verdicts.json``) go under
+    ``dest.parent/docs/reproduction``.
+    """
     pages = dest.parent / PAGES
     pages.mkdir(parents=True, exist_ok=True)
     figs = paper_figures(ev, pages if draw else None)

@@ -10,12 +10,12 @@ from treebench.report.select import core_time, counted
 
 
 def md_cell(v) -> str:
-    """A value as one Markdown table cell: no line breaks, pipes escaped."""
+    """Return a value as one Markdown table cell: no line breaks, pipes escaped."""
     return " ".join(str("" if v is None else v).split()).replace("|", "\\|")
 
 
 def md_table(header: list, rows: list[list]) -> str:
-    """A GitHub Markdown table without padding (the bytes are the content)."""
+    """Return a GitHub Markdown table without padding (the bytes are the content)."""
     lines = ["| " + " | ".join(md_cell(h) for h in header) + " |"]
     lines.append("|" + "---|" * len(header))
     lines += ["| " + " | ".join(md_cell(c) for c in r) + " |" for r in rows]
@@ -24,8 +24,10 @@ def md_table(header: list, rows: list[list]) -> str:
 
 @cache
 def environment():
-    """The jinja2 environment of ``templates/`` (no autoescape for Markdown; HTML templates
-    escape with ``|e``)."""
+    """Return the jinja2 environment of ``templates/``.
+
+    No autoescape for Markdown; HTML templates escape with ``|e``.
+    """
     import jinja2
 
     env = jinja2.Environment(
@@ -49,4 +51,5 @@ def environment():
 
 
 def render(template: str, **context) -> str:
+    """Return ``template`` rendered with ``context``."""
     return environment().get_template(template).render(**context)

@@ -1,5 +1,7 @@
-"""The offline results site (``treebench site`` → ``outputs/site/``): papers, methods, datasets,
-the head-to-head and a ledger explorer, from one evaluation and the ledger's records.
+"""The offline results site (``treebench site`` → ``outputs/site/``).
+
+Papers, methods, datasets, the head-to-head and a ledger explorer, from one evaluation and the
+ledger's records.
 
 Works from ``file://`` with no network: Plotly's bundled ``plotly.min.js`` and itables' offline
 DataTables bundle are copied once into ``assets/``; every page is a pure function of its inputs
@@ -42,7 +44,8 @@ LEDGER_COLUMNS = (
     ("key", "run key"),
 )
 _MAX_HOVER_PARAMS = 6
-#: matplotlib line styles and markers (:func:`~treebench.report.figures.series_styles`) in Plotly's words
+#: matplotlib line styles and markers (:func:`~treebench.report.figures.series_styles`) in
+#: Plotly's words
 _DASH = {"-": "solid", "--": "dash", ":": "dot", "-.": "dashdot"}
 _SYMBOL = {
     "o": "circle",
@@ -83,7 +86,7 @@ def _assets(out: Path) -> dict[str, int]:
 
 
 def _num(v):
-    """A JSON-safe number (None for NaN), rounded to keep pages small and stable."""
+    """Return a JSON-safe number (None for NaN), rounded to keep pages small and stable."""
     if v is None:
         return None
     try:
@@ -110,8 +113,11 @@ def _scale(spec: dict) -> float:
 
 
 def figure_data(rows: pd.DataFrame, f: Figure, targets) -> list[dict]:
-    """One interactive panel per facet of a declared figure: the means (lines, ± SD), every run
-    (points; hover: seed, params, run key) and the paper's numbers (x)."""
+    """One interactive panel per facet of a declared figure.
+
+    The means (lines, ± SD), every run (points; hover: seed, params, run key) and the paper's
+    numbers (x).
+    """
     spec = f.spec
     if spec.get("cd") or not len(rows):
         return []
@@ -158,8 +164,8 @@ def figure_data(rows: pd.DataFrame, f: Figure, targets) -> list[dict]:
                     "customdata": [
                         [int(row["seed"]), _params(row), row["key"]] for _, row in r.iterrows()
                     ],
-                    "hovertemplate": "seed %{customdata[0]}<br>%{customdata[1]}<br>run %{customdata[2]}"
-                    "<br>x %{x}, y %{y:.4g}<extra></extra>",
+                    "hovertemplate": "seed %{customdata[0]}<br>%{customdata[1]}<br>"
+                    "run %{customdata[2]}<br>x %{x}, y %{y:.4g}<extra></extra>",
                 }
             )
         if len(ref):
@@ -207,7 +213,7 @@ def _score(r: dict):
 
 
 def _dataset_source(conf_dir: Path, name: str) -> dict:
-    """A dataset config's description and files (url, mirror path, sha256)."""
+    """Return a dataset config's description and files (url, mirror path, sha256)."""
     import yaml
 
     p = conf_dir / "dataset" / f"{name}.yaml"
@@ -526,8 +532,11 @@ def _dataset(d: str, df: pd.DataFrame, conf_dir: Path) -> dict:
 
 
 def _headtohead(df: pd.DataFrame, repo: Path, out: Path) -> dict:
-    """The head-to-head's headline setting: wins/ties/losses against same-size CART, per-dataset
-    cell means with interactive Pareto plots (score vs leaves), and the committed CD diagrams."""
+    """Return the head-to-head's headline setting.
+
+    Wins/ties/losses against same-size CART, per-dataset cell means with interactive Pareto plots
+    (score vs leaves), and the committed CD diagrams.
+    """
     from treebench.report.headtohead import (
         cell_means,
         headline_setting,
@@ -559,7 +568,8 @@ def _headtohead(df: pd.DataFrame, repo: Path, out: Path) -> dict:
                     "x": [_num(v) for v in gm["n_leaves"]],
                     "y": [_num(v) for v in gm["score"]],
                     "customdata": [[int(s), m] for s in gm["seed"]],
-                    "hovertemplate": "%{customdata[1]} seed %{customdata[0]}<br>leaves %{x}, score %{y:.4f}<extra></extra>",
+                    "hovertemplate": "%{customdata[1]} seed %{customdata[0]}<br>"
+                    "leaves %{x}, score %{y:.4f}<extra></extra>",
                 }
             )
         table = [

@@ -48,6 +48,7 @@ class Cell:
 
     @property
     def mark(self) -> str:
+        """Return the mark of the cell's status."""
         return MARKS.get(self.status, "")
 
 
@@ -109,14 +110,16 @@ class ItemTable:
 
     @property
     def css(self) -> str:
+        """Return the CSS class of the item's verdict."""
         return ITEM_CLASS.get(self.verdict, "info")
 
     def cells(self) -> list[Cell]:
+        """Return every cell of the item that checks a target."""
         return [c for _, cs in self.rows for c in cs if c.target] + [c.cell for c in self.claims]
 
 
 def anchor(text: str) -> str:
-    """A GitHub-style heading anchor: lower case, spaces to '-', punctuation dropped."""
+    """Return a GitHub-style heading anchor: lower case, spaces to '-', punctuation dropped."""
     s = re.sub(r"[^\w\- ]", "", text.strip().lower())
     return s.replace(" ", "-")
 
@@ -158,8 +161,10 @@ def _value_text(r: pd.Series) -> str:
 
 
 def short_label(label: str, at_most: int = 80) -> str:
-    """A selection's label without its best-of clause (the note and the paper file state it);
-    past ``at_most`` characters its settings read "[…]" (the target id names them)."""
+    """Return a selection's label without its best-of clause (the note and the paper file state it).
+
+    Past ``at_most`` characters its settings read "[…]" (the target id names them).
+    """
     label = re.sub(r",? ?best [\w/]+ by \w+ [\w.]+", "", label).replace("[]", "")
     return re.sub(r"\[[^\]]*\]", "[…]", label) if len(label) > at_most else label
 
@@ -172,8 +177,10 @@ def _row_label(r: pd.Series, first_exp: str) -> str:
 
 
 def _layout(exps: list[ExperimentResult], item: str) -> dict:
-    """The declared layout (``experiments.<name>.tables``) whose ``table`` is this item, else
-    columns by dataset."""
+    """Return the declared layout (``experiments.<name>.tables``) whose ``table`` is this item.
+
+    Else columns by dataset.
+    """
     for e in exps:
         for tab in e.spec.get("tables") or []:
             tables = tab["table"] if isinstance(tab["table"], list) else [tab["table"]]
@@ -209,8 +216,10 @@ def _sentence(verdict: str, it: pd.DataFrame, reason: str = "") -> str:
 
 
 def first_clause(text: str, at_most: int = 150) -> str:
-    """The text up to its first top-level ';' (outside parentheses), cut at a word past
-    ``at_most`` characters ("…")."""
+    """Return the text up to its first top-level ';' (outside parentheses), cut at ``at_most``.
+
+    The cut is at a word past ``at_most`` characters ("…").
+    """
     depth = 0
     for i, ch in enumerate(text):
         depth += {"(": 1, ")": -1}.get(ch, 0)
@@ -317,8 +326,10 @@ def item_tables(p: PaperResult, figures: dict[str, list[Figure]] | None = None) 
 
 
 def figure_list(e: ExperimentResult, out: Path | None) -> list[Figure]:
-    """The experiment's declared figures and critical-difference diagrams; with ``out``, drawn there
-    as PNGs (``<out>/<experiment>/<name>.png``)."""
+    """Return the experiment's declared figures and critical-difference diagrams.
+
+    With ``out``, drawn there as PNGs (``<out>/<experiment>/<name>.png``).
+    """
     from treebench.report.figures import make_figure
     from treebench.report.paper import stats_section
     from treebench.report.select import add_derived

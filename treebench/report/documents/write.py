@@ -1,5 +1,7 @@
-"""The committed documents written from the ledger (``treebench report --reproduction``,
-``--headtohead``, ``--benchmark`` and ``treebench site``), each stamped with the records it read."""
+"""The committed documents written from the ledger, each stamped with the records it read.
+
+``treebench report --reproduction``, ``--headtohead``, ``--benchmark`` and ``treebench site``.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +11,11 @@ from treebench.config import CONF_DIR, PROJECT_DIR
 
 
 def evaluation(led, store_dir: Path | None, papers=None):
-    """Every paper's targets (``papers``, default: every paper file) checked once against the
-    ledger (and with ``store_dir``, the local store), stamped with the records' content hash."""
+    """Check every paper's targets once against the ledger; stamp them with the records' hash.
+
+    ``papers`` defaults to every paper file; with ``store_dir``, the local store is read too. The
+    stamp is the records' content hash.
+    """
     from treebench.report.checks import Availability
     from treebench.report.documents.evaluation import evaluate
     from treebench.report.targets import load_all
@@ -40,7 +45,7 @@ def write_reproduction(led, store_dir: Path | None, out: str | None, papers=None
 
 
 def _experiment_stamp(led, experiment: str, store_dir: Path | None) -> tuple[list[dict], str]:
-    """The ledger's records of ``experiment`` (by any label) and the stamp naming their hash."""
+    """Return the ledger's records of ``experiment`` (any label) and the stamp naming their hash."""
     from treebench.results.ledger import records_hash
 
     mine = [
@@ -48,16 +53,22 @@ def _experiment_stamp(led, experiment: str, store_dir: Path | None) -> tuple[lis
         for r in led.records()
         if experiment in [r.get("experiment"), *(r.get("also_experiments") or [])]
     ]
-    stamp = f"the ledger's `{experiment}` records ({len(mine)} records, content hash {records_hash(mine)})"
+    stamp = (
+        f"the ledger's `{experiment}` records ({len(mine)} records, content hash "
+        f"{records_hash(mine)})"
+    )
     if store_dir is not None:
         stamp += " + the local store (not committed)"
     return mine, stamp
 
 
 def write_headtohead(led, store_dir: Path | None, out: str | None, papers=None) -> str:
-    """docs/headtohead.md and docs/headtohead/*.png from the ledger (and with ``store_dir``, the
-    local store), stamped with the hash of the records it reads; returns the line that says so
-    (``papers`` is not read: the page has its own targets)."""
+    """Write docs/headtohead.md and docs/headtohead/*.png from the ledger; return the stamp line.
+
+    With ``store_dir``, the local store is read too; the pages are stamped with the hash of the
+    records read, and the returned line says so (``papers`` is not read: the page has its own
+    targets).
+    """
     from treebench.report.headtohead import EXPERIMENT, headtohead_markdown
     from treebench.results import collect
 
@@ -73,9 +84,11 @@ def write_headtohead(led, store_dir: Path | None, out: str | None, papers=None) 
 
 
 def write_benchmark(led, store_dir: Path | None, out: str | None, papers=None) -> str:
-    """docs/benchmark.md, docs/benchmark/datasets.md and the CD diagrams from the ledger's
-    ``benchmark`` records (and with ``store_dir``, the local store's); returns the line that says
-    so (``papers`` is not read)."""
+    """Write docs/benchmark.md, docs/benchmark/datasets.md and the CD diagrams from the ledger.
+
+    From its ``benchmark`` records (and with ``store_dir``, the local store's); returns the line
+    that says so (``papers`` is not read).
+    """
     from treebench.report.benchmark import EXPERIMENT, benchmark_markdown, evaluate, suite_plan
     from treebench.results import collect
     from treebench.results.store import Store
