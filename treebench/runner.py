@@ -271,8 +271,10 @@ def plan_profile(cfg: DictConfig) -> str:
 
 
 def base_record(job: Job, fold: int, key: str) -> dict:
-    """Identity and provenance fields shared by ok, skipped and failed records
-    (:mod:`treebench.results.record`: the fields of each status)."""
+    """Identity and provenance fields shared by ok, skipped and failed records.
+
+    See :mod:`treebench.results.record` for the fields of each status.
+    """
     return {
         "key": key,
         FORMAT_FIELD: RECORD_FORMAT,

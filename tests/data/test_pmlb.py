@@ -65,7 +65,8 @@ def test_a_pmlb_dataset_loads_from_the_mirror_with_its_indexed_shape(mirror):
 
 def test_a_repeated_header_name_means_its_first_column_as_pandas_and_pmlb_read_it(mirror):
     # schizo's header names `target` twice: PMLB's loader (pandas) takes the first, 3 classes, and
-    # the last becomes the feature `target.1`, as the mirror's MANIFEST counts (14 features, 3 classes)
+    # the last becomes the feature `target.1`, as the mirror's MANIFEST counts
+    # (14 features, 3 classes)
     import gzip
 
     import pandas as pd

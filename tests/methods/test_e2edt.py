@@ -960,9 +960,12 @@ def test_fits_bit_identical_to_before_the_compiled_adam(name):
 
 
 def test_tree_em_rows_equals_estep_and_mstep_grad():
-    """The fused pass (E-step of every row, M-step gradient of the rows given a batch position)
-    equals tree_estep and tree_mstep_grad bit for bit: unbalanced trees, saturated gates, zero
-    class probabilities, a row count that is not a multiple of the block, rows outside the batch."""
+    """The fused pass equals tree_estep and tree_mstep_grad bit for bit.
+
+    The pass does the E-step of every row and the M-step gradient of the rows given a batch
+    position; the cases: unbalanced trees, saturated gates, zero class probabilities, a row count
+    that is not a multiple of the block, rows outside the batch.
+    """
     rng = np.random.default_rng(1)
     struct, _ = random_structure(rng, n_trees=4, max_depth=9, p_split=0.8).canonical()
     bs = kn.bfs_arrays(struct)
@@ -993,8 +996,11 @@ def test_tree_em_rows_equals_estep_and_mstep_grad():
 
 @pytest.mark.parametrize("n", [150, 97])
 def test_fused_first_batch_equals_unfused_finetune(monkeypatch, n):
-    """A forest whose minibatch covers every row (the E-step's gates reused, the sigmoid's tail
-    rows recomputed) and one of several batches fit the same as with the fusion off."""
+    """Fits with the fusion on equal those with it off.
+
+    Both a forest whose minibatch covers every row (the E-step's gates reused, the sigmoid's tail
+    rows recomputed) and one of several batches.
+    """
     X, y = load_iris(return_X_y=True)
     X, y = X[:n], y[:n]
     fits = []

@@ -28,7 +28,7 @@ PACKAGE = Path(treebench.__file__).parent
 
 @pytest.fixture(scope="module")
 def cart_record(tmp_path_factory):
-    """A record the runner writes now (CART on iris, fold 0)."""
+    """Return a record the runner writes now (CART on iris, fold 0)."""
     root = tmp_path_factory.mktemp("record")
     cfg = compose_config(["method=cart", "dataset=iris", "seed=0", "threads=1", "fold=0"])
     store = Store(root / "store")
@@ -122,7 +122,7 @@ def test_the_store_refuses_to_write_a_record_it_could_not_read_back(tmp_path, ca
 
 
 def _record_params(fn: ast.FunctionDef) -> set[str]:
-    """The parameters of ``fn`` annotated as a record (``Record``, ``OkRecord`` ...)."""
+    """Return the parameters of ``fn`` annotated as a record (``Record``, ``OkRecord`` ...)."""
     names = set()
     for a in fn.args.args + fn.args.kwonlyargs:
         text = ast.unparse(a.annotation) if a.annotation is not None else ""
@@ -132,7 +132,7 @@ def _record_params(fn: ast.FunctionDef) -> set[str]:
 
 
 def _fields_read(fn: ast.FunctionDef, names: set[str]) -> set[str]:
-    """The string keys ``fn`` reads from ``names`` (``rec["x"]``, ``rec.get("x")``)."""
+    """Return the string keys ``fn`` reads from ``names`` (``rec["x"]``, ``rec.get("x")``)."""
     out = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
@@ -152,8 +152,10 @@ def _fields_read(fn: ast.FunctionDef, names: set[str]) -> set[str]:
 
 
 def test_readers_of_a_typed_record_read_declared_fields():
-    """A function taking a ``Record`` reads only fields the definition names (a typo or a field
-    added without declaring it fails here)."""
+    """A function taking a ``Record`` reads only fields the definition names.
+
+    A typo or a field added without declaring it fails here.
+    """
     declared = set().union(*(typing.get_type_hints(td) for td in typing.get_args(Record)))
     seen, unknown = 0, []
     for path in sorted(PACKAGE.rglob("*.py")):

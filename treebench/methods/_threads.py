@@ -63,9 +63,11 @@ def _controller():
 
 
 def blas_limit(n: int):
-    """A context limiting the BLAS pools to ``n`` threads, from the cached :func:`_controller`
-    (``threadpool_limits(n, "blas")`` scans every loaded library each time: ~7 ms, a tenth of a
-    hinge fit on german when called per snapshot)."""
+    """Return a context limiting the BLAS pools to ``n`` threads, from the cached controller.
+
+    :func:`_controller` is cached because ``threadpool_limits(n, "blas")`` scans every loaded
+    library each time: ~7 ms, a tenth of a hinge fit on german when called per snapshot.
+    """
     return _controller().limit(limits=max(1, int(n)), user_api="blas")
 
 

@@ -1,4 +1,6 @@
-"""The committed results ledger: every record behind REPRODUCTION.md, one gzip'd JSONL file per experiment.
+"""The committed results ledger: every record behind REPRODUCTION.md.
+
+One gzip'd JSONL file per experiment.
 
 Invariants
 ----------
@@ -8,7 +10,8 @@ Invariants
 * A key is never rewritten with other numbers: adding a record whose key exists with different
   metrics, size or status is refused as a whole (:class:`LedgerConflict`), nothing written.
 * Files are byte-deterministic for their content (lines sorted by key, canonical JSON, gzip without
-  a timestamp), so the ledger's :meth:`Ledger.content_hash` names exactly what a report was made from.
+  a timestamp), so the ledger's :meth:`Ledger.content_hash` names exactly what a report was made
+  from.
 * An experiment whose file would pass :data:`MAX_FILE_BYTES` is written as 16 shards
   ``<experiment>.<first hex digit of the key>.jsonl.gz`` instead: files stay small enough to commit,
   and reading the files in name order still gives each experiment's records sorted by key.
@@ -52,10 +55,12 @@ class LedgerFileError(ValueError, TreebenchError):
 
 
 def read_lines(path: Path) -> tuple[list[Record], list[tuple[str, str]]]:
-    """The valid records of one ledger file and ``("<file>, line <n>", reason)`` of each line that
-    is not one (not JSON, fails :func:`~treebench.results.validate.record_problem`: the reason
-    says how to get the committed file back); a file that is not gzip or is cut short yields the
-    lines before the damage and names where it stopped.
+    """Return the valid records of one ledger file and the problems of its other lines.
+
+    A problem is ``("<file>, line <n>", reason)`` of a line that is not a record (not JSON, fails
+    :func:`~treebench.results.validate.record_problem`: the reason says how to get the committed
+    file back); a file that is not gzip or is cut short yields the lines before the damage and
+    names where it stopped.
     """
     recs: list[Record] = []
     problems: list[tuple[str, str]] = []
@@ -79,8 +84,9 @@ def read_lines(path: Path) -> tuple[list[Record], list[tuple[str, str]]]:
 
 
 def _with_fix(why: str, path: Path) -> str:
-    """A ledger line's problem with its fix: the committed file is in git (a record of a newer
-    format says to upgrade instead).
+    """Return a ledger line's problem with its fix.
+
+    The fix: the committed file is in git (a record of a newer format says to upgrade instead).
     """
     return (
         why if "upgrade" in why else f"{why} (`git checkout -- {path}` restores the committed file)"
@@ -96,8 +102,10 @@ def _same_result(a: Record, b: Record) -> bool:
 
 
 def merge_labels(rec: Record, other: Record) -> Record:
-    """``rec`` with ``other``'s plan labels added: its experiments to ``also_experiments`` (first
-    label kept) and its ``full_plan_of`` (:func:`~treebench.results.store.with_label`).
+    """``rec`` with ``other``'s plan labels added.
+
+    Its experiments go to ``also_experiments`` (first label kept), and its ``full_plan_of`` too
+    (:func:`~treebench.results.store.with_label`).
     """
     labels = [other.get("experiment"), *(other.get("also_experiments") or [])]
     also = list(rec.get("also_experiments") or [])
@@ -124,6 +132,7 @@ class AddResult:
 
     @property
     def n_added(self) -> int:
+        """Number of records added, over all experiment files."""
         return sum(self.added.values())
 
 
@@ -137,11 +146,13 @@ class Ledger:
         self._damaged: set[Path] = set()
 
     def files(self) -> list[Path]:
+        """Return the ledger's files sorted by name; none when :attr:`root` is not a directory."""
         return sorted(self.root.glob(f"*{SUFFIX}")) if self.root.is_dir() else []
 
     def read_file(self, path: Path) -> list[Record]:
-        """The valid records of one file; damaged lines are left out and listed in
-        :attr:`problems` (once per file).
+        """Return the valid records of one file.
+
+        Damaged lines are left out and listed in :attr:`problems` (once per file).
         """
         recs, problems = read_lines(path)
         if problems and path not in self._damaged:
@@ -150,14 +161,18 @@ class Ledger:
         return recs
 
     def records(self) -> Iterator[Record]:
-        """Every valid ledger record, file by file (sorted by experiment), each file sorted by
-        key; see :meth:`read_file` for damaged lines.
+        """Every valid ledger record, file by file (sorted by experiment), each sorted by key.
+
+        See :meth:`read_file` for damaged lines.
         """
         for p in self.files():
             yield from self.read_file(p)
 
     def _refuse_damaged(self, experiment: str) -> None:
-        """Rewriting a damaged file would drop its unreadable lines for good: refuse, naming them."""
+        """Refuse to rewrite a damaged file of ``experiment``, naming its unreadable lines.
+
+        Rewriting a damaged file would drop its unreadable lines for good.
+        """
         bad = [p for p in self._damaged if experiment_of(p) == experiment]
         if bad:
             lines = [f"{w}: {why}" for w, why in self.problems if any(str(p) in w for p in bad)]
@@ -172,10 +187,11 @@ class Ledger:
         return {r["key"]: r for r in self.records()}
 
     def get(self, key: str) -> Record | None:
+        """Return the ledger's record of ``key``, or None."""
         return self._by_key.get(key)
 
     def keys(self) -> set[str]:
-        """The run keys in the ledger."""
+        """Return the run keys in the ledger."""
         return set(self._by_key)
 
     def __contains__(self, key: str) -> bool:
@@ -255,8 +271,9 @@ class Ledger:
         return res
 
     def _write(self, experiment: str, records: list[dict]) -> list[Path]:
-        """Write one experiment's records atomically, lines sorted by key, gzip without timestamp:
-        one file, or shards by the key's first digit when one would pass :data:`MAX_FILE_BYTES`;
+        """Write one experiment's records atomically, lines sorted by key, gzip without timestamp.
+
+        One file, or shards by the key's first digit when one would pass :data:`MAX_FILE_BYTES`;
         files of the experiment's other layout are removed after.
         """
         self.root.mkdir(parents=True, exist_ok=True)
@@ -278,7 +295,10 @@ class Ledger:
 
 
 def experiment_of(path: Path) -> str:
-    """The experiment a ledger file holds: ``rhf_table2.jsonl.gz`` and ``rhf_table2.3.jsonl.gz``."""
+    """Return the experiment a ledger file holds.
+
+    E.g. ``rhf_table2`` for both ``rhf_table2.jsonl.gz`` and ``rhf_table2.3.jsonl.gz``.
+    """
     return path.name[: -len(SUFFIX)].split(".", 1)[0]
 
 
@@ -291,9 +311,10 @@ def _gzip(records: list[dict]) -> bytes:
 
 
 def records_hash(records: Iterable[dict]) -> str:
-    """sha256 (first 16 hex digits) of records as the ledger writes them (canonical JSON lines
-    sorted by key): names a subset of the ledger, e.g. one experiment's records, whatever files
-    they are in.
+    """sha256 (first 16 hex digits) of records as the ledger writes them.
+
+    The records are hashed as canonical JSON lines sorted by key; the hash names a subset of the
+    ledger, e.g. one experiment's records, whatever files they are in.
     """
     h = hashlib.sha256()
     for rec in sorted(records, key=lambda r: r["key"]):
@@ -323,8 +344,9 @@ def combined_records(store_records: Iterable[Record], ledger: Ledger | None) -> 
 
 
 def open_ledger() -> Ledger | None:
-    """The ledger at :func:`treebench.config.ledger_dir` (the checkout's ``results/``), or None
-    when ``TREEBENCH_LEDGER`` turns it off.
+    """Return the ledger at :func:`treebench.config.ledger_dir` (the checkout's ``results/``).
+
+    Return None when ``TREEBENCH_LEDGER`` turns it off.
     """
     from treebench.config import ledger_dir
 
@@ -333,8 +355,10 @@ def open_ledger() -> Ledger | None:
 
 
 def labelled(records: Iterable[Record], wanted: set[str]) -> list[Record]:
-    """The records with a label in ``wanted``, each filed under its first such label (the
-    experiment ``ledger add`` files it under; its other labels kept in ``also_experiments``).
+    """Return the records with a label in ``wanted``, each filed under its first such label.
+
+    That label is the experiment ``ledger add`` files it under; its other labels are kept in
+    ``also_experiments``.
     """
     out = []
     for rec in records:

@@ -79,8 +79,10 @@ class Tuning(TypedDict):
 
 
 class Reference(TypedDict):
-    """The size-matched baseline fitted beside the method (``reference``,
-    :func:`treebench.runner.fit_reference`)."""
+    """The size-matched baseline fitted beside the method (``reference``).
+
+    See :func:`treebench.runner.fit_reference`.
+    """
 
     method: str
     match: dict[str, str]
@@ -221,11 +223,14 @@ LOCAL_FIELDS = ("model_path",)
 
 
 def record_format(rec: dict) -> int:
-    """The format version of a parsed record: its ``record_format``, else 1."""
+    """Return the format version of a parsed record: its ``record_format``, else 1."""
     return rec.get(FORMAT_FIELD, 1)
 
 
 def profile_of_record(rec: dict) -> str:
-    """The profile a record was made under; ``full`` when it has none (records before profiles)."""
+    """Return the profile a record was made under; ``full`` when it has none.
+
+    Records made before profiles have none.
+    """
     p = rec.get("profile")
     return p if isinstance(p, str) and p else "full"

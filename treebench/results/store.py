@@ -21,8 +21,9 @@ from treebench.results.validate import RecordError, record_problem
 
 
 def with_label(rec: Record, experiment: str, profile: str | None = None) -> Record:
-    """``rec`` labelled as a job of ``experiment``'s plan under ``profile``; ``rec`` itself when it
-    already carries that label.
+    """``rec`` labelled as a job of ``experiment``'s plan under ``profile``.
+
+    ``rec`` itself is returned when it already carries that label.
 
     A record keeps the label it was made under (``experiment``, ``profile``). Another experiment's
     plan that holds the same run key is listed in ``also_experiments``; a ``full`` plan that holds a
@@ -71,10 +72,11 @@ class Store:
         self.invalid: dict[Path, str] = {}
 
     def path(self, key: str) -> Path:
+        """Return the path of the record of ``key``: ``<root>/<key[:2]>/<key>.json``."""
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Record | None:
-        """The local record of ``key``, else the ledger's, else None.
+        """Return the local record of ``key``, else the ledger's, else None.
 
         A local record that cannot be read or fails the schema (:func:`read_record`) is absent:
         its job is not done and a rerun replaces it (the reason is kept in :attr:`invalid`).
@@ -88,6 +90,7 @@ class Store:
         return self.ledger.get(key) if self.ledger is not None else None
 
     def is_done(self, key: str) -> bool:
+        """Return whether the record of ``key`` (see :meth:`get`) is ``ok`` or ``skipped``."""
         rec = self.get(key)
         return rec is not None and rec.get("status") in DONE_STATUSES
 
@@ -124,8 +127,9 @@ class Store:
         return p
 
     def add_experiment(self, key: str, experiment: str, profile: str | None = None) -> bool:
-        """Label the done record ``key`` as a job of ``experiment`` (run under ``profile``); True if
-        the record changed.
+        """Label the done record ``key`` as a job of ``experiment`` (run under ``profile``).
+
+        Returns True if the record changed.
 
         Run keys do not include the experiment's name or profile, so a fit several plans share runs
         once; the other plans that found it done are added as :func:`with_label` states (under the
@@ -185,8 +189,10 @@ class Store:
 
 
 def parse_record(data: bytes, key: str | None = None) -> tuple[Record | None, str | None]:
-    """``(record, None)`` from a record file's bytes, or ``(None, reason)`` when they are not valid
-    UTF-8 JSON or fail the schema (:func:`~treebench.results.validate.record_problem`).
+    """``(record, None)`` from a record file's bytes, or ``(None, reason)``.
+
+    The reason is given when the bytes are not valid UTF-8 JSON or fail the schema
+    (:func:`~treebench.results.validate.record_problem`).
     """
     try:
         rec = json.loads(data.decode("utf-8"))

@@ -1,4 +1,4 @@
-"""The tidy results table: one row per stored record, params flattened to ``param.<name>`` columns."""
+"""Tidy results table: one row per stored record, params flattened to ``param.<name>`` columns."""
 
 from __future__ import annotations
 
@@ -55,8 +55,9 @@ def _flatten(rec: Record) -> dict:
 
 
 def per_experiment(rec: Record) -> list[Record]:
-    """One copy of ``rec`` per experiment it belongs to (its label plus ``also_experiments``),
-    each with the ``full`` profile where that experiment's full plan holds it (``full_plan_of``;
+    """One copy of ``rec`` per experiment it belongs to (its label plus ``also_experiments``).
+
+    Each has the ``full`` profile where that experiment's full plan holds it (``full_plan_of``;
     the profile it ran under in ``ran_profile``), as :func:`records_frame` has them.
     """
     also = [e for e in rec.get("also_experiments") or [] if e != rec.get("experiment")]
@@ -70,7 +71,7 @@ def per_experiment(rec: Record) -> list[Record]:
 
 
 def to_frame(records) -> pd.DataFrame:
-    """Records as a DataFrame, one row per (record, experiment it belongs to).
+    """Return records as a DataFrame, one row per (record, experiment it belongs to).
 
     Params become ``param.*`` columns and provenance ``provenance.*``. A fit shared by several
     experiments (same run key) appears once under each of them.
@@ -80,8 +81,10 @@ def to_frame(records) -> pd.DataFrame:
 
 
 def _ran_profile_last(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with ``ran_profile`` (when present) as its last column: where first appearance would
-    put it depends on which rows come first, which differs between the cached and parsed tables.
+    """``df`` with ``ran_profile`` (when present) as its last column.
+
+    Where first appearance would put it depends on which rows come first, which differs between
+    the cached and parsed tables.
     """
     if "ran_profile" not in df.columns or df.columns[-1] == "ran_profile":
         return df
@@ -89,8 +92,10 @@ def _ran_profile_last(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy whose object columns holding several value types (e.g. verbose False and 0 from two
-    methods) are strings, which Parquet needs; the returned table keeps the original values.
+    """Return a copy whose object columns holding several value types are strings.
+
+    Such columns (e.g. verbose False and 0 from two methods) become strings, which Parquet needs;
+    the returned table keeps the original values.
     """
     out = df.copy(deep=False)  # columns are replaced below, never written into
     for col in [c for c in out.columns if out[c].dtype == object]:  # not pandas 3's str columns
@@ -101,8 +106,9 @@ def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _row(rec: Record) -> dict:
-    """A record's flat row, with its extra experiment labels (for :func:`_expand`) and its column
-    names in order (for :func:`_columns`).
+    """Return a record's flat row, with its extra experiment labels and its column names.
+
+    The labels are for :func:`_expand`, the column names (in order) for :func:`_columns`.
     """
     row = _flatten(rec)
     cols = _SEP.join(row)
@@ -113,8 +119,10 @@ def _row(rec: Record) -> dict:
 
 
 def _columns(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with its columns in order of first appearance over its rows, as
-    ``pd.DataFrame(list_of_rows)`` orders them (reports list parameters in that order).
+    """``df`` with its columns in order of first appearance over its rows.
+
+    That is how ``pd.DataFrame(list_of_rows)`` orders them (reports list parameters in that
+    order).
     """
     order: dict[str, None] = {}
     for names in pd.unique(df[COLS].astype(object)):
@@ -150,9 +158,11 @@ def _expand(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _full_profiles(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` (one row per record and experiment) with profile ``full`` on the rows whose
-    experiment's full plan holds the record (its ``full_plan_of``) and the profile it ran under in
-    ``ran_profile`` there, the :data:`FULL` column dropped.
+    """``df`` (one row per record and experiment) with profile ``full`` where a full plan holds it.
+
+    Profile ``full`` goes on the rows whose experiment's full plan holds the record (its
+    ``full_plan_of``), and the profile it ran under in ``ran_profile`` there; the :data:`FULL`
+    column is dropped.
     """
     if FULL not in df.columns:
         return df
@@ -187,9 +197,11 @@ def _column(df: pd.DataFrame, name: str) -> pd.Series:
 
 
 def core_seconds(df: pd.DataFrame) -> pd.Series:
-    """Each row's core time in seconds: the CPU time its run measured (``cpu_seconds``: process,
-    threads and child processes), else, for records made before runs measured it, its wall-clock
-    seconds times the threads it held (which also counts time spent waiting for a core).
+    """Each row's core time in seconds.
+
+    That is the CPU time its run measured (``cpu_seconds``: process, threads and child processes),
+    else, for records made before runs measured it, its wall-clock seconds times the threads it
+    held (which also counts time spent waiting for a core).
     """
     threads = pd.to_numeric(_column(df, "threads"), errors="coerce").fillna(1.0)
     wall = pd.to_numeric(_column(df, "wall_seconds"), errors="coerce").fillna(0.0)
@@ -198,9 +210,11 @@ def core_seconds(df: pd.DataFrame) -> pd.Series:
 
 
 def core_hours(df: pd.DataFrame, measured: bool = False) -> float:
-    """Core-hours behind the rows: each distinct run's :func:`core_seconds` (tuning included; a
-    resumed fit counts its last leg only), summed and divided by 3,600; with ``measured``, only
-    the runs that measured their CPU time.
+    """Core-hours behind the rows.
+
+    Each distinct run's :func:`core_seconds` (tuning included; a resumed fit counts its last leg
+    only), summed and divided by 3,600; with ``measured``, only the runs that measured their CPU
+    time.
     """
     if df.empty:
         return 0.0
@@ -213,9 +227,11 @@ def core_hours(df: pd.DataFrame, measured: bool = False) -> float:
 def records_frame(
     store_dir: str | os.PathLike | None, ledger: Ledger | None = None, problems=None
 ) -> pd.DataFrame:
-    """The rows of ledger + store, one per (run key, experiment): :func:`to_frame` of
-    :func:`~treebench.results.ledger.combined_records`, read through the store's shard caches
-    (:mod:`treebench.results.index`) so that 100,000 records take seconds.
+    """Return the rows of ledger + store, one per (run key, experiment).
+
+    They are :func:`to_frame` of :func:`~treebench.results.ledger.combined_records`, read through
+    the store's shard caches (:mod:`treebench.results.index`) so that 100,000 records take
+    seconds.
     """
     probs: list = [] if problems is None else problems
     local = store_rows(Path(store_dir), _row, probs) if store_dir is not None else pd.DataFrame()
@@ -283,8 +299,9 @@ def collect(
     problems: list | None = None,
     csv: bool = False,
 ) -> pd.DataFrame:
-    """Merge records into one table, optionally written as Parquet (and with ``csv``, CSV) to
-    ``out_dir``.
+    """Merge records into one table, optionally written to ``out_dir``.
+
+    The table is written as Parquet (and with ``csv``, CSV).
 
     Reads the local store at ``store_dir`` (None: none) and the committed ``ledger``, one record per
     run key (see :func:`~treebench.results.ledger.combined_records`). The ``(path, reason)`` of each

@@ -1,4 +1,4 @@
-"""The record check on every read and write: the fields of :mod:`treebench.results.record` by version.
+"""Record check on every read and write: the fields of :mod:`treebench.results.record` by version.
 
 One place for what a stored record must hold (the store, its row cache, the ledger and ``collect``
 all read through :func:`record_problem`, and :meth:`~treebench.results.store.Store.write` checks
@@ -38,7 +38,7 @@ _ABSENT = object()
 
 
 def _compile(tp) -> tuple[tuple[type, ...], Any]:
-    """The check of a value annotated ``tp`` (see above)."""
+    """Return the check of a value annotated ``tp`` (see above)."""
     origin = typing.get_origin(tp)
     if tp is Any:
         return (), None
@@ -65,8 +65,9 @@ def _compile(tp) -> tuple[tuple[type, ...], Any]:
 
 
 class _Spec:
-    """The compiled check of one TypedDict (of its fields in ``only``, when given): its fields'
-    types and parts, and its required fields.
+    """The compiled check of one TypedDict (of its fields in ``only``, when given).
+
+    It holds its fields' types and parts, and its required fields.
     """
 
     def __init__(self, td, only: tuple[str, ...] | None = None, not_null=frozenset()):
@@ -81,8 +82,9 @@ class _Spec:
         self.required = frozenset(td.__required_keys__)
 
     def problem(self, rec: dict, strict: bool) -> str | None:
-        """Why the fields of ``rec`` present are not of their types (with ``strict``, or a
-        nested part lacks a required field), or None.
+        """Why the fields of ``rec`` present are not of their types, or None.
+
+        With ``strict``, also why a nested part lacks a required field.
         """
         get = rec.get
         for f, allowed in self.types if strict else self.types_v1:
@@ -164,7 +166,10 @@ def record_problem(rec, key: str | None = None, full: bool = False) -> str | Non
             "upgrade treebench (pip install -U treebench, or git pull in a checkout) to read it"
         )
     else:
-        return f"field {FORMAT_FIELD!r} is {_short(version)}, not a format version (1 to {RECORD_FORMAT})"
+        return (
+            f"field {FORMAT_FIELD!r} is {_short(version)}, not a format version "
+            f"(1 to {RECORD_FORMAT})"
+        )
     if missing:
         return f"{status} record without {', '.join(missing)}"
     why = spec.problem(rec, strict)

@@ -352,9 +352,11 @@ def read_arff(data: bytes, label: str) -> tuple[pd.DataFrame, dict[str, list[str
 
 
 def _dedup(names: list[str]) -> list[str]:
-    """Header names made unique exactly as pandas' ``read_csv`` makes them (a repeated ``x`` becomes
-    ``x.1``...), so a column named in a config is the one pandas-based loaders mean by it (PMLB's
-    ``schizo`` header has ``target`` twice; its first one is the 3-class target)."""
+    """Make header names unique exactly as pandas' ``read_csv`` does (a repeated ``x``: ``x.1``).
+
+    A column named in a config is then the one pandas-based loaders mean by it (PMLB's ``schizo``
+    header has ``target`` twice; its first one is the 3-class target).
+    """
     if len(set(names)) == len(names):
         return names
     header = "\t".join(f'"{n}"' for n in names)

@@ -1044,10 +1044,12 @@ def _finetune_compiled(
 
 
 def _fused_first_batch(X, b, Wd, gamma, rows, y_np, piT, bfs, leaf_tree, T, h_np, sw_np, probe):
-    """E-step of all N rows (``h_np``) and the M-step gradient dZ [B, S] of the first minibatch
-    ``rows`` from the same gates (:func:`treebench.methods.e2edt.kernels.tree_em_rows`): the values
-    of :func:`tree_estep` and of :func:`tree_mstep_grad` on the batch's own gates, computed before
-    any Adam step, so the weights are the E-step's.  Returns (dZ, whether to fuse again).
+    """Run the E-step of all N rows and the first minibatch's M-step gradient from the same gates.
+
+    The E-step fills ``h_np``; the gradient is dZ [B, S] of the minibatch ``rows``
+    (:func:`treebench.methods.e2edt.kernels.tree_em_rows`): the values of :func:`tree_estep` and of
+    :func:`tree_mstep_grad` on the batch's own gates, computed before any Adam step, so the weights
+    are the E-step's.  Returns (dZ, whether to fuse again).
 
     The batch's gates ``addmm(b, X[rows], Wd.T) * gamma`` equal the E-step's rows (the product is
     rowwise on this BLAS at one thread; ``probe`` checks it on this fit's shapes once, and on a
@@ -1056,7 +1058,8 @@ def _fused_first_batch(X, b, Wd, gamma, rows, y_np, piT, bfs, leaf_tree, T, h_np
     64) round differently.  The batch positions that hold either array's tail are recomputed from
     the logits: the batch's last r rows (r S = B S mod 64, so the tail falls on the same elements)
     as the batch's own sigmoid does, the E-step's last rows in the vectorised body (padded to a
-    multiple of 64 elements); their gradient is :func:`tree_mstep_grad`'s."""
+    multiple of 64 elements); their gradient is :func:`tree_mstep_grad`'s.
+    """
     from treebench.methods.e2edt import kernels as kn
 
     N, S = X.shape[0], Wd.shape[0]

@@ -157,8 +157,10 @@ if HAVE_NUMBA:
         n0, SG, y, piT, b_split, b_left, b_right, b_leaf, b_tree, leaf_tree, h_out, pos, sw,
         scale, dZ, n_trees,
     ):  # fmt: skip
-        """:func:`tree_em_rows` on the rows n0 .. n0 + _RB (a plain function: it compiles
-        better than the body of a parallel loop)."""
+        """Run :func:`tree_em_rows` on the rows n0 .. n0 + _RB.
+
+        A plain function: it compiles better than the body of a parallel loop.
+        """
         RB = _RB
         N, S = SG.shape
         V = b_split.shape[0]
@@ -240,14 +242,17 @@ if HAVE_NUMBA:
     def tree_em_rows(
         SG, y, piT, b_split, b_left, b_right, b_leaf, b_tree, leaf_tree, h_out, pos, sw, scale, dZ
     ):
-        """:func:`tree_estep` of every row, and for each row n with ``pos[n] >= 0`` also row
-        ``pos[n]`` of :func:`tree_mstep_grad` (``sw``, ``scale``, ``dZ`` indexed by that position)
-        from the same gates SG[n] and this E-step's h[n]: the same values, node by node over
-        blocks of rows (the inner loops run over the block's rows, branch-free).
+        """Run :func:`tree_estep` of every row and, where ``pos[n] >= 0``, a gradient row.
+
+        The gradient row ``pos[n]`` is :func:`tree_mstep_grad`'s (``sw``, ``scale``, ``dZ``
+        indexed by that position) from the same gates SG[n] and this E-step's h[n]: the same
+        values, node by node over blocks of rows (the inner loops run over the block's rows,
+        branch-free).
 
         A node is live (visited by tree_mstep_grad) exactly when its path probability is >= the
         clamp's lo (gates are < 1), so the dense top-down pass serves both; below a node that is
-        not live the gradient is 0, as there."""
+        not live the gradient is 0, as there.
+        """
         N = SG.shape[0]
         n_trees = 0
         for v in range(b_split.shape[0]):
@@ -422,9 +427,11 @@ if HAVE_NUMBA:
 
     @numba.njit(cache=True)
     def adam_step2(P1, G1, M1, V1, P2, G2, M2, V2, t, rows, bc, lr, b1, b2, eps, wd, sqrt, buf):
-        """One Adam step of the rows ``rows`` of two stacked parameters (a linear bank's weights
-        and biases): :func:`adam_tick`, then :func:`adam_rows` of each, in one call (``bc`` [2, S]
-        scratch for the bias corrections)."""
+        """Take one Adam step of the rows ``rows`` of two stacked parameters.
+
+        The parameters are a linear bank's weights and biases: :func:`adam_tick`, then
+        :func:`adam_rows` of each, in one call (``bc`` [2, S] scratch for the bias corrections).
+        """
         bc1, bc2 = bc[0, : rows.shape[0]], bc[1, : rows.shape[0]]
         adam_tick(t, rows, b1, b2, bc1, bc2)
         adam_rows(P1, G1, M1, V1, rows, bc1, bc2, lr, b1, b2, eps, wd, sqrt, buf)

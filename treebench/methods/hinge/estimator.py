@@ -557,8 +557,10 @@ class _HingeBase(SizeMixin, BaseEstimator):
 
 
 def _snapshot(net) -> dict:
-    """A copy of ``net``'s state dict (tensors cloned; what ``copy.deepcopy`` of it gives, at a
-    tenth of its cost)."""
+    """Return a copy of ``net``'s state dict with its tensors cloned.
+
+    It is what ``copy.deepcopy`` of it gives, at a tenth of its cost.
+    """
     sd = net.state_dict()
     out = type(sd)((k, v.detach().clone()) for k, v in sd.items())
     out._metadata = copy.deepcopy(getattr(sd, "_metadata", None))

@@ -23,7 +23,9 @@ import numpy as np
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def forest_forward(z, feats, thr, w, depth, fern, reduce, leaf_out, vstar_out, rstar_out, out):
-    """Z [B, F]; feats/thr [M, N] (feats of any integer type); w [M, L, K]; out [B, 1, K] (reduce:
+    """Run the forward pass of a hinge forest or fern on a batch.
+
+    Z [B, F]; feats/thr [M, N] (feats of any integer type); w [M, L, K]; out [B, 1, K] (reduce:
     summed over trees, zeroed by the caller) or [B, M, K]. Trees: heap nodes (children 2g+1,
     2g+2); ferns: node = level. Right iff r > 0; strict < keeps the shallower decision on |r| ties.
     Tree-major (one tree's arrays stay cached) and level-synchronous over the batch: the samples'
@@ -64,7 +66,9 @@ def forest_forward(z, feats, thr, w, depth, fern, reduce, leaf_out, vstar_out, r
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _fern_forward(z, feats, thr, w, depth, reduce, leaf_out, vstar_out, rstar_out, out):
-    """:func:`forest_forward` of ferns: a level reads one feature of every sample, from z
+    """Run :func:`forest_forward` for ferns.
+
+    :func:`forest_forward` of ferns: a level reads one feature of every sample, from z
     transposed (one contiguous row), with branch-free selects on 32-bit node codes (depth <= 30:
     codes below 2^31), which the compiler vectorises (~1.8x the 64-bit codes).
     """
@@ -108,8 +112,10 @@ def _start_walks(z, f0, th0, g, best, rbest, vbest):
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _u(i):
-    """``i`` as an unsigned index: numba checks a signed index for a negative (wraparound) value on
-    every load; an unsigned one it uses as is.
+    """Return ``i`` as an unsigned index.
+
+    numba checks a signed index for a negative (wraparound) value on every load; an unsigned one it
+    uses as is.
     """
     return np.uint64(i)
 
@@ -143,8 +149,10 @@ def _sign(r):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _margin_grad(gb, wl, r, K):
-    """D loss / d margin of one sample in one tree: its output gradient dotted with the reached leaf's
-    weights, signed by the side of the deciding threshold.
+    """Return d loss / d margin of one sample in one tree.
+
+    It is the output gradient dotted with the reached leaf's weights, signed by the side of the
+    deciding threshold.
     """
     s = 0.0
     for k in range(K):
@@ -154,7 +162,9 @@ def _margin_grad(gb, wl, r, K):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw):
-    """G [B, 1, K] (reduce) or [B, M, K]. Accumulates into gz [B, F] (if need_z), gt [M, N] and
+    """Accumulate the paper's sparse derivatives into dense gradient arrays.
+
+    G [B, 1, K] (reduce) or [B, M, K]. Accumulates into gz [B, F] (if need_z), gt [M, N] and
     gw [M, L, K] (dense arrays; only the entries of the samples' paths change).
     """
     B = leaf.shape[0]
@@ -182,7 +192,9 @@ def forest_backward(G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, gw)
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _unique_sorted(keys, t, stamp, base, slot, ti, xi, nnz):
-    """The distinct values of ``keys`` (one tree's B indices), sorted, appended at ``nnz`` to the row
+    """Append the distinct values of ``keys``, sorted, to the row lists.
+
+    The distinct values of ``keys`` (one tree's B indices), sorted, appended at ``nnz`` to the row
     lists (ti = t, xi = value); ``slot[value]`` = its row. ``stamp`` marks the values seen under the
     mark ``base`` (a fresh mark per tree and call: the stamps are never reset). Returns the new nnz.
     """
@@ -205,7 +217,9 @@ def _unique_sorted(keys, t, stamp, base, slot, ti, xi, nnz):
 def forest_backward_rows(
     G, feats, w, leaf, vstar, rstar, reduce, need_z, gz, gt, thr_rows, ws, base
 ):
-    """:func:`forest_backward` with the leaf-weight gradient (and with ``thr_rows`` the threshold
+    """Run :func:`forest_backward` with gradients returned as coalesced rows.
+
+    :func:`forest_backward` with the leaf-weight gradient (and with ``thr_rows`` the threshold
     gradient) as coalesced rows: sorted unique (tree, leaf) pairs and their summed [nnz, K] values
     (and (tree, decision) pairs with their sums); without ``thr_rows`` the threshold gradient goes
     into the dense ``gt`` [M, N]. Same sums in the same order as :func:`forest_backward`.
@@ -261,8 +275,9 @@ def forest_backward_rows(
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def adam_dense(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps):
-    """torch.optim.Adam's single-tensor step on flat arrays: m.lerp_(g, w1); v = b2 v + c2 g^2;
-    p -= step_size * m / (sqrt(v) / bc2_sqrt + eps).
+    """Take torch.optim.Adam's single-tensor step on flat arrays.
+
+    m.lerp_(g, w1); v = b2 v + c2 g^2; p -= step_size * m / (sqrt(v) / bc2_sqrt + eps).
     """
     _adam_dense_inline(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps)
 
@@ -279,7 +294,9 @@ def _adam_decay(p, m, v, w1, b2, step_size, bc2_sqrt, eps):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def adam_rows(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
-    """Adam step where the gradient of the [R, K] arrays is ``gv`` on the sorted unique ``rows`` and
+    """Take an Adam step whose gradient is nonzero only on some rows.
+
+    Adam step where the gradient of the [R, K] arrays is ``gv`` on the sorted unique ``rows`` and
     0 elsewhere: one pass in memory order, the zero-gradient update (vectorised) on the runs between
     touched rows and the full update (same arithmetic as :func:`adam_dense`) on the touched rows.
     """
@@ -300,7 +317,9 @@ def adam_rows(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def adam_rows_lazy(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
-    """Lazy Adam (``torch.optim.SparseAdam``'s rule): only the touched ``rows`` of the [R, K] arrays
+    """Take a lazy Adam step (``torch.optim.SparseAdam``'s rule) on the touched rows.
+
+    Lazy Adam (``torch.optim.SparseAdam``'s rule): only the touched ``rows`` of the [R, K] arrays
     update their moments and move, with :func:`adam_dense`'s arithmetic; the others are left as they
     are (no decay), so a step costs the touched rows, not all R.
     """
@@ -312,7 +331,10 @@ def adam_rows_lazy(p, m, v, rows, gv, w1, b2, c2, step_size, bc2_sqrt, eps):
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _adam_row(pf, mf, vf, lo, g, w1, b2, c2, step_size, bc2_sqrt, eps):
-    """:func:`adam_dense`'s step on the row of flat arrays starting at ``lo`` (``len(g)`` entries)."""
+    """Take :func:`adam_dense`'s step on the row of flat arrays starting at ``lo``.
+
+    The row has ``len(g)`` entries.
+    """
     hi = lo + g.shape[0]
     _adam_dense_inline(pf[lo:hi], mf[lo:hi], vf[lo:hi], g, w1, b2, c2, step_size, bc2_sqrt, eps)
 
@@ -329,6 +351,7 @@ def _adam_dense_inline(p, m, v, g, w1, b2, c2, step_size, bc2_sqrt, eps):
 
 @numba.njit(cache=True, nogil=True)
 def strictly_increasing(a):
+    """Return whether ``a`` is strictly increasing."""
     for i in range(1, a.shape[0]):
         if a[i] <= a[i - 1]:
             return False
@@ -350,7 +373,9 @@ def uci_train_steps(
     Wh, bh,
     acc_Wp, acc_thr, acc_w, acc_Wh, acc_bh, lr, ada_eps,
 ):  # fmt: skip
-    """Training steps of the UCI network, each the same computation as one step of the torch path:
+    """Run training steps of the UCI network, each equal to one step of the torch path.
+
+    Training steps of the UCI network, each the same computation as one step of the torch path:
     inner products (Wp [F, P], no bias) -> running-statistics BN -> hinge trees/ferns with scalar
     leaves -> Linear(M, K) head -> softmax cross-entropy (``classification``; Y holds class codes)
     or L2 (K = 1) loss, mean of ``sw``-weighted per-sample losses -> backward (the paper's sparse
@@ -474,7 +499,9 @@ def uci_train_steps(
 def _backward_adagrad_scalar(
     G, feats, w, thr, acc_w, acc_thr, leaf, vstar, rstar, gz, gt1, gw1, lr, ada_eps
 ):  # fmt: skip
-    """:func:`forest_backward` for scalar leaves (G [B, M]: d loss / d tree output) followed by
+    """Run the scalar-leaf backward pass and Adagrad on the touched entries.
+
+    :func:`forest_backward` for scalar leaves (G [B, M]: d loss / d tree output) followed by
     torch.optim.Adagrad on the forest's touched entries, tree by tree: a tree's threshold and leaf
     gradients are summed in the zero scratch ``gt1`` [N] / ``gw1`` [L] (sample order, as
     :func:`forest_backward`), then each touched entry takes its step once and its scratch entry is
@@ -514,7 +541,9 @@ def _backward_adagrad_scalar(
 
 @numba.njit(cache=True, nogil=True)
 def gather_rows(p, s, idx, dims):
-    """Rows of the [R, C] arrays ``p`` and ``s`` at the sparse indices ``idx`` [nd, nnz] of a tensor
+    """Gather rows of ``p`` and ``s`` at the sparse indices of a tensor.
+
+    Rows of the [R, C] arrays ``p`` and ``s`` at the sparse indices ``idx`` [nd, nnz] of a tensor
     whose first nd dimensions are ``dims``: (flat row ids, p rows, s rows, ordered), the rows
     copied; ``ordered`` is False when the row ids are not strictly increasing (not coalesced).
     """

@@ -736,9 +736,11 @@ _TORCH_DTYPE = {np.float32: torch.float32, np.float64: torch.float64}
 
 
 def _narrow(feats):
-    """The forest's feature indices in the narrowest unsigned type that holds them (uint16 for
-    fewer than 65,536 pool features): the tree walk's node arrays then take a quarter of the
-    cache lines of int64."""
+    """Return the forest's feature indices in the narrowest unsigned type that holds them.
+
+    That is uint16 for fewer than 65,536 pool features: the tree walk's node arrays then take a
+    quarter of the cache lines of int64.
+    """
     return feats.astype(np.uint16 if feats.size == 0 or feats.max() < 2**16 else np.uint32)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 
 def n_internal(depth: int) -> int:
-    """Number of potential split nodes of a complete tree of ``depth``."""
+    """Return the number of potential split nodes of a complete tree of ``depth``."""
     return 2**depth - 1
 
 
@@ -21,9 +21,10 @@ _NUMBA_ROUTE = None
 
 
 def _split_z(A, ra, WdT, i):
-    """Row ``ra`` of ``A`` times router ``i``: the logit difference every compiled pass routes by
-    (training, the gamma step and prediction sum it in this one order). The reference of the
-    order: the compiled kernels compute the four accumulators as the four lanes of one vector
+    """Row ``ra`` of ``A`` times router ``i``: the logit difference every compiled pass routes by.
+
+    Training, the gamma step and prediction sum it in this one order. The reference of the order:
+    the compiled kernels compute the four accumulators as the four lanes of one vector
     (:func:`_lane_sums`), the same float32 products and sums.
     """
     p = A.shape[1]
@@ -43,9 +44,10 @@ _LANES = {}
 
 
 def _lane_sums(k: int):
-    """A numba intrinsic ``f((a_1, w_1, ..., a_k, w_k), n4)``: for each pair of contiguous float32
-    rows, the four accumulators of :func:`_split_z` over the first ``4 * n4`` entries, as one
-    ``(4 k,)`` tuple.
+    """Return a numba intrinsic ``f((a_1, w_1, ..., a_k, w_k), n4)`` of :func:`_split_z`'s sums.
+
+    For each pair of contiguous float32 rows, it gives the four accumulators of :func:`_split_z`
+    over the first ``4 * n4`` entries, as one ``(4 k,)`` tuple.
 
     Each accumulator is a lane of a 4-float vector (a vector multiply and add per block of four:
     IEEE lane-wise, so the same rounding as the scalar loop; numba does not vectorise that loop
@@ -98,7 +100,7 @@ _NUMBA_ROW = None
 
 
 def _route_row():
-    """The compiled (inlined) routers: ``(split_z, route_row, route_rows)``.
+    """Return the compiled (inlined) routers: ``(split_z, route_row, route_rows)``.
 
     ``split_z(A, ra, WdT, i)`` is :func:`_split_z`; ``route_row(Xa, WdT, depth, paths, r)``
     writes row ``r``'s full-depth path into ``paths[r, 1:]``; ``route_rows(Xa, WdT, depth,
@@ -265,14 +267,13 @@ def _stops_factory():
 
 
 def stop_nodes(X, mean, scale, Wd: np.ndarray, keep: np.ndarray, depth: int):
-    """The node where each row of raw features ``X`` stops (the first that is not a kept split)
-    and its level.
+    """Return the node where each row of raw features ``X`` stops, and its level.
 
-    The same decisions as standardising ``[(X - mean) / scale; 1]`` to float32, then
-    :func:`route_paths` and :func:`stop_positions` (the same operations in the same order), in one
-    compiled pass: a row evaluates only the splits it passes, and neither the standardised
-    copy nor the (n, depth + 1) paths are built (prediction's cost per split). ``X`` may be
-    float32 or float64.
+    A row stops at the first node that is not a kept split. The same decisions as standardising
+    ``[(X - mean) / scale; 1]`` to float32, then :func:`route_paths` and :func:`stop_positions`
+    (the same operations in the same order), in one compiled pass: a row evaluates only the splits
+    it passes, and neither the standardised copy nor the (n, depth + 1) paths are built
+    (prediction's cost per split). ``X`` may be float32 or float64.
     """
     global _NUMBA_STOPS
     if _NUMBA_STOPS is None:
@@ -294,20 +295,23 @@ def stop_nodes(X, mean, scale, Wd: np.ndarray, keep: np.ndarray, depth: int):
 
 
 def router_rows(Wd: np.ndarray) -> np.ndarray:
-    """``Wd`` (d+1, n_int) as the compiled kernels read it: one contiguous float32 row per router."""
+    """Return ``Wd`` (d+1, n_int) as the compiled kernels read it.
+
+    One contiguous float32 row per router.
+    """
     return np.ascontiguousarray(Wd.T, dtype=np.float32)
 
 
 def route_paths(
     Xa: np.ndarray, Wd: np.ndarray, depth: int, leaves_only: bool = False, n_threads: int = 1
 ) -> np.ndarray:
-    """Deterministic (argmax) full-depth paths: node ids (level order) per row and level, (n, depth+1).
+    """Deterministic (argmax) full-depth paths: node ids (level order) per row and level.
 
-    ``Xa`` is ``[x; 1]`` (n, d+1) and ``Wd`` the logit differences ``w_0 - w_1`` (d+1, n_internal).
-    Rows go left iff the difference is > 0 (Eq. 18). With ``leaves_only`` only the depth-``depth``
-    node of each row is returned, shape (n,). Each row evaluates only the ``depth`` routers on its
-    path (compiled with numba, cached on disk), at every size: training, the gamma step and
-    prediction route a row the same way.
+    The paths have shape (n, depth+1). ``Xa`` is ``[x; 1]`` (n, d+1) and ``Wd`` the logit
+    differences ``w_0 - w_1`` (d+1, n_internal). Rows go left iff the difference is > 0 (Eq. 18).
+    With ``leaves_only`` only the depth-``depth`` node of each row is returned, shape (n,). Each
+    row evaluates only the ``depth`` routers on its path (compiled with numba, cached on disk), at
+    every size: training, the gamma step and prediction route a row the same way.
     """
     n = Xa.shape[0]
     paths = np.zeros((n, depth + 1), dtype=np.int64)
@@ -327,12 +331,13 @@ def route_paths(
 def node_values(
     leaf: np.ndarray, Y: np.ndarray, w: np.ndarray, depth: int, codes=None
 ) -> np.ndarray:
-    """Closed-form node values (Eq. 17): weighted mean of ``Y`` (n, k) over the rows reaching each node.
+    """Closed-form node values (Eq. 17): weighted mean of ``Y`` over the rows reaching each node.
 
-    ``leaf`` is each row's depth-``depth`` node under deterministic routing; the rows reaching an
-    internal node are exactly those of the leaves below it, so sums are accumulated bottom up. A node
-    no row reaches copies its parent's value (the root of an empty set gets zeros). ``codes`` (class
-    index per row) may be given when ``Y`` is one-hot, to count with a single bincount.
+    ``Y`` is (n, k). ``leaf`` is each row's depth-``depth`` node under deterministic routing; the
+    rows reaching an internal node are exactly those of the leaves below it, so sums are
+    accumulated bottom up. A node no row reaches copies its parent's value (the root of an empty
+    set gets zeros). ``codes`` (class index per row) may be given when ``Y`` is one-hot, to count
+    with a single bincount.
     """
     return values_from_leaves(*leaf_stats(leaf, Y, w, depth, codes), depth)
 
@@ -412,8 +417,10 @@ _NUMBA_STEP = None
 
 
 def _step_kernels():
-    """The compiled per-step passes over all rows (numba, imported lazily; cached on disk):
-    ``(refresh, gamma_grad)``, both routing each row with :func:`route_paths`'s kernel.
+    """Return the compiled per-step passes over all rows: ``(refresh, gamma_grad)``.
+
+    Compiled with numba (imported lazily; cached on disk), both routing each row with
+    :func:`route_paths`'s kernel.
     """
     global _NUMBA_STEP
     if _NUMBA_STEP is None:
@@ -499,9 +506,10 @@ def _step_kernels():
 
 
 class RefreshPass:
-    """Node values (Eq. 17) of the rows ``Xa`` and each row's leaf, for routers given at each
-    call: the rows, targets and weights are converted once (the pass runs after every router
-    step). ``pass_(Wd, WdT=None) -> (V, leaf)``; see :func:`refresh_values`.
+    """Node values (Eq. 17) of the rows ``Xa`` and each row's leaf, for routers given at each call.
+
+    The rows, targets and weights are converted once (the pass runs after every router step).
+    ``pass_(Wd, WdT=None) -> (V, leaf)``; see :func:`refresh_values`.
     """
 
     def __init__(self, Xa, Y, w, depth: int, codes=None, n_threads: int = 1):
@@ -515,6 +523,7 @@ class RefreshPass:
         self.n_nodes = 2 ** (depth + 1) - 1
 
     def __call__(self, Wd, WdT=None):
+        """Return the node values ``V`` and each row's leaf under the routers ``Wd``."""
         n, D = self.Xa.shape[0], self.depth
         if self.n_threads > 1 and n >= 4096:
             leaf = route_paths(self.Xa, Wd, D, True, self.n_threads)
@@ -539,9 +548,10 @@ def refresh_values(Xa, Wd, Y, w, depth: int, codes=None, n_threads: int = 1, WdT
 
 
 class GammaPass:
-    """The gamma gradient (:func:`gamma_gradient`) of the rows ``Xa``, for the architecture,
-    values and routers given at each call: the rows, targets and weights are converted once.
-    ``pass_(keep, V, Wd, WdT=None) -> g``.
+    """The gamma gradient (:func:`gamma_gradient`) of the rows ``Xa``.
+
+    For the architecture, values and routers given at each call: the rows, targets and weights are
+    converted once. ``pass_(keep, V, Wd, WdT=None) -> g``.
     """
 
     def __init__(self, Xa, t, w, depth: int, cls: bool, floor: float, flip: bool):
@@ -553,6 +563,7 @@ class GammaPass:
         self.depth, self.cls, self.floor, self.flip = depth, cls, float(floor), flip
 
     def __call__(self, keep, V, Wd, WdT=None):
+        """Return the gamma gradient ``g`` for the architecture ``keep``, values and routers."""
         g = np.zeros(keep.size)
         _step_kernels()[1](
             self.Xa,
@@ -574,9 +585,9 @@ class GammaPass:
 def gamma_gradient(
     Xa, Wd, keep, V, depth: int, t, w, cls: bool, floor: float, flip: bool, WdT=None
 ):
-    """Gradient of the mean validation loss w.r.t. the discrete ``gamma_bar`` (Eq. 15), one
-    compiled pass over the rows (see ``_OneStageBase._gamma_grad`` for the two gradients).
+    """Gradient of the mean validation loss w.r.t. the discrete ``gamma_bar`` (Eq. 15).
 
+    One compiled pass over the rows (see ``_OneStageBase._gamma_grad`` for the two gradients).
     ``t`` holds class codes (``cls``) or the standardised targets; ``floor`` is ``prob_floor``.
     Each row's contributions are added to its path's nodes in the order of ``np.bincount`` over
     the row-major (row, level) paths. ``WdT`` may give :func:`router_rows` of ``Wd``.
@@ -588,9 +599,10 @@ class LeafSums:
     """Running per-leaf statistics of the training rows for ``step_rows="batch"``.
 
     Holds each row's leaf as last routed and the leaves' weighted target sums and weights; after a
-    router step only the minibatch's rows are routed again and moved between leaves, so a step costs
-    O(batch) instead of O(training rows). The other rows keep the leaf of their last routing (at most
-    one epoch old: every row is in one minibatch an epoch, and :meth:`reset` routes all of them).
+    router step only the minibatch's rows are routed again and moved between leaves, so a step
+    costs O(batch) instead of O(training rows). The other rows keep the leaf of their last routing
+    (at most one epoch old: every row is in one minibatch an epoch, and :meth:`reset` routes all of
+    them).
     """
 
     def __init__(self, Y, w, depth: int, codes=None):
@@ -618,19 +630,20 @@ class LeafSums:
         self.leaf[r] = new
 
     def values(self) -> np.ndarray:
+        """Return the node values (Eq. 17) from the running leaf statistics."""
         return values_from_leaves(self.sums, self.cnt, self.depth)
 
 
 def center_router_biases(W: np.ndarray, Xa: np.ndarray, depth: int) -> np.ndarray:
-    """Data-dependent router init: every hyperplane through the median of its node's rows (in place).
+    """Data-dependent router init: each hyperplane through the median of its node's rows (in place).
 
-    ``W`` (d+1, n_int, 2) holds the two logits' weights per split node, the last row the biases; ``Xa``
-    is ``[x; 1]`` of the training rows. Level by level from the root, the rows are routed
+    ``W`` (d+1, n_int, 2) holds the two logits' weights per split node, the last row the biases;
+    ``Xa`` is ``[x; 1]`` of the training rows. Level by level from the root, the rows are routed
     deterministically with the routers already centred above; for each node the direction
-    ``w_0 - w_1`` is kept and the bias difference is set to minus the median of the rows' projections
-    on it, so about half of the node's rows go to each side (rows exactly at the median go right).
-    The two biases move by opposite halves (their mean is kept). Nodes no row reaches keep their
-    biases. One vectorised step per level (sort by node, then projection).
+    ``w_0 - w_1`` is kept and the bias difference is set to minus the median of the rows'
+    projections on it, so about half of the node's rows go to each side (rows exactly at the median
+    go right). The two biases move by opposite halves (their mean is kept). Nodes no row reaches
+    keep their biases. One vectorised step per level (sort by node, then projection).
     """
     n, dp1 = Xa.shape
     if n == 0:
@@ -665,9 +678,10 @@ def center_router_biases(W: np.ndarray, Xa: np.ndarray, depth: int) -> np.ndarra
 def stop_positions(keep_path: np.ndarray):
     """First and second stop level along each path.
 
-    ``keep_path`` (n, depth) is ``gamma_bar`` of the internal node at each level of the path. A row stops
-    at the first pruned node (or at depth ``depth``): ``s1``; ``s2`` is where it would stop if ``s1``
-    were a split (used for the gamma gradient of a pruned node; equals ``s1`` when ``s1 == depth``).
+    ``keep_path`` (n, depth) is ``gamma_bar`` of the internal node at each level of the path. A row
+    stops at the first pruned node (or at depth ``depth``): ``s1``; ``s2`` is where it would stop
+    if ``s1`` were a split (used for the gamma gradient of a pruned node; equals ``s1`` when
+    ``s1 == depth``).
     """
     n, D = keep_path.shape
     S = np.concatenate([keep_path, np.zeros((n, 1), dtype=bool)], axis=1)
@@ -691,12 +705,13 @@ def reachable(keep: np.ndarray, depth: int) -> np.ndarray:
 def collapse_neutral_splits(paths: np.ndarray, used: np.ndarray, keep: np.ndarray, depth: int):
     """``keep`` without the splits that cannot change any prediction.
 
-    ``paths`` are the full-depth deterministic paths of the training rows the node values were computed
-    from (``used`` marks rows of positive weight). If every such row reaching a reachable split ``i``
-    ends at the same stop node, every node of ``i``'s subtree holds ``i``'s own value (the nodes on
-    the way carry the same rows, the others are empty and copy their parent), so ``i`` is turned into
-    a leaf without changing ``predict`` or ``predict_proba``. Typical for deep trees (Table 7), whose
-    lower routers often receive no training rows on one side and so get no gamma gradient at all.
+    ``paths`` are the full-depth deterministic paths of the training rows the node values were
+    computed from (``used`` marks rows of positive weight). If every such row reaching a reachable
+    split ``i`` ends at the same stop node, every node of ``i``'s subtree holds ``i``'s own value
+    (the nodes on the way carry the same rows, the others are empty and copy their parent), so
+    ``i`` is turned into a leaf without changing ``predict`` or ``predict_proba``. Typical for deep
+    trees (Table 7), whose lower routers often receive no training rows on one side and so get no
+    gamma gradient at all.
     """
     n_int = keep.size
     reach = reachable(keep, depth)
@@ -765,9 +780,9 @@ def _logistic_loops(a, out):
 
 
 def router_backward():
-    """The compiled forward and backward pass of the router step (numba, imported lazily; cached
-    on disk), or None.
+    """Return the compiled forward and backward pass of the router step, or None.
 
+    Compiled with numba (imported lazily; cached on disk).
     ``kernel(Z, noise, V, t, w, mix, depth, cls, floor, tau, y0, SUB, gz)`` fills, per row of the
     minibatch, the logit-difference gradients ``gz`` and the gamma-gradient summands ``SUB`` from
     the rows' logit differences ``Z`` (float32) and path noise, with the same floating-point
@@ -789,8 +804,9 @@ _LOGISTIC_EXACT = None
 
 
 def compiled_logistic_exact() -> bool:
-    """Whether the compiled ``1 / (1 + exp(-a))`` equals ``scipy.special.expit`` bit for bit on
-    2^16 values spanning the range of the perturbed logits (checked once per process).
+    """Whether the compiled ``1 / (1 + exp(-a))`` equals ``scipy.special.expit`` bit for bit.
+
+    Checked on 2^16 values spanning the range of the perturbed logits, once per process.
     """
     global _LOGISTIC_EXACT
     if _LOGISTIC_EXACT is None:
@@ -814,10 +830,12 @@ _ADAM_LANES = 8
 
 
 def _adam_intrinsic():
-    """A numba intrinsic ``f(g, m, v, u, (b1, 1 - b1, b2, 1 - b2, lr, c1, c2, eps), n_blocks)``:
-    Adam's moment updates (in place) and step ``u`` on the first ``8 * n_blocks`` entries of the
-    flat float64 arrays, eight lanes at a time with the scalar loop's operations in its order
-    (lane-wise IEEE multiply, add, divide and square root; numba leaves the loop scalar).
+    """Return a numba intrinsic for Adam's moment updates and step, eight lanes at a time.
+
+    ``f(g, m, v, u, (b1, 1 - b1, b2, 1 - b2, lr, c1, c2, eps), n_blocks)``: Adam's moment updates
+    (in place) and step ``u`` on the first ``8 * n_blocks`` entries of the flat float64 arrays,
+    eight lanes at a time with the scalar loop's operations in its order (lane-wise IEEE multiply,
+    add, divide and square root; numba leaves the loop scalar).
     """
     from llvmlite import ir
     from numba import types
@@ -901,7 +919,8 @@ def _adam_pair_factory():
 
 
 def adam_pair():
-    """The compiled Adam step of a router pair (numba, lazily; cached on disk):
+    """Return the compiled Adam step of a router pair (numba, lazily; cached on disk).
+
     ``kernel(W, g0, m, v, lr, b1, b2, eps, 1 - b1**t, 1 - b2**t, Wd, WdT)`` moves the first
     logits by ``-u`` and the second by ``+u``, ``u`` Adam's step from ``g0``, in place, and
     writes the new float32 logit differences into ``Wd`` (d+1, n_int) and ``WdT`` (n_int, d+1)

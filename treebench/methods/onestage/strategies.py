@@ -6,11 +6,12 @@ pruning; a strategy owns what differs between the variants (paper Sect. 4.4):
 * :class:`BilevelSearch` — One-Stage itself (Alg. 1): per minibatch the lazy proximal step
   ``gamma_bar = 1[gamma >= 0.5]``, a router step, closed-form node values on the training part and a
   gamma step on the validation part; the discrete model's validation loss is monitored.
-* :class:`GumbelArchitecture` — "Gumbel Tree": as One-Stage, but ``gamma_bar`` is sampled per step by
-  Gumbel-softmax from ``gamma``.
-* :class:`JointRelaxation` — "Joint Tree": relaxed ``gamma`` in Eq. (2), one joint Adam step on routers
-  and gamma per minibatch, no validation-driven architecture step; the relaxed model's loss is
-  monitored (on the held-out part, or on the training rows with ``early_stopping_holdout=False``).
+* :class:`GumbelArchitecture` — "Gumbel Tree": as One-Stage, but ``gamma_bar`` is sampled per step
+  by Gumbel-softmax from ``gamma``.
+* :class:`JointRelaxation` — "Joint Tree": relaxed ``gamma`` in Eq. (2), one joint Adam step on
+  routers and gamma per minibatch, no validation-driven architecture step; the relaxed model's
+  loss is monitored (on the held-out part, or on the training rows with
+  ``early_stopping_holdout=False``).
 
 A strategy reads and updates the mutable :class:`FitState` of one ``fit`` call; random numbers are
 drawn in the same order for every variant as before the split into strategies (bit-identical fits).
@@ -68,8 +69,10 @@ class FitState:
     gpass: Any = None
 
     def refresh_values(self, fresh: bool = True) -> None:
-        """Router differences (unless ``fresh=False``: the router step wrote them) and
-        closed-form node values (Eq. 17) on the whole training part.
+        """Refresh the router differences and the closed-form node values (Eq. 17).
+
+        The router differences are recomputed unless ``fresh=False`` (the router step wrote them);
+        the node values are computed on the whole training part.
         """
         if fresh:
             self.Wd = wdiff(self.W)
@@ -81,10 +84,11 @@ class FitState:
             self.leaves.reset(leaf)
 
     def refresh_step(self, b: np.ndarray) -> None:
-        """Node values after the router step on minibatch ``b``: on the whole training part (the
-        paper's Eq. 17), or with ``step_rows="batch"`` from running leaf statistics in which only
-        ``b``'s rows are routed again (:class:`~.core.LeafSums`). The router step has written
-        ``Wd`` and ``WdT``.
+        """Update the node values after the router step on minibatch ``b``.
+
+        On the whole training part (the paper's Eq. 17), or with ``step_rows="batch"`` from running
+        leaf statistics in which only ``b``'s rows are routed again (:class:`~.core.LeafSums`). The
+        router step has written ``Wd`` and ``WdT``.
         """
         if self.leaves is None:
             self.refresh_values(fresh=False)
@@ -93,7 +97,7 @@ class FitState:
         self.V = self.leaves.values()
 
     def gamma_grad(self, est, keep: np.ndarray, step: int) -> np.ndarray:
-        """The gamma gradient (``est._gamma_grad``) on the validation rows of ``step``."""
+        """Return the gamma gradient (``est._gamma_grad``) on the validation rows of ``step``."""
         if self.vorder is not None:
             return est._gamma_grad(
                 *self.val_rows(step, int(est.batch_size)),
@@ -109,8 +113,10 @@ class FitState:
         return self.gpass(keep, self.V, self.Wd, self.WdT)
 
     def val_rows(self, step: int, bs: int):
-        """The validation rows of a gamma step: all of them, or with ``step_rows="batch"`` the
-        ``step``-th minibatch of ``bs`` rows of the epoch's order (cycled).
+        """Return the validation rows of a gamma step.
+
+        All of them, or with ``step_rows="batch"`` the ``step``-th minibatch of ``bs`` rows of the
+        epoch's order (cycled).
         """
         if self.vorder is None:
             return self.Xva, self.tva, self.wva
@@ -133,7 +139,7 @@ class BilevelSearch:
         return None
 
     def architecture(self, gamma: np.ndarray, step: int, noise) -> np.ndarray:
-        """The discrete architecture ``gamma_bar`` of a minibatch: the lazy proximal step."""
+        """Return the discrete architecture ``gamma_bar`` of a minibatch: the lazy proximal step."""
         return gamma >= 0.5
 
     def step(self, est, s: FitState, b: np.ndarray, step: int, arch_noise) -> None:
@@ -165,31 +171,42 @@ class BilevelSearch:
 
 
 class GumbelArchitecture(BilevelSearch):
-    """ "Gumbel Tree" ablation: ``gamma_bar`` sampled by Gumbel-softmax from ``gamma`` every step."""
+    """The "Gumbel Tree" ablation: ``gamma_bar`` sampled by Gumbel-softmax from ``gamma``.
+
+    A new sample is drawn every step.
+    """
 
     name = "gumbel"
 
     def epoch_noise(self, rng, n_steps: int, n_int: int):
+        """Draw the epoch's architecture noise: a logistic sample per step and split node."""
         return rng.logistic(size=(n_steps, n_int))
 
     def architecture(self, gamma: np.ndarray, step: int, noise) -> np.ndarray:
+        """Return a Gumbel sample of ``gamma_bar``: ``logit(gamma) + noise[step] > 0``."""
         with np.errstate(divide="ignore"):
             lg = np.log(gamma) - np.log1p(-gamma)
         return lg + noise[step] > 0
 
 
 class JointRelaxation:
-    """ "Joint Tree" ablation (Eq. 8): relaxed gamma, one joint gradient step on routers and gamma."""
+    """The "Joint Tree" ablation (Eq. 8): relaxed gamma.
+
+    One joint gradient step on routers and gamma.
+    """
 
     name = "joint"
 
     def holds_out(self, est) -> bool:
+        """Whether rows are held out for early stopping (``est._joint_holdout()``)."""
         return est._joint_holdout()
 
     def epoch_noise(self, rng, n_steps: int, n_int: int):
+        """Architecture noise drawn once per epoch (none here)."""
         return None
 
     def step(self, est, s: FitState, b: np.ndarray, step: int, arch_noise) -> None:
+        """One minibatch ``b``: joint Adam step on routers and gamma, then node values, in place."""
         b1, b2 = ADAM_BETAS
         gW, gg = est._router_grad(
             s.Xtr[b],
@@ -212,5 +229,5 @@ class JointRelaxation:
         s.refresh_step(b)
 
     def monitored_loss(self, est, s: FitState, mon, keep: np.ndarray, disc_loss) -> float:
-        """The relaxed model's loss (held-out or training rows)."""
+        """Return the relaxed model's loss (held-out or training rows)."""
         return est._relaxed_loss(*mon, s.W, s.V, s.gamma, s.D)
